@@ -1,0 +1,102 @@
+"""Compatibility profiles: the measured limits and rules of one Claude Code release, as data.
+
+Every limit the runtime enforces is read from a :class:`Profile`, so a rule always cites the profile it
+comes from. ``claude-code/2.1.332`` is the default; ``claude-code/2.1.209`` is the release the original
+specification describes. Differences between the two are data here, never ``if`` statements elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_PROFILE", "PROFILES", "Profile", "default_concurrency", "get_profile"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One Claude Code release's workflow semantics.
+
+    Attributes (units in the name where it matters):
+        name: ``claude-code/<version>``.
+        max_file_bytes: file size limit, checked on raw bytes before decoding.
+        max_inline_code_units: inline source limit in UTF-16 code units.
+        max_agent_calls: agent() calls admitted per run (the child workflows included).
+        max_fanout_items: entries allowed in one parallel()/pipeline() call.
+        sync_timeout_ms: longest synchronous stretch of workflow JavaScript.
+        stall_window_ms: default per-agent stall window; ``stall_retries`` retries follow a stall.
+        schema_retries: re-asks after a structured output fails validation (then agent() rejects).
+        cache_key_options: execution-affecting agent() options hashed into the v2 cache key.
+        agent_options: every agent() option the release recognises (others are ignored).
+        efforts: the accepted ``effort`` values (others are ignored).
+        import_refused_at_load: a real ``import()`` expression refuses the file before launch
+            (2.1.209 launched and threw at run time).
+        journal_started_has_label: ``started`` journal lines carry ``label`` and ``phase``.
+        budget_from_turn: ``budget.total`` came from the turn's token budget (2.1.209).
+    """
+
+    name: str
+    max_file_bytes: int = 524_288
+    max_inline_code_units: int = 524_288
+    max_agent_calls: int = 1_000
+    max_fanout_items: int = 4_096
+    sync_timeout_ms: int = 30_000
+    stall_window_ms: int = 180_000
+    stall_retries: int = 5
+    schema_retries: int = 5
+    cache_key_options: tuple[str, ...] = ("schema", "model", "effort", "isolation", "agentType")
+    agent_options: tuple[str, ...] = (
+        "label", "phase", "schema", "model", "effort", "isolation", "agentType", "stallMs",
+    )
+    efforts: tuple[str, ...] = ("low", "medium", "high", "xhigh", "max")
+    isolations: tuple[str, ...] = ("worktree",)
+    import_refused_at_load: bool = True
+    journal_started_has_label: bool = True
+    budget_from_turn: bool = False
+    max_concurrency: int = 16
+    min_concurrency: int = 2
+
+
+PROFILES: dict[str, Profile] = {
+    # profile claude-code/2.1.332: measured with the oracle on 2026-11-30 (PROFILE-FACTS).
+    "claude-code/2.1.332": Profile(
+        name="claude-code/2.1.332",
+        cache_key_options=(
+            "schema", "model", "effort", "isolation", "agentType", "disallowedTools", "bashCommandClamp",
+        ),
+        agent_options=(
+            "label", "phase", "schema", "model", "effort", "isolation", "agentType", "stallMs",
+            "disallowedTools", "bashCommandClamp", "sharedHeadLength",
+        ),
+    ),
+    # profile claude-code/2.1.209: the release the specification was written against.
+    "claude-code/2.1.209": Profile(
+        name="claude-code/2.1.209",
+        import_refused_at_load=False,
+        journal_started_has_label=False,
+        budget_from_turn=True,
+    ),
+}
+
+DEFAULT_PROFILE = "claude-code/2.1.332"
+
+
+def get_profile(name: str | None = None) -> Profile:
+    """Return the profile called ``name`` (default ``claude-code/2.1.332``).
+
+    Raises:
+        KeyError: with the list of known profiles, when ``name`` is unknown.
+    """
+    key = name or DEFAULT_PROFILE
+    try:
+        return PROFILES[key]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise KeyError(f"unknown profile {key!r}; known profiles: {known}") from None
+
+
+def default_concurrency(profile: Profile | None = None, cpus: int | None = None) -> int:
+    """``min(16, max(2, cpus - 2))`` — profile claude-code/2.1.209 and 2.1.332."""
+    p = profile or get_profile()
+    n = cpus if cpus is not None else (os.cpu_count() or 2)
+    return min(p.max_concurrency, max(p.min_concurrency, n - 2))

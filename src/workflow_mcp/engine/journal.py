@@ -1,0 +1,90 @@
+"""Journal replay: deciding which agent() calls of a resumed run reuse a recorded result.
+
+Every agent call carries two identities computed in the realm:
+
+- ``key``: Claude's chained v2 cache key (``v2:`` + sha256 over the previous key, the prompt and the
+  canonical execution-affecting options; parallel/pipeline slots fork and join the chain). Profile
+  claude-code/2.1.332, verified byte-for-byte against Claude's ``journal.jsonl``.
+- ``contentKey``: sha256 over the prompt and the same canonical options, without the chain.
+
+Two policies:
+
+- ``content`` (default): a call is reused when the same content key occurs again; the n-th
+  occurrence in the new run reuses the n-th recorded result (recorded call order), whatever order a
+  fan-out completes in.
+- ``prefix``: Claude's rule: the longest unchanged prefix in call order replays; after the first
+  miss every later call runs live, even if an identical record exists.
+
+Both: ``null`` results are never reused, and a call that started without a result runs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["JournalRecord", "Replay", "ResumePolicy", "content_key"]
+
+ResumePolicy = Literal["content", "prefix"]
+
+
+def content_key(prompt: str, canon: str) -> str:
+    """``c1:`` + hex(sha256(prompt + "\\0" + canon)) over UTF-8."""
+    return "c1:" + hashlib.sha256((prompt + "\0" + canon).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    """One completed call of an earlier run. ``result`` is the JSON value agent() resolved to."""
+
+    key: str
+    content_key: str
+    agent_id: str
+    result: Any
+    tokens: dict[str, int]
+    label: str = ""
+    side_effects: bool = False
+    source_run_id: str = ""
+
+
+class Replay:
+    """Lookup of recorded results for one resumed run. Not thread-safe; one per run."""
+
+    def __init__(self, records: Iterable[JournalRecord], policy: ResumePolicy = "content") -> None:
+        self.policy: ResumePolicy = policy
+        self._by_key: dict[str, JournalRecord] = {}
+        self._by_content: dict[str, deque[JournalRecord]] = {}
+        for r in records:
+            if r.result is None:
+                continue  # null results are never reused
+            self._by_key.setdefault(r.key, r)
+            self._by_content.setdefault(r.content_key, deque()).append(r)
+        self._missed = False
+        self.first_miss_label: str | None = None
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def take(self, key: str, ckey: str, label: str = "") -> JournalRecord | None:
+        """The record to reuse for this call, or ``None`` when it must run live."""
+        hit: JournalRecord | None = None
+        if self.policy == "prefix":
+            if not self._missed:
+                hit = self._by_key.get(key)
+        else:
+            queue = self._by_content.get(ckey)
+            if queue:
+                hit = queue.popleft()
+        if hit is None:
+            if not self._missed:
+                self._missed = True
+                self.first_miss_label = label
+            self.misses += 1
+        else:
+            self.hits += 1
+        return hit

