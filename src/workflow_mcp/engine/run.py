@@ -161,7 +161,7 @@ def run_workflow(
         body=workflow.body,
         path=workflow.path,
         source_hash=workflow.source_hash,
-        phases=[p.title for p in workflow.meta.phases],
+        phases=[p.title for p in (workflow.meta.phases or ())],
     )
     run = _Run(
         run_id or new_run_id(),

@@ -1,0 +1,392 @@
+"""The ``workflow-mcp`` command line.
+
+Exit codes: 0 success (a run completed, a file is valid), 1 failure (a run failed or was cancelled,
+a file is invalid), 2 invalid input (bad arguments, a missing file, malformed JSON). No traceback
+reaches the user: every expected error is one line on stderr that says what to fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from .errors import InvalidInputError, RunFailedError, WorkflowLoadError, WorkflowMcpError, WorkflowNotFoundError
+
+__all__ = ["main"]
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"workflow-mcp: {message}", err=True)
+    sys.exit(code)
+
+
+def _service(cwd: str | None = None) -> Any:
+    from .service import WorkflowService
+    from .store.sqlite import SqliteStore
+
+    try:
+        store = SqliteStore()
+    except WorkflowMcpError as exc:
+        _fail(str(exc))
+    return WorkflowService(store, cwd=cwd or os.getcwd(), home=os.environ.get("HOME"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="workflow-mcp")
+def cli() -> None:
+    """Run Claude Code workflow files on any agent provider, durably."""
+
+
+@cli.command()
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print {valid, meta, errors, warnings} as JSON.")
+@click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
+def validate(path: str, as_json: bool, profile: str | None) -> None:
+    """Check one workflow file against the profile's loading rules."""
+    from .definitions.load import validate_workflow
+    from .definitions.profile import get_profile
+
+    try:
+        prof = get_profile(profile)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+    try:
+        report = validate_workflow(path, profile=prof)
+    except WorkflowNotFoundError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        if report.valid:
+            meta = report.to_json()["meta"] or {}
+            click.echo(f"valid: {meta.get('name')} — {meta.get('description')}")
+        for e in report.to_json()["errors"]:
+            where = f"{e.get('path') or path}"
+            if e.get("line"):
+                where += f":{e['line']}" + (f":{e['column']}" if e.get("column") else "")
+            click.echo(f"{where}: error: {e['message']} [{e['rule']}]", err=True)
+        for w in report.to_json()["warnings"]:
+            line = f":{w['line']}" if w.get("line") else ""
+            click.echo(f"{path}{line}: warning: {w['message']} [{w['rule']}]", err=True)
+    sys.exit(0 if report.valid else 1)
+
+
+@cli.command(name="list")
+@click.argument("directory", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print {workflows, diagnostics} as JSON.")
+def list_(directory: str | None, as_json: bool) -> None:
+    """List the workflows visible from DIRECTORY (default: the current directory)."""
+    from .definitions.discover import find_workflows
+
+    cwd = directory or os.getcwd()
+    if not os.path.isdir(cwd):
+        _fail(f"{cwd!r} is not a directory")
+    found = find_workflows(cwd, os.environ.get("HOME"))
+    doc = found.to_json()
+    if as_json:
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    for w in doc["workflows"]:
+        click.echo(f"{w['name']}\t{w['source']}\t{w['description']}\t{w['path']}")
+    for d in doc["diagnostics"]:
+        click.echo(f"{d['kind']}: {d['path']}: {d['message']}", err=True)
+
+
+def _read_args(args_json: str | None, args_file: str | None) -> Any:
+    from .engine.run import MISSING
+
+    if args_json is not None and args_file is not None:
+        _fail("give the args either as ARGS_JSON or with --args-file, not both")
+    text: str | None = args_json
+    origin = "ARGS_JSON"
+    if args_file is not None:
+        try:
+            text = Path(args_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot read --args-file {args_file!r}: {exc.strerror or exc}")
+        origin = args_file
+    if text is None:
+        return MISSING
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        _fail(f"{origin} is not valid JSON ({exc}); pass one JSON value, e.g. '{{\"files\": [\"a.ts\"]}}'")
+
+
+def _provider(name: str | None, fake_script: str | None) -> Any:
+    from .providers.fake import FakeProvider
+
+    if name is None:
+        _fail(
+            "no agent provider chosen: pass --provider fake for a dry run with the deterministic fake "
+            "provider (add --fake-script FILE to script its answers)"
+        )
+    if name != "fake":
+        _fail(f"unknown provider {name!r}; available: fake")
+    if fake_script is not None:
+        try:
+            return FakeProvider.from_file(fake_script)
+        except WorkflowMcpError as exc:
+            _fail(str(exc))
+    elif fake_script is None:
+        return FakeProvider()
+    return None  # pragma: no cover
+
+
+@cli.command()
+@click.argument("target", metavar="PATH_OR_NAME")
+@click.argument("args_json", required=False, metavar="[ARGS_JSON]")
+@click.option("--args-file", type=str, default=None, help="Read the workflow's args (one JSON value) from a file.")
+@click.option("--provider", default=None, help="Agent provider (fake).")
+@click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Agents running at once.")
+@click.option("--token-budget", type=click.IntRange(min=0), default=None, help="budget.total in output tokens.")
+@click.option("--max-agents", type=click.IntRange(min=1), default=None, help="Lower the 1,000-call cap.")
+@click.option("--agent-timeout-ms", type=click.IntRange(min=1), default=None, help="Bound each provider call.")
+@click.option("--sync-timeout-ms", type=click.IntRange(min=1), default=None, help="Synchronous JS limit (30000).")
+@click.option("--heap-mb", type=click.IntRange(min=16), default=None, help="Realm heap limit in MB (1024).")
+@click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
+@click.option("--resume-from", default=None, metavar="RUN_ID", help="Reuse the journal of an earlier run.")
+@click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
+@click.option(
+    "--events",
+    "events_mode",
+    type=click.Choice(["jsonl", "progress", "none"]),
+    default=None,
+    help="stderr: JSONL events (default when not a TTY), a live progress view (TTY default), or nothing.",
+)
+def run(
+    target: str,
+    args_json: str | None,
+    args_file: str | None,
+    provider: str | None,
+    fake_script: str | None,
+    concurrency: int | None,
+    token_budget: int | None,
+    max_agents: int | None,
+    agent_timeout_ms: int | None,
+    sync_timeout_ms: int | None,
+    heap_mb: int | None,
+    profile: str | None,
+    resume_from: str | None,
+    policy: str,
+    events_mode: str | None,
+) -> None:
+    """Run a workflow file (or a saved workflow by name); print its final value as JSON."""
+    from .definitions.profile import get_profile
+    from .engine.run import RunOptions
+
+    args = _read_args(args_json, args_file)
+    try:
+        get_profile(profile)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+    prov = _provider(provider, fake_script)
+    service = _service()
+    try:
+        workflow = service.load(target, profile=profile)
+    except WorkflowLoadError as exc:
+        _fail(f"invalid workflow: {exc}")
+    except WorkflowNotFoundError as exc:
+        _fail(str(exc))
+    options = RunOptions(
+        concurrency=concurrency,
+        token_budget=token_budget,
+        sync_timeout_ms=sync_timeout_ms,
+        max_agents=max_agents,
+        agent_timeout_ms=agent_timeout_ms,
+        heap_mb=heap_mb or 1024,
+        profile=profile,
+        cwd=os.getcwd(),
+        home=os.environ.get("HOME"),
+    )
+    mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
+    code = asyncio.run(_run(service, workflow, prov, args, options, resume_from, policy, mode))
+    sys.exit(code)
+
+
+async def _run(
+    service: Any,
+    workflow: Any,
+    provider: Any,
+    args: Any,
+    options: Any,
+    resume_from: str | None,
+    policy: str,
+    mode: str,
+) -> int:
+    from .cli_progress import ProgressView
+
+    service.recover()
+    view = ProgressView(workflow.meta.name) if mode == "progress" else None
+
+    def on_event(event: Any) -> None:
+        if mode == "jsonl":
+            sys.stderr.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+            sys.stderr.flush()
+        elif view is not None:
+            view.update(event)
+
+    try:
+        handle = service.start_run(
+            workflow,
+            provider=provider,
+            args=args,
+            options=options,
+            resume_from=resume_from,
+            policy=policy,
+            on_event=on_event,
+        )
+    except WorkflowMcpError as exc:
+        _fail(str(exc))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, handle.cancel, f"received {signal.Signals(sig).name}")
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-POSIX
+            pass
+    if view is not None:
+        view.start()
+    try:
+        value = await handle.result()
+    except RunFailedError as exc:
+        if view is not None:
+            view.stop()
+        click.echo(f"workflow-mcp: run {exc.run_id} {exc.status}: {exc.message}", err=True)
+        if exc.status == "cancelled":
+            click.echo(f"workflow-mcp: resume it with: workflow-mcp resume {exc.run_id}", err=True)
+        return 1
+    if view is not None:
+        view.stop()
+    click.echo(json.dumps(value, ensure_ascii=False))
+    return 0
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
+@click.option("--provider", default=None, help="Agent provider (fake).")
+@click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
+@click.option("--events", "events_mode", type=click.Choice(["jsonl", "progress", "none"]), default=None)
+def resume(run_id: str, policy: str, provider: str | None, fake_script: str | None, events_mode: str | None) -> None:
+    """Continue a stored run (interrupted, cancelled or failed) from its journal, with the same
+    script and args; a new run records what ran live and what was replayed."""
+    from .definitions.load import load_workflow
+    from .engine.run import RunOptions
+
+    service = _service()
+    service.recover()
+    record = service.store.get_run(run_id)
+    if record is None:
+        _fail(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+    prov = _provider(provider or (record.provider or None), fake_script)
+    try:
+        workflow = load_workflow(record.workflow_path, source=record.source)
+    except WorkflowLoadError as exc:
+        _fail(f"the stored script of {run_id} no longer loads: {exc}")
+    opts = dict(record.options)
+    options = RunOptions(
+        concurrency=opts.get("concurrency"),
+        token_budget=opts.get("token_budget"),
+        sync_timeout_ms=opts.get("sync_timeout_ms"),
+        max_agents=opts.get("max_agents"),
+        agent_timeout_ms=opts.get("agent_timeout_ms"),
+        heap_mb=opts.get("heap_mb") or 1024,
+        profile=record.profile or None,
+        cwd=record.cwd or os.getcwd(),
+        home=os.environ.get("HOME"),
+    )
+    mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
+    args = service.args_of(run_id)
+    sys.exit(asyncio.run(_run(service, workflow, prov, args, options, run_id, policy, mode)))
+
+
+@cli.group()
+def runs() -> None:
+    """Inspect stored runs."""
+
+
+@runs.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--limit", type=click.IntRange(min=1), default=50)
+def runs_list(as_json: bool, limit: int) -> None:
+    """Recent runs, newest first, with their projected status."""
+    service = _service()
+    service.recover()
+    items = [r.to_json() for r in service.list_runs(limit)]
+    if as_json:
+        click.echo(json.dumps({"runs": items}, ensure_ascii=False, indent=2))
+        return
+    for r in items:
+        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{r['createdAt']}")
+
+
+@runs.command(name="show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+def runs_show(run_id: str, as_json: bool) -> None:
+    """The projected state of one run."""
+    service = _service()
+    service.recover()
+    try:
+        state = service.status(run_id).to_json()
+    except WorkflowNotFoundError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(state, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"{state['runId']}  {state['workflow'].get('name')}  {state['status']}")
+    for ph in state["phases"]:
+        click.echo(f"  phase {ph['title']}: {ph['status']}")
+    c = state["counts"]
+    click.echo(f"  agents: {c['completed']} completed, {c['cached']} replayed, {c['failed']} failed, "
+               f"{c['running']} running, {c['queued']} queued")
+    click.echo(f"  output tokens: {state['tokenUsage']['output']} (+{state['tokenUsage']['replayedOutput']} replayed)")
+    if "error" in state:
+        click.echo(f"  error: {state['error'].get('message')}")
+
+
+@runs.command(name="events")
+@click.argument("run_id")
+@click.option("--after", type=click.IntRange(min=0), default=0, help="Only events after this sequence.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
+def runs_events(run_id: str, after: int, as_json: bool) -> None:
+    """The durable events of one run."""
+    service = _service()
+    try:
+        events = service.events(run_id, after)
+    except WorkflowNotFoundError as exc:
+        _fail(str(exc))
+    for e in events:
+        if as_json:
+            click.echo(json.dumps(e.to_json(), ensure_ascii=False))
+        else:
+            click.echo(f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}")
+
+
+def main() -> None:
+    """Console entry point: expected errors become one line on stderr; unexpected ones too, with the
+    traceback only when ``WORKFLOW_MCP_DEBUG`` is set."""
+    try:
+        cli(standalone_mode=True)
+    except (InvalidInputError, WorkflowLoadError, WorkflowNotFoundError) as exc:
+        _fail(str(exc))
+    except WorkflowMcpError as exc:
+        _fail(str(exc), 1)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except Exception as exc:  # the top-level handler: never show a traceback by default
+        if os.environ.get("WORKFLOW_MCP_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set WORKFLOW_MCP_DEBUG=1 for details)", 1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,73 @@
+"""The live progress view of ``workflow-mcp run`` on a terminal (rich): phases, agents, logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ProgressView"]
+
+
+class ProgressView:
+    """Renders events as they come: a header with counts and the current phase, then the log tail."""
+
+    def __init__(self, name: str) -> None:
+        from rich.console import Console
+
+        self.name = name
+        self.console = Console(stderr=True)
+        self.phase: str | None = None
+        self.running = 0
+        self.done = 0
+        self.cached = 0
+        self.failed = 0
+        self.logs: list[str] = []
+        self._live: Any = None
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        table = Table.grid(padding=(0, 1))
+        head = f"[bold]{self.name}[/bold]"
+        if self.phase:
+            head += f"  phase: [cyan]{self.phase}[/cyan]"
+        table.add_row(head)
+        table.add_row(
+            f"agents: [yellow]{self.running} running[/yellow], [green]{self.done} done[/green], "
+            f"{self.cached} replayed, [red]{self.failed} failed[/red]"
+        )
+        for line in self.logs[-8:]:
+            table.add_row(f"[dim]│[/dim] {line}")
+        return table
+
+    def start(self) -> None:
+        from rich.live import Live
+
+        self._live = Live(self._render(), console=self.console, refresh_per_second=8, transient=False)
+        self._live.start()
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.stop()
+            self._live = None
+
+    def update(self, event: Any) -> None:
+        t = event.type
+        if t == "phase.started":
+            self.phase = str(event.payload.get("title"))
+        elif t == "agent.started":
+            self.running += 1
+        elif t == "agent.completed":
+            self.running -= 1
+            self.done += 1
+        elif t == "agent.failed":
+            self.running -= 1
+            self.failed += 1
+        elif t == "agent.cached":
+            self.cached += 1
+        elif t == "log":
+            self.logs.append(str(event.payload.get("message", "")))
+        elif t == "warning":
+            self.logs.append("[yellow]warning:[/yellow] " + str(event.payload.get("message", "")))
+        if self._live is not None:
+            self._live.update(self._render())

@@ -1,0 +1,284 @@
+"""``WorkflowService``: the one facade the CLI, the MCP server and the Python API use.
+
+It joins definitions (load, validate, discover), the engine (runs), providers and the store. Every
+run it starts is recorded in the store before its first event, and every event is committed before
+it is published, so a run survives the process that started it: ``recover()`` marks runs left
+``running`` by a dead process as ``interrupted``, and ``start_run(..., resume_from=…)`` continues any
+earlier run from its journal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .definitions.discover import Discovery, find_workflows, resolve_workflow
+from .definitions.load import ValidationReport, Workflow, load_workflow, validate_workflow
+from .definitions.profile import get_profile
+from .engine.journal import JournalRecord, Replay, ResumePolicy
+from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
+from .errors import InvalidInputError, WorkflowNotFoundError
+from .events import TERMINAL_TYPES, Event, utc_now
+from .providers.base import AgentProvider
+from .state import RunState, project_state
+from .store.base import RunRecord, RunStore
+
+__all__ = ["RunSummary", "WorkflowService"]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of ``runs list``: ``status`` is projected from the run's newest ``run.*`` event."""
+
+    run_id: str
+    workflow: str
+    status: str
+    created_at: str
+    provider: str
+    resumed_from: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "workflow": self.workflow,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "provider": self.provider,
+            "resumedFrom": self.resumed_from,
+        }
+
+
+_STATUS_OF = {
+    "run.queued": "queued",
+    "run.started": "running",
+    "run.resumed": "running",
+    "run.paused": "paused",
+    "run.completed": "completed",
+    "run.failed": "failed",
+    "run.cancelled": "cancelled",
+    "run.interrupted": "interrupted",
+}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class WorkflowService:
+    """Facade over definitions, runs and the store.
+
+    ``store`` is any :class:`~workflow_mcp.store.RunStore`; ``cwd``/``home`` anchor discovery.
+    """
+
+    def __init__(self, store: RunStore, *, cwd: str | None = None, home: str | None = None) -> None:
+        self.store = store
+        self.cwd = cwd or os.getcwd()
+        self.home = home
+        self.live: dict[str, RunHandle] = {}
+
+    # -- definitions -------------------------------------------------------------------------
+    def validate(self, path: str | None = None, *, source: str | None = None, profile: str | None = None) -> ValidationReport:
+        """Validate a file or inline source; never raises for an invalid workflow (see the report)."""
+        return validate_workflow(path, source=source, profile=get_profile(profile))
+
+    def list(self, cwd: str | None = None) -> Discovery:
+        """Personal and project workflows visible from ``cwd`` (Claude's precedence and order)."""
+        return find_workflows(cwd or self.cwd, self.home)
+
+    def load(self, target: str, *, cwd: str | None = None, profile: str | None = None) -> Workflow:
+        """Load ``target``: a path to a file, or else a workflow name resolved through discovery.
+
+        Raises:
+            WorkflowNotFoundError: neither a file nor a known name.
+            WorkflowLoadError: the file breaks a loading rule.
+        """
+        base = cwd or self.cwd
+        candidate = Path(base, target).expanduser()
+        looks_like_path = target.endswith(".js") or os.sep in target or target.startswith(".")
+        if candidate.is_file() or looks_like_path:
+            if not candidate.exists():
+                raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
+            return load_workflow(str(candidate), profile=get_profile(profile))
+        found = resolve_workflow(target, base, self.home)
+        return load_workflow(str(found.path), profile=get_profile(profile))
+
+    # -- runs --------------------------------------------------------------------------------
+    def start_run(
+        self,
+        workflow: Workflow,
+        *,
+        provider: AgentProvider,
+        args: Any = MISSING,
+        options: RunOptions | None = None,
+        resume_from: str | None = None,
+        policy: ResumePolicy = "content",
+        idempotency_key: str | None = None,
+        owner: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> RunHandle:
+        """Record and start a run; returns its live handle. Needs a running event loop.
+
+        ``resume_from`` reuses the journal of an earlier run (any status) under ``policy``.
+        ``idempotency_key`` returns the already-started run for a repeated key (``owner`` scopes
+        keys). ``on_event`` sees each event after it is committed.
+
+        Raises:
+            WorkflowNotFoundError: ``resume_from`` names no stored run.
+            InvalidInputError: ``policy`` is unknown.
+        """
+        if idempotency_key is not None:
+            existing = self.store.find_idempotent(owner, idempotency_key)
+            if existing is not None and existing.run_id in self.live:
+                return self.live[existing.run_id]
+        opts = options or RunOptions(cwd=self.cwd, home=self.home)
+        if opts.cwd is None:
+            opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
+        replay: Replay | None = None
+        if resume_from is not None:
+            if policy not in ("content", "prefix"):
+                raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
+            replay = self.replay_for(resume_from, policy)
+        run_id = new_run_id()
+        record = RunRecord(
+            run_id=run_id,
+            workflow_name=workflow.meta.name,
+            workflow_path=workflow.path,
+            source_hash=workflow.source_hash,
+            source=workflow.source,
+            created_at=utc_now(),
+            args_json=None if args is MISSING else json.dumps(args, ensure_ascii=False),
+            options={
+                k: v for k, v in opts.__dict__.items() if v is not None and k not in ("cwd", "home")
+            },
+            provider=getattr(provider, "name", ""),
+            profile=get_profile(opts.profile).name,
+            cwd=opts.cwd,
+            resumed_from=resume_from,
+            resume_policy=policy if resume_from else None,
+            idempotency_key=idempotency_key,
+            owner=owner,
+            owner_pid=os.getpid(),
+            owner_host=socket.gethostname(),
+        )
+        self.store.create_run(record)
+
+        def persist(event: Event) -> None:
+            self.store.append(event)
+            if on_event is not None:
+                on_event(event)
+
+        handle = run_workflow(
+            workflow,
+            provider=provider,
+            args=args,
+            options=opts,
+            run_id=run_id,
+            persist=persist,
+            replay=replay,
+            resumed_from=resume_from,
+        )
+        self.live[run_id] = handle
+        return handle
+
+    def replay_for(self, run_id: str, policy: ResumePolicy) -> Replay:
+        """The replay index built from ``run_id``'s journal (results it computed or replayed)."""
+        if self.store.get_run(run_id) is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+        records: list[JournalRecord] = []
+        for row in self.store.journal(run_id):
+            if row.status not in ("completed", "cached") or row.result_json is None:
+                continue
+            try:
+                result = json.loads(row.result_json)
+            except ValueError:
+                continue
+            records.append(
+                JournalRecord(
+                    key=row.key,
+                    content_key=row.content_key,
+                    agent_id=row.agent_id,
+                    result=result,
+                    tokens=row.tokens,
+                    label=row.label,
+                    side_effects=row.side_effects,
+                    source_run_id=row.source_run or run_id,
+                )
+            )
+        return Replay(records, policy)
+
+    def args_of(self, run_id: str) -> Any:
+        """The stored args of a run (``MISSING`` when it had none)."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
+        return MISSING if record.args_json is None else json.loads(record.args_json)
+
+    def status(self, run_id: str) -> RunState:
+        """The projected state of a stored run.
+
+        Raises:
+            WorkflowNotFoundError: unknown run id.
+        """
+        if self.store.get_run(run_id) is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+        return project_state(self.store.events(run_id), run_id=run_id)
+
+    def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        if self.store.get_run(run_id) is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
+        return self.store.events(run_id, after, limit)
+
+    def list_runs(self, limit: int = 50) -> list[RunSummary]:
+        out = []
+        for r in self.store.list_runs(limit):
+            last = self.store.last_run_event(r.run_id)  # type: ignore[attr-defined]
+            out.append(
+                RunSummary(
+                    run_id=r.run_id,
+                    workflow=r.workflow_name,
+                    status=_STATUS_OF.get(last or "", "queued"),
+                    created_at=r.created_at,
+                    provider=r.provider,
+                    resumed_from=r.resumed_from,
+                )
+            )
+        return out
+
+    def recover(self) -> list[str]:
+        """Mark runs left running by a dead process on this host as ``interrupted``; returns their ids."""
+        host = socket.gethostname()
+        marked = []
+        for r in self.store.list_runs(10_000):
+            if r.run_id in self.live or r.owner_host != host or r.owner_pid is None:
+                continue
+            last = self.store.last_run_event(r.run_id)  # type: ignore[attr-defined]
+            if last is None or last in TERMINAL_TYPES:
+                continue
+            if r.owner_pid != os.getpid() and _pid_alive(r.owner_pid):
+                continue
+            seq = self.store.last_sequence(r.run_id) + 1
+            self.store.append(
+                Event(
+                    run_id=r.run_id,
+                    sequence=seq,
+                    type="run.interrupted",
+                    payload={
+                        "reason": f"the process that owned the run (pid {r.owner_pid}) is gone",
+                        "resumable": True,
+                    },
+                    timestamp=utc_now(),
+                )
+            )
+            marked.append(r.run_id)
+        return marked

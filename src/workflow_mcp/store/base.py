@@ -1,0 +1,125 @@
+"""The run store boundary: runs, their events, their journal and their artifacts.
+
+Two implementations: :class:`~workflow_mcp.store.sqlite.SqliteStore` (WAL, numbered migrations) and
+:class:`~workflow_mcp.store.memory.MemoryStore` (the in-memory twin for tests). The store holds data,
+not behaviour: run status is never stored, it is projected from the events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..events import Event
+
+__all__ = ["JournalRow", "RunRecord", "RunStore", "StoreError", "journal_row_for"]
+
+from ..errors import WorkflowMcpError
+
+
+class StoreError(WorkflowMcpError):
+    """Raised when the state database is unreadable, damaged or from a newer release."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The immutable facts of one run, written once when it is created."""
+
+    run_id: str
+    workflow_name: str
+    source_hash: str
+    source: str
+    created_at: str
+    workflow_path: str | None = None
+    args_json: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    provider: str = ""
+    profile: str = ""
+    cwd: str | None = None
+    resumed_from: str | None = None
+    resume_policy: str | None = None
+    idempotency_key: str | None = None
+    owner: str | None = None
+    owner_pid: int | None = None
+    owner_host: str | None = None
+
+
+@dataclass(frozen=True)
+class JournalRow:
+    """One agent call's identity and outcome. ``status``: started | completed | failed | cached."""
+
+    run_id: str
+    agent_id: str
+    ordinal: int
+    key: str
+    content_key: str
+    status: str
+    label: str = ""
+    result_json: str | None = None
+    tokens: dict[str, int] = field(default_factory=dict)
+    side_effects: bool = False
+    source_run: str | None = None
+
+
+def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
+    """The journal row an agent event implies (``None`` for other events)."""
+    import json
+
+    p = event.payload
+    if event.agent_id is None:
+        return None
+    t = event.type
+    if t == "agent.queued":
+        status = "queued"
+    elif t == "agent.started":
+        status = "started"
+    elif t == "agent.completed":
+        status = "completed" if p.get("outcome", "completed") == "completed" else str(p.get("outcome"))
+    elif t == "agent.cached":
+        status = "cached"
+    elif t == "agent.failed":
+        status = "failed"
+    else:
+        return None
+    has_result = t in ("agent.completed", "agent.cached")
+    return JournalRow(
+        run_id=event.run_id,
+        agent_id=event.agent_id,
+        ordinal=ordinal,
+        key=str(p.get("key", "")),
+        content_key=str(p.get("contentKey", "")),
+        status=status,
+        label=str(p.get("label", "")),
+        result_json=json.dumps(p.get("result"), ensure_ascii=False) if has_result else None,
+        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items() if isinstance(v, int)},
+        side_effects=bool(p.get("sideEffects", False)),
+        source_run=p.get("fromRunId") if t == "agent.cached" else None,
+    )
+
+
+class RunStore(Protocol):
+    """Persistence of runs. ``append`` returns only once the event is durable (committed)."""
+
+    def create_run(self, record: RunRecord) -> None: ...
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def find_idempotent(self, owner: str | None, key: str) -> RunRecord | None: ...
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]: ...
+
+    def append(self, event: Event) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]: ...
+
+    def last_sequence(self, run_id: str) -> int: ...
+
+    def journal(self, run_id: str) -> list[JournalRow]: ...
+
+    def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None: ...
+
+    def get_artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,94 @@
+"""The in-memory twin of :class:`~workflow_mcp.store.sqlite.SqliteStore` (same behaviour, no file)."""
+
+from __future__ import annotations
+
+import threading
+
+from ..events import Event, utc_now
+from .base import JournalRow, RunRecord, StoreError, journal_row_for
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+        self._events: dict[str, list[Event]] = {}
+        self._journal: dict[str, dict[str, JournalRow]] = {}
+        self._artifacts: dict[tuple[str, str], tuple[str, str, bytes, str]] = {}
+        self._lock = threading.RLock()
+
+    def create_run(self, record: RunRecord) -> None:
+        with self._lock:
+            if record.run_id in self._runs:
+                raise StoreError(f"run {record.run_id} already exists")
+            if record.idempotency_key is not None and self.find_idempotent(record.owner, record.idempotency_key):
+                raise StoreError(f"idempotency key {record.idempotency_key!r} is already used")
+            self._runs[record.run_id] = record
+            self._events[record.run_id] = []
+            self._journal[record.run_id] = {}
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        return self._runs.get(run_id)
+
+    def find_idempotent(self, owner: str | None, key: str) -> RunRecord | None:
+        for r in self._runs.values():
+            if r.owner == owner and r.idempotency_key == key:
+                return r
+        return None
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        runs = sorted(self._runs.values(), key=lambda r: (r.created_at, r.run_id), reverse=True)
+        return runs[:limit]
+
+    def append(self, event: Event) -> None:
+        with self._lock:
+            events = self._events.setdefault(event.run_id, [])
+            if events and event.sequence <= events[-1].sequence:
+                raise StoreError(f"run {event.run_id}: sequence {event.sequence} is not after {events[-1].sequence}")
+            events.append(event)
+            if event.type.startswith("agent.") and event.type != "agent.output.delta" and event.agent_id:
+                rows = self._journal.setdefault(event.run_id, {})
+                old = rows.get(event.agent_id)
+                row = journal_row_for(event, old.ordinal if old else len(rows))
+                if row is not None:
+                    if old is not None:
+                        row = JournalRow(
+                            run_id=row.run_id, agent_id=row.agent_id, ordinal=old.ordinal,
+                            key=row.key or old.key, content_key=row.content_key or old.content_key,
+                            status=row.status, label=row.label or old.label,
+                            result_json=row.result_json if row.result_json is not None else old.result_json,
+                            tokens=row.tokens, side_effects=row.side_effects or old.side_effects,
+                            source_run=row.source_run or old.source_run,
+                        )
+                    rows[event.agent_id] = row
+
+    def flush(self) -> None:
+        """Nothing is ever pending."""
+
+    def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        out = [e for e in self._events.get(run_id, []) if e.sequence > after]
+        return out if limit is None else out[:limit]
+
+    def last_sequence(self, run_id: str) -> int:
+        events = self._events.get(run_id)
+        return events[-1].sequence if events else 0
+
+    def last_run_event(self, run_id: str) -> str | None:
+        for e in reversed(self._events.get(run_id, [])):
+            if e.type.startswith("run.") and e.type != "run.cancellation_requested":
+                return e.type
+        return None
+
+    def journal(self, run_id: str) -> list[JournalRow]:
+        return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)
+
+    def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None:
+        self._artifacts[(run_id, artifact_id)] = (name, mime_type, data, utc_now())
+
+    def get_artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
+        a = self._artifacts.get((run_id, artifact_id))
+        return (a[0], a[1], a[2]) if a else None
+
+    def close(self) -> None:
+        """Nothing to release."""
