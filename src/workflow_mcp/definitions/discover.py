@@ -1,0 +1,369 @@
+"""Find the workflows visible from a directory, with Claude Code's precedence.
+
+Rules (seed "Discovery and precedence", observed in Claude Code 2.1.209; unchanged in 2.1.332):
+
+1. Only files whose names end in ``.js`` are workflows; ``.mjs``, ``.cjs`` and ``.ts`` are near misses,
+   reported and skipped.
+2. Personal workflows live in ``~/.claude/workflows``.
+3. Project workflows live in ``.claude/workflows`` of every directory from the repository root (the
+   nearest ancestor of the current directory holding ``.git``, file or directory; without one, the
+   current directory alone) down to the current directory.
+4. For one exact, case-sensitive, untrimmed ``meta.name``: the definition nearest the current directory
+   wins, and any project definition beats a personal one.
+5. The surviving list is sorted with JavaScript ``localeCompare`` on the raw name (ICU root collation,
+   computed by the realm).
+6. Symbolic links are followed; the target must be a readable regular file within the size limit.
+
+Choices of this project (the seed leaves them open): an invalid file is reported and does not take part
+in precedence (a farther valid definition of the same name is used); two files in one directory with
+the same name resolve to the first file name in code-point order; a project directory that is the
+personal directory (the home directory inside the repository) counts once, as personal.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from workflow_mcp.definitions._analysis import (
+    Analysis,
+    Workflow,
+    analyze_file,
+    apply_syntax_problem,
+    check_and_collate_bodies,
+    finish_unchecked,
+    pending_bodies,
+)
+from workflow_mcp.definitions._meta import WorkflowMeta
+from workflow_mcp.definitions.profile import Profile, get_profile
+from workflow_mcp.errors import WorkflowNotFoundError
+
+__all__ = [
+    "Diagnostic",
+    "DiagnosticKind",
+    "DiscoveredWorkflow",
+    "Discovery",
+    "find_workflows",
+    "resolve_workflow",
+]
+
+NEAR_MISS_SUFFIXES = (".mjs", ".cjs", ".ts")
+WORKFLOWS_DIR = (".claude", "workflows")
+
+Source = Literal["personal", "project"]
+DiagnosticKind = Literal["near-miss", "invalid", "shadowed", "unreadable"]
+
+
+@dataclass(frozen=True)
+class DiscoveredWorkflow:
+    """A workflow that won precedence for its name.
+
+    ``source`` is ``"personal"`` or ``"project"``; ``path`` is the file's path as found (a symbolic link
+    is not replaced by its target); ``workflow`` is the loaded definition (its ``source_hash`` identifies
+    exactly what was discovered).
+    """
+
+    name: str
+    description: str
+    source: Source
+    path: str
+    meta: WorkflowMeta
+    workflow: Workflow = field(repr=False, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        """``{"name", "description", "source", "path"}``."""
+        return {"name": self.name, "description": self.description, "source": self.source, "path": self.path}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A file discovery skipped. ``kind``: ``near-miss`` (``.mjs``/``.cjs``/``.ts``), ``invalid`` (broke a
+    loading rule), ``shadowed`` (another definition of the same name wins) or ``unreadable``."""
+
+    path: str
+    kind: DiagnosticKind
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        """``{"path", "kind", "message"}``."""
+        return {"path": self.path, "kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The result of :func:`find_workflows`: winners in ``localeCompare`` order of their names, and
+    diagnostics sorted by path."""
+
+    workflows: list[DiscoveredWorkflow]
+    diagnostics: list[Diagnostic]
+
+    def get(self, name: str) -> DiscoveredWorkflow | None:
+        """The workflow called exactly ``name``, or ``None``."""
+        return next((w for w in self.workflows if w.name == name), None)
+
+    def to_json(self) -> dict[str, object]:
+        """``{"workflows": [{"name", "description", "source", "path"}],
+        "diagnostics": [{"path", "kind", "message"}]}``."""
+        return {
+            "workflows": [w.to_json() for w in self.workflows],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+def find_workflows(
+    cwd: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None = None,
+    *,
+    profile: Profile | str | None = None,
+    check_syntax: bool = True,
+) -> Discovery:
+    """Every workflow visible from ``cwd``, with personal workflows read from ``home`` (default: the
+    user's home directory). Invalid, shadowed, near-miss and unreadable files become diagnostics;
+    nothing about one file is fatal.
+
+    One realm call checks the syntax of every file and sorts the names (``check_syntax=False`` skips the
+    V8 compile but still sorts through the realm).
+
+    Raises:
+        WorkflowNotFoundError: ``cwd`` is not a directory.
+        RealmError: the Node worker could not run.
+    """
+    found = _discover(cwd, home, _profile(profile), check_syntax=check_syntax, sort=True)
+    return Discovery(workflows=found.ordered, diagnostics=found.diagnostics)
+
+
+def resolve_workflow(
+    name: str,
+    cwd: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None = None,
+    *,
+    profile: Profile | str | None = None,
+    check_syntax: bool = True,
+) -> DiscoveredWorkflow:
+    """The workflow that ``name`` (exact and case-sensitive) resolves to from ``cwd``.
+
+    Raises:
+        WorkflowNotFoundError: nothing visible has that name; the message lists near names and any
+            invalid file that declares it.
+        RealmError: the Node worker could not run.
+    """
+    found = _discover(cwd, home, _profile(profile), check_syntax=check_syntax, sort=False)
+    winner = found.winners.get(name)
+    if winner is not None:
+        return winner
+    raise WorkflowNotFoundError(_not_found_message(name, Path(cwd), found))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class _Found:
+    __slots__ = ("diagnostics", "invalid_names", "ordered", "winners")
+
+    def __init__(self) -> None:
+        self.winners: dict[str, DiscoveredWorkflow] = {}
+        self.ordered: list[DiscoveredWorkflow] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.invalid_names: dict[str, Diagnostic] = {}
+
+
+class _Candidate:
+    __slots__ = ("analysis", "rank", "source")
+
+    def __init__(self, source: Source, rank: int, analysis: Analysis) -> None:
+        self.source = source
+        self.rank = rank  # 0 personal, then 1 for the repository root up to the current directory
+        self.analysis = analysis
+
+
+def _profile(profile: Profile | str | None) -> Profile:
+    return profile if isinstance(profile, Profile) else get_profile(profile)
+
+
+def _discover(
+    cwd: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None,
+    profile: Profile,
+    *,
+    check_syntax: bool,
+    sort: bool,
+) -> _Found:
+    here = Path(cwd).resolve()
+    if not here.is_dir():
+        raise WorkflowNotFoundError(f"cannot discover workflows from {os.fspath(cwd)}: it is not a directory")
+    personal_home = Path(home).resolve() if home is not None else Path.home().resolve()
+    found = _Found()
+    candidates: list[_Candidate] = []
+    for source, rank, directory in _workflow_dirs(here, personal_home):
+        for path in _listing(directory, found):
+            try:
+                analysis = analyze_file(str(path), profile)
+            except WorkflowNotFoundError as exc:
+                found.diagnostics.append(Diagnostic(str(path), "unreadable", str(exc)))
+                continue
+            candidates.append(_Candidate(source, rank, analysis))
+
+    analyses = [c.analysis for c in candidates]
+    pending = pending_bodies(analyses) if check_syntax else []
+    names = sorted({a.meta.name for a in analyses if a.meta is not None}) if sort else None
+    problems, ordered_names = check_and_collate_bodies([a.body or "" for a in pending], names)
+    for analysis, problem in zip(pending, problems, strict=True):
+        apply_syntax_problem(analysis, problem)
+    checked = {id(a) for a in pending}
+    for analysis in analyses:
+        if id(analysis) not in checked:
+            finish_unchecked(analysis)
+
+    by_name: dict[str, list[_Candidate]] = {}
+    for candidate in candidates:
+        analysis = candidate.analysis
+        file = analysis.path or ""
+        if analysis.errors:
+            error = analysis.errors[0]
+            where = f" (line {error.line}, column {error.column})" if error.line is not None else ""
+            diagnostic = Diagnostic(file, "invalid", f"{error.detail}{where} [{error.rule}]")
+            found.diagnostics.append(diagnostic)
+            if analysis.meta is not None:
+                found.invalid_names.setdefault(analysis.meta.name, diagnostic)
+            continue
+        assert analysis.meta is not None
+        by_name.setdefault(analysis.meta.name, []).append(candidate)
+
+    for name, group in by_name.items():
+        # Nearest directory first; within one directory the first file name (listings are sorted).
+        group.sort(key=lambda c: -c.rank)
+        best = group[0]
+        workflow = best.analysis.to_workflow()
+        winner = DiscoveredWorkflow(
+            name=name,
+            description=workflow.meta.description,
+            source=best.source,
+            path=workflow.path or "",
+            meta=workflow.meta,
+            workflow=workflow,
+        )
+        found.winners[name] = winner
+        for loser in group[1:]:
+            found.diagnostics.append(
+                Diagnostic(loser.analysis.path or "", "shadowed", _shadow_reason(name, loser, best))
+            )
+
+    if ordered_names is not None:
+        found.ordered = [found.winners[n] for n in ordered_names if n in found.winners]
+    found.diagnostics.sort(key=lambda d: (d.path, d.kind))
+    return found
+
+
+def _workflow_dirs(here: Path, home: Path) -> list[tuple[Source, int, Path]]:
+    personal = home.joinpath(*WORKFLOWS_DIR)
+    dirs: list[tuple[Source, int, Path]] = [("personal", 0, personal)]
+    root = next((p for p in (here, *here.parents) if os.path.lexists(p / ".git")), here)
+    chain = [here, *here.parents][: len(here.parts) - len(root.parts) + 1]
+    chain.reverse()  # from the repository root down to the current directory
+    seen = {_real(personal)}
+    for rank, directory in enumerate(chain, start=1):
+        workflows = directory.joinpath(*WORKFLOWS_DIR)
+        real = _real(workflows)
+        if real in seen:
+            continue
+        seen.add(real)
+        dirs.append(("project", rank, workflows))
+    return dirs
+
+
+def _real(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return str(path)
+
+
+def _listing(directory: Path, found: _Found) -> list[Path]:
+    """The ``.js`` entries of ``directory`` that are regular files (symbolic links followed), sorted by
+    name; near misses and unreadable entries go to ``found.diagnostics``."""
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        found.diagnostics.append(
+            Diagnostic(
+                str(directory), "unreadable", f"cannot list the workflow directory: {exc.strerror or exc}"
+            )
+        )
+        return []
+    paths: list[Path] = []
+    for entry in entries:
+        path = directory / entry.name
+        is_js = entry.name.endswith(".js")
+        near = entry.name.endswith(NEAR_MISS_SUFFIXES)
+        if not (is_js or near):
+            continue
+        try:
+            mode = os.stat(path).st_mode  # follows symbolic links; a loop raises ELOOP
+        except OSError as exc:
+            found.diagnostics.append(
+                Diagnostic(
+                    str(path), "unreadable", f"cannot read: {exc.strerror or exc} (a broken or looping link?)"
+                )
+            )
+            continue
+        if not stat.S_ISREG(mode):
+            if is_js and not stat.S_ISDIR(mode):
+                found.diagnostics.append(
+                    Diagnostic(
+                        str(path), "unreadable", "not a regular file (a device, pipe or socket); skipped"
+                    )
+                )
+            continue
+        if near:
+            stem = entry.name.rsplit(".", 1)[0]
+            suffix = entry.name.rsplit(".", 1)[1]
+            found.diagnostics.append(
+                Diagnostic(
+                    str(path),
+                    "near-miss",
+                    f"skipped: only .js files are workflows (Claude Code ignores .{suffix} files); "
+                    f"rename it to {stem}.js to use it",
+                )
+            )
+            continue
+        paths.append(path)
+    return paths
+
+
+def _shadow_reason(name: str, loser: _Candidate, winner: _Candidate) -> str:
+    where = winner.analysis.path
+    if loser.rank == winner.rank:
+        why = "another file in the same directory declares the same name and comes first by file name"
+    elif loser.source == "personal":
+        why = "a project definition beats a personal one"
+    else:
+        why = "the definition nearer the current directory wins"
+    return f"{name!r} is shadowed by {where}: {why}"
+
+
+def _not_found_message(name: str, cwd: Path, found: _Found) -> str:
+    import difflib  # only on this error path: keeps the package import light
+
+    message = f"no workflow named {name!r} is visible from {cwd}"
+    invalid = found.invalid_names.get(name)
+    if invalid is not None:
+        message += f"; {invalid.path} declares it but is invalid: {invalid.message}"
+    names = sorted(found.winners)
+    near = [n for n in names if n.casefold() == name.casefold() or n.strip() == name.strip()]
+    near += [n for n in difflib.get_close_matches(name, names, n=3, cutoff=0.6) if n not in near]
+    if near:
+        message += (
+            "; did you mean " + ", ".join(repr(n) for n in near) + "? (names are exact and case-sensitive)"
+        )
+    elif names:
+        shown = ", ".join(repr(n) for n in names[:20]) + (", …" if len(names) > 20 else "")
+        message += f"; visible workflows: {shown}"
+    else:
+        message += "; none are installed (put .js files in .claude/workflows or ~/.claude/workflows)"
+    return message
