@@ -190,12 +190,6 @@ def run(
         _fail(str(exc.args[0]))
     prov = _provider(provider, fake_script)
     service = _service()
-    try:
-        workflow = service.load(target, profile=profile)
-    except WorkflowLoadError as exc:
-        _fail(f"invalid workflow: {exc}")
-    except WorkflowNotFoundError as exc:
-        _fail(str(exc))
     options = RunOptions(
         concurrency=concurrency,
         token_budget=token_budget,
@@ -208,8 +202,45 @@ def run(
         home=os.environ.get("HOME"),
     )
     mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
-    code = asyncio.run(_run(service, workflow, prov, args, options, resume_from, policy, mode))
+    code = asyncio.run(_load_and_run(service, target, prov, args, options, resume_from, policy, mode))
     sys.exit(code)
+
+
+async def _load_and_run(
+    service: Any,
+    target: str,
+    provider: Any,
+    args: Any,
+    options: Any,
+    resume_from: str | None,
+    policy: str,
+    mode: str,
+) -> int:
+    """Load ``target`` while the run's realm worker starts, check the syntax in that same worker,
+    then run: one Node process per run."""
+    from .definitions.load import syntax_error
+    from .realm.worker import RealmWorker
+
+    spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
+    await asyncio.sleep(0)
+    try:
+        try:
+            workflow = service.load(target, profile=options.profile, check_syntax=False)
+        except WorkflowLoadError as exc:
+            _fail(f"invalid workflow: {exc}")
+        except WorkflowNotFoundError as exc:
+            _fail(str(exc))
+        worker = await spawn
+    except BaseException:
+        spawn.cancel()
+        if spawn.done() and not spawn.cancelled() and spawn.exception() is None:
+            await spawn.result().close()
+        raise
+    (problem,) = await worker.check([workflow.body])
+    if problem is not None:
+        await worker.close()
+        _fail(f"invalid workflow: {syntax_error(workflow.body, workflow.path, problem)}")
+    return await _run(service, workflow, provider, args, options, resume_from, policy, mode, worker)
 
 
 async def _run(
@@ -221,6 +252,7 @@ async def _run(
     resume_from: str | None,
     policy: str,
     mode: str,
+    worker: Any = None,
 ) -> int:
     from .cli_progress import ProgressView
 
@@ -243,6 +275,7 @@ async def _run(
             resume_from=resume_from,
             policy=policy,
             on_event=on_event,
+            worker=worker,
         )
     except WorkflowMcpError as exc:
         _fail(str(exc))

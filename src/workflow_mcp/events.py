@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -58,9 +59,17 @@ EVENT_TYPES: Final = frozenset(
 TERMINAL_TYPES: Final = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
 
 
+_second: list[Any] = [-1, ""]
+
+
 def utc_now() -> str:
     """ISO 8601 UTC timestamp with milliseconds, e.g. ``2026-11-30T10:00:00.123Z``."""
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    now = time.time()
+    whole = int(now)
+    if whole != _second[0]:  # formatting the date part once a second keeps events cheap
+        _second[0] = whole
+        _second[1] = _dt.datetime.fromtimestamp(whole, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_second[1]}.{int((now - whole) * 1000):03d}Z"
 
 
 @dataclass(frozen=True)

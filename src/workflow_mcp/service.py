@@ -23,8 +23,9 @@ from .definitions.profile import get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy
 from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
 from .errors import InvalidInputError, WorkflowNotFoundError
-from .events import TERMINAL_TYPES, Event, utc_now
+from .events import Event, utc_now
 from .providers.base import AgentProvider
+from .realm.worker import RealmWorker
 from .state import RunState, project_state
 from .store.base import RunRecord, RunStore
 
@@ -96,22 +97,26 @@ class WorkflowService:
         """Personal and project workflows visible from ``cwd`` (Claude's precedence and order)."""
         return find_workflows(cwd or self.cwd, self.home)
 
-    def load(self, target: str, *, cwd: str | None = None, profile: str | None = None) -> Workflow:
+    def load(
+        self, target: str, *, cwd: str | None = None, profile: str | None = None, check_syntax: bool = True
+    ) -> Workflow:
         """Load ``target``: a path to a file, or else a workflow name resolved through discovery.
+        ``check_syntax=False`` leaves the V8 compile to the caller (the CLI does it in the run's own
+        worker, so a run starts one Node process, not two).
 
         Raises:
             WorkflowNotFoundError: neither a file nor a known name.
             WorkflowLoadError: the file breaks a loading rule.
         """
         base = cwd or self.cwd
+        prof = get_profile(profile)
         candidate = Path(base, target).expanduser()
         looks_like_path = target.endswith(".js") or os.sep in target or target.startswith(".")
         if candidate.is_file() or looks_like_path:
             if not candidate.exists():
                 raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
-            return load_workflow(str(candidate), profile=get_profile(profile))
-        found = resolve_workflow(target, base, self.home)
-        return load_workflow(str(found.path), profile=get_profile(profile))
+            return load_workflow(str(candidate), profile=prof, check_syntax=check_syntax)
+        return resolve_workflow(target, base, self.home, profile=prof).workflow
 
     # -- runs --------------------------------------------------------------------------------
     def start_run(
@@ -126,6 +131,7 @@ class WorkflowService:
         idempotency_key: str | None = None,
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
+        worker: RealmWorker | None = None,
     ) -> RunHandle:
         """Record and start a run; returns its live handle. Needs a running event loop.
 
@@ -187,6 +193,7 @@ class WorkflowService:
             persist=persist,
             replay=replay,
             resumed_from=resume_from,
+            worker=worker,
         )
         self.live[run_id] = handle
         return handle
@@ -242,7 +249,7 @@ class WorkflowService:
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         out = []
         for r in self.store.list_runs(limit):
-            last = self.store.last_run_event(r.run_id)  # type: ignore[attr-defined]
+            last = self.store.last_run_event(r.run_id)
             out.append(
                 RunSummary(
                     run_id=r.run_id,
@@ -259,11 +266,8 @@ class WorkflowService:
         """Mark runs left running by a dead process on this host as ``interrupted``; returns their ids."""
         host = socket.gethostname()
         marked = []
-        for r in self.store.list_runs(10_000):
+        for r in self.store.unfinished_runs():
             if r.run_id in self.live or r.owner_host != host or r.owner_pid is None:
-                continue
-            last = self.store.last_run_event(r.run_id)  # type: ignore[attr-defined]
-            if last is None or last in TERMINAL_TYPES:
                 continue
             if r.owner_pid != os.getpid() and _pid_alive(r.owner_pid):
                 continue

@@ -382,26 +382,29 @@ def pending_bodies(analyses: Sequence[Analysis]) -> list[Analysis]:
     return [a for a in analyses if a.needs_syntax_check]
 
 
+def syntax_error(body: str, path: str | None, problem: SyntaxProblem) -> WorkflowLoadError:
+    """The ``syntax`` load error for V8's ``problem`` with ``body`` (positions in the file)."""
+    message, line, column = problem.message, problem.line, problem.column
+    lines = _LINE_BREAK.split(body)
+    if line is not None and line > len(lines):
+        # The realm wraps the body in a function; an error in the wrapper's closing text means the
+        # file ended in the middle of something (an unclosed bracket, string or comment).
+        message = f"the file ends in the middle of a statement or bracket (V8: {message})"
+        line, column = len(lines), len(lines[-1].encode("utf-16-le", "surrogatepass")) // 2 + 1
+    return WorkflowLoadError(
+        "syntax",
+        f"syntax error: {message} (V8 compiles the script as strict-mode code with top-level "
+        "await and return allowed); fix the code at this position",
+        path=path,
+        line=line,
+        column=column,
+    )
+
+
 def apply_syntax_problem(analysis: Analysis, problem: SyntaxProblem | None) -> None:
     """Stage two with V8's verdict on ``analysis.body``."""
     if problem is not None:
-        message, line, column = problem.message, problem.line, problem.column
-        lines = _LINE_BREAK.split(analysis.body or "")
-        if line is not None and line > len(lines):
-            # The realm wraps the body in a function; an error in the wrapper's closing text means the
-            # file ended in the middle of something (an unclosed bracket, string or comment).
-            message = f"the file ends in the middle of a statement or bracket (V8: {message})"
-            line, column = len(lines), len(lines[-1].encode("utf-16-le", "surrogatepass")) // 2 + 1
-        analysis.errors.append(
-            WorkflowLoadError(
-                "syntax",
-                f"syntax error: {message} (V8 compiles the script as strict-mode code with top-level "
-                "await and return allowed); fix the code at this position",
-                path=analysis.path,
-                line=line,
-                column=column,
-            )
-        )
+        analysis.errors.append(syntax_error(analysis.body or "", analysis.path, problem))
     elif analysis.parse_error is not None:
         error = analysis.parse_error
         analysis.warnings.append(

@@ -46,6 +46,7 @@ from workflow_mcp.definitions._analysis import (
     analyze_file,
     analyze_source,
     finish,
+    syntax_error,
 )
 from workflow_mcp.definitions._meta import Phase, WorkflowMeta
 from workflow_mcp.definitions.profile import Profile, get_profile
@@ -57,6 +58,7 @@ __all__ = [
     "WorkflowMeta",
     "WorkflowWarning",
     "load_workflow",
+    "syntax_error",
     "validate_workflow",
 ]
 

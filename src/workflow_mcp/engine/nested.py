@@ -43,19 +43,21 @@ class ChildResolver:
         from ..definitions.discover import resolve_workflow
         from ..definitions.load import load_workflow
 
+        path = ""
         if "scriptPath" in target:
             path = os.path.join(self.cwd, os.path.expanduser(str(target["scriptPath"])))
             if not os.path.isfile(path):
                 raise WorkflowNotFoundError(f"workflow scriptPath {target['scriptPath']!r} is not a readable file")
-        else:
-            name = str(target.get("name", ""))
-            found = resolve_workflow(name, self.cwd, self.home)
-            path = str(found.path)
         try:
-            wf = load_workflow(path, profile=self.profile)
+            if "scriptPath" in target:
+                wf = load_workflow(path, profile=self.profile)
+            else:
+                wf = resolve_workflow(str(target.get("name", "")), self.cwd, self.home, profile=self.profile).workflow
+                path = str(wf.path)
         except WorkflowLoadError as exc:
-            raise WorkflowLoadError(exc.rule, f"nested workflow: {exc.detail}", path=exc.path,
-                                    line=exc.line, column=exc.column) from None
+            raise WorkflowLoadError(
+                exc.rule, f"nested workflow: {exc.detail}", path=exc.path, line=exc.line, column=exc.column
+            ) from None
         n = self._calls.get(wf.meta.name, 0) + 1
         self._calls[wf.meta.name] = n
         phase = f"▸ {wf.meta.name}" if n == 1 else f"▸ {wf.meta.name} #{n}"

@@ -148,11 +148,13 @@ def run_workflow(
     replay: Replay | None = None,
     resumed_from: str | None = None,
     workflow_meta: Mapping[str, Any] | None = None,
+    worker: RealmWorker | None = None,
 ) -> RunHandle:
     """Start running ``workflow`` (a loaded ``definitions.Workflow``) and return its handle.
 
     ``args`` is any JSON value (omit it for ``undefined``). ``persist`` is called with each event
     before it is published (the store's append). ``replay`` reuses recorded results on resume.
+    ``worker`` is an already spawned, unstarted realm worker to use (else one is spawned).
     Must be called with a running event loop.
     """
     opts = options or RunOptions()
@@ -174,6 +176,7 @@ def run_workflow(
         resumed_from,
         dict(workflow_meta) if workflow_meta is not None else workflow.meta.to_json(),
     )
+    run.worker = worker
     run.task = asyncio.get_running_loop().create_task(run.main())
     return RunHandle(run)
 
@@ -230,6 +233,7 @@ class _Run:
         self.error_message: str | None = None
         self.cancel_reason: str | None = None
         self._terminal_emitted = False
+        self._outbox: list[dict[str, Any]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
     def request_cancel(self, reason: str) -> None:
@@ -283,7 +287,9 @@ class _Run:
     async def _drive(self) -> None:
         if self.cancel_reason is not None:
             return
-        self.worker = worker = await RealmWorker.spawn(heap_mb=self.options.heap_mb)
+        if self.worker is None:
+            self.worker = await RealmWorker.spawn(heap_mb=self.options.heap_mb)
+        worker = self.worker
         start: dict[str, Any] = {
             "t": "start",
             "body": self.wf.body,
@@ -316,13 +322,12 @@ class _Run:
             elif t == "phase":
                 self._phase(str(msg["title"]))
             elif t == "child":
+                # The parent's log lines about a child, shaped like Claude Code 2.1.332's.
                 name = str(msg.get("name"))
                 if msg.get("ok"):
-                    self.log.emit("log", {"message": f"workflow {name} completed", "source": "runtime"})
+                    self.log.emit("log", {"message": f"▸ {name} done", "source": "runtime"})
                 else:
-                    self.log.emit(
-                        "log", {"message": f"workflow {name} failed: {msg.get('message')}", "source": "runtime"}
-                    )
+                    self.log.emit("log", {"message": f"▸ {name} failed: {msg.get('message')}", "source": "runtime"})
             elif t == "console":
                 continue
             elif t == "done":
@@ -401,31 +406,36 @@ class _Run:
             if msg["fn"] == "agent":
                 value = await self._agent(msg)
             else:
-                value = await self._workflow(msg)
-                assert self.worker is not None
-                await self.worker.send(value)
+                self._answer_realm(await self._workflow(msg))
                 return
             reply = {"ok": True, "value": value}
         except _RejectCall as exc:
             reply = {"ok": False, "error": exc.error}
         reply["spent"] = self.budget.spent
-        if self.worker is not None:
-            await self.worker.send({"t": "result", "id": msg["id"], "r": reply})
+        self._answer_realm({"t": "result", "id": msg["id"], "r": reply})
+
+    def _answer_realm(self, msg: dict[str, Any]) -> None:
+        """Queue an answer; answers produced in one event-loop turn reach the realm as one batch."""
+        self._outbox.append(msg)
+        if len(self._outbox) == 1:
+            asyncio.get_running_loop().call_soon(self._flush_outbox)
+
+    def _flush_outbox(self) -> None:
+        items, self._outbox = self._outbox, []
+        if self.worker is not None and items:
+            self.worker.post(items[0] if len(items) == 1 else {"t": "batch", "items": items})
 
     async def _workflow(self, msg: dict[str, Any]) -> dict[str, Any]:
         target = msg.get("target") or {}
         try:
             child = self.children.resolve(target)
         except WorkflowMcpError as exc:
-            label = target.get("name") or target.get("scriptPath")
-            self.log.emit("log", {"message": f"workflow {label} failed: {exc}", "source": "runtime"})
             return {
                 "t": "result",
                 "id": msg["id"],
                 "r": {"ok": False, "error": {"name": "Error", "message": str(exc)}, "spent": self.budget.spent},
             }
-        self.log.emit("log", {"message": f"workflow {child.name} started", "source": "runtime"})
-        self._phase(child.phase)
+        self.log.emit("log", {"message": f"▸ running dynamic workflow {child.name}", "source": "runtime"})
         out: dict[str, Any] = {
             "t": "child",
             "id": msg["id"],
@@ -471,6 +481,8 @@ class _Run:
                 code="budget_exceeded",
             )
         self.admitted += 1
+        if msg.get("child") and isinstance(phase, str):
+            self._phase(phase)  # a child's synthetic phase appears with its first agent
         schema = opts.get("schema")
         if "schema" in opts:
             _check_schema(schema)
@@ -591,63 +603,52 @@ class _Run:
     async def _call_provider(
         self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None
     ) -> AgentResult:
+        """One provider call with the stall watchdog (profile claude-code/2.1.332: no progress for
+        ``stallMs``, default 180 s → retry, up to 5 retries, then reject) and ``agentTimeoutMs``.
+
+        The stall window applies when the call set ``stallMs`` or the provider streams progress (a
+        provider that cannot report progress is never judged stalled by silence alone)."""
         explicit = request.stall_ms is not None
         streaming = getattr(getattr(self.provider, "capabilities", None), "streaming", False)
         stall_s = (request.stall_ms or self.profile.stall_window_ms) / 1000 if (explicit or streaming) else None
         timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
         loop = asyncio.get_running_loop()
+        started = loop.time()
         for _ in range(self.profile.stall_retries + 1):
-            last = [loop.time()]
-
-            async def emit(event: ProviderEvent, _last: list[float] = last) -> None:
-                _last[0] = loop.time()
-                if event.kind == "output.delta":
-                    self.log.emit(
-                        "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
-                    )
-
-            attempt_signal = CancelSignal()
             if signal.cancelled:
                 raise asyncio.CancelledError
-            task = loop.create_task(self.provider.execute(request, AgentContext(signal=attempt_signal, emit=emit)))
-            relay = loop.create_task(_relay(signal, attempt_signal))
-            started = loop.time()
-            try:
-                while True:
-                    wait_for: float | None = None
+            attempt_start = loop.time()
+
+            def deadline(progress: float) -> float | None:
+                d = None if stall_s is None else progress + stall_s
+                if timeout_s is not None:
+                    d = started + timeout_s if d is None else min(d, started + timeout_s)
+                return d
+
+            async with asyncio.timeout(deadline(attempt_start)) as scope:
+
+                async def emit(event: ProviderEvent, _scope: asyncio.Timeout = scope) -> None:
                     if stall_s is not None:
-                        wait_for = max(0.0, last[0] + stall_s - loop.time())
-                    if timeout_s is not None:
-                        left = max(0.0, started + timeout_s - loop.time())
-                        wait_for = left if wait_for is None else min(wait_for, left)
-                    done, _ = await asyncio.wait({task}, timeout=wait_for)
-                    if done:
-                        return task.result()
-                    if timeout_s is not None and loop.time() - started >= timeout_s:
-                        attempt_signal.cancel("agent timeout")
-                        task.cancel()
-                        with contextlib.suppress(BaseException):
-                            await task
-                        raise AgentExecutionError(
-                            f"the agent did not finish within {self.options.agent_timeout_ms} ms (agentTimeoutMs)"
-                        )
-                    if stall_s is not None and loop.time() - last[0] >= stall_s:
-                        attempt_signal.cancel("stalled")
-                        task.cancel()
-                        with contextlib.suppress(BaseException):
-                            await task
+                        _scope.reschedule(deadline(loop.time()))
+                    if event.kind == "output.delta":
                         self.log.emit(
-                            "warning",
-                            {"message": f"[{request.label}] stalled: no progress for {int(stall_s * 1000)} ms; retrying"},
-                            agent_id=agent_id,
+                            "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
                         )
-                        break
-            finally:
-                relay.cancel()
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(BaseException):
-                        await task
+
+                try:
+                    return await self.provider.execute(request, AgentContext(signal=signal, emit=emit))
+                except TimeoutError:
+                    if not scope.expired():
+                        raise  # a provider's own timeout, not our watchdog
+            if timeout_s is not None and loop.time() - started >= timeout_s:
+                raise AgentExecutionError(
+                    f"the agent did not finish within {self.options.agent_timeout_ms} ms (agentTimeoutMs)"
+                )
+            self.log.emit(
+                "warning",
+                {"message": f"[{request.label}] stalled: no progress for {int((stall_s or 0) * 1000)} ms; retrying"},
+                agent_id=agent_id,
+            )
         raise AgentStalledError(
             f"agent stalled on all {self.profile.stall_retries + 1} attempts "
             f"(no progress for {int((stall_s or 0) * 1000)} ms each)"
@@ -688,11 +689,6 @@ class _Run:
             agent_id=agent_id,
             phase_id=base.get("phase"),
         )
-
-
-async def _relay(source: CancelSignal, target: CancelSignal) -> None:
-    await source.wait()
-    target.cancel(source.reason or "cancelled")
 
 
 def _add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:

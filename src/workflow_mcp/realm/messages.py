@@ -20,6 +20,7 @@ Host → worker:
     result    {id, r: {ok, value? | error: {name, message, code?}, spent?}}
     child     {id, name, phase, body, filename, args?, spent}    a resolved nested workflow
     budget    {total, spent}
+    batch     {items: [result | child | budget]}             several answers, one microtask flush
     check     {id, sources}
     collate   {id, names}
     stop      {}
@@ -36,7 +37,7 @@ PROTOCOL_VERSION: Final = 1
 WORKER_MESSAGE_TYPES: Final = frozenset(
     {"hello", "call", "phase", "log", "console", "child", "done", "checked", "collated"}
 )
-HOST_MESSAGE_TYPES: Final = frozenset({"start", "result", "child", "budget", "check", "collate", "stop"})
+HOST_MESSAGE_TYPES: Final = frozenset({"start", "result", "child", "budget", "batch", "check", "collate", "stop"})
 
 
 def check_worker_message(msg: Any) -> dict[str, Any]:

@@ -14,7 +14,12 @@ const readline = require('node:readline')
 const { AsyncLocalStorage } = require('node:async_hooks')
 
 const PROTOCOL = 1
-const out = (msg) => { process.stdout.write(JSON.stringify(msg) + '\n') }
+// Output is buffered and written once per turn of Node's event loop: a fan-out of 1,000 agent()
+// calls becomes one write, not 1,000.
+let outBuf = []
+const flushOut = () => { if (outBuf.length) { const text = outBuf.join(''); outBuf = []; process.stdout.write(text) } }
+const out = (msg) => { if (outBuf.length === 0) process.nextTick(flushOut); outBuf.push(JSON.stringify(msg) + '\n') }
+const exitSoon = () => { flushOut(); process.stdout.write('', () => process.exit(0)) }
 
 // ---------------------------------------------------------------------------------------------
 // Cache-key chain (profile claude-code/2.1.332, PROFILE-FACTS "Journal and cache keys").
@@ -33,6 +38,16 @@ function sortKeys(v) {
     return o
   }
   return v
+}
+
+// Tool lists enter the key as sets: sorted, duplicates removed, an empty list counts as absent
+// (profile claude-code/2.1.332, measured with the oracle). A list that is not an array of non-empty
+// strings (a clamp entry must also read `Bash(<command>)`) is refused by Claude before it is keyed,
+// so it yields `null`: the call gets no key and the chain does not advance.
+const TOOL_LISTS = { disallowedTools: /^[\s\S]+$/, bashCommandClamp: /^Bash\(\S(?:[\s\S]*\S)?\)$/ }
+function toolList(name, v) {
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && TOOL_LISTS[name].test(x))) return null
+  return [...new Set(v)].sort()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -346,10 +361,11 @@ const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
 
 // ---------------------------------------------------------------------------------------------
 // Host side of the worker.
-const WRAP_HEAD = "(async function () {'use strict';\n"
+// An arrow, so top-level `this` is the context's global object, as in Claude Code 2.1.332.
+const WRAP_HEAD = "(async () => {'use strict';\n"
 const WRAP_TAIL = '\n})'
-const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, args, budget) { return (async function () {'use strict';\n"
-const CHILD_TAIL = '\n}).call(undefined) })'
+const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, args, budget) { return (async () => {'use strict';\n"
+const CHILD_TAIL = '\n})() })'
 
 function compile(head, body, tail, filename) {
   return new vm.Script(head + body + tail, { filename, lineOffset: -1 })
@@ -380,7 +396,7 @@ function fail(name, message) {
   if (finished) return
   finished = true
   out({ t: 'done', ok: false, error: { name, message } })
-  setImmediate(() => process.exit(0))
+  setImmediate(exitSoon)
 }
 
 function guarded(fn) {
@@ -403,10 +419,18 @@ function onPost(text) {
   if (msg.t === 'call' && msg.fn === 'agent') {
     const c = cell()
     const picked = {}
-    for (const k of cacheKeyOptions) if (msg.opts && Object.prototype.hasOwnProperty.call(msg.opts, k) && msg.opts[k] !== undefined) picked[k] = msg.opts[k]
+    let keyable = true
+    for (const k of cacheKeyOptions) {
+      if (!msg.opts || !Object.prototype.hasOwnProperty.call(msg.opts, k) || msg.opts[k] === undefined) continue
+      if (Object.prototype.hasOwnProperty.call(TOOL_LISTS, k)) {
+        const list = toolList(k, msg.opts[k])
+        if (list === null) keyable = false
+        else if (list.length > 0) picked[k] = list
+      } else picked[k] = msg.opts[k]
+    }
     const canon = JSON.stringify(sortKeys(picked))
-    const key = 'v2:' + H(c.chain, msg.prompt, canon)
-    c.chain = key
+    const key = keyable ? 'v2:' + H(c.chain, msg.prompt, canon) : ''
+    if (keyable) c.chain = key
     msg.key = key
     msg.canon = canon
   } else if (msg.t === 'timer') {
@@ -421,7 +445,7 @@ function onPost(text) {
     if (finished) return
     finished = true
     out(msg)
-    setImmediate(() => process.exit(0))
+    setImmediate(exitSoon)
     return
   }
   out(msg)
@@ -435,18 +459,21 @@ function onFork(kind, n) {
   const id = ++nextFork
   const slots = []
   for (let i = 0; i < n; i++) slots.push({ chain: H(P, kind, 'slot:' + i) })
-  forks.set(id, { parent, kind, F, slots })
+  forks.set(id, { parent, kind, slots })
   return id
 }
 function onRunSlot(id, i, fn) {
   const f = forks.get(id)
   return chainStore.run(f.slots[i], fn)
 }
+// The join hashes the parent's chain as it is at the join (normally F, but calls the parent made while
+// the fan-out ran have advanced it), and an empty fan-out never joins: its parent keeps F.
 function onJoin(id) {
   const f = forks.get(id)
   if (!f) return
   forks.delete(id)
-  f.parent.chain = H(f.F, f.kind, 'join', ...f.slots.map((s) => s.chain))
+  if (f.slots.length === 0) return
+  f.parent.chain = H(f.parent.chain, f.kind, 'join', ...f.slots.map((s) => s.chain))
 }
 
 function start(msg) {
@@ -474,25 +501,34 @@ function start(msg) {
   })
 }
 
+// Answers to realm requests; no workflow code runs here (it runs in the flush that follows).
+function answer(msg) {
+  if (msg.t === 'result') return api.deliver(msg.id, JSON.stringify(msg.r))
+  if (msg.t === 'child') {
+    // A nested workflow's body, resolved and validated by the host.
+    let factory
+    try {
+      factory = compile(CHILD_HEAD, msg.body, CHILD_TAIL, msg.filename || msg.name).runInContext(ctx, { timeout: syncTimeoutMs })
+    } catch (err) {
+      const p = syntaxProblem(err)
+      return api.deliver(msg.id, JSON.stringify({ ok: false, error: { name: 'SyntaxError', message: 'workflow ' + JSON.stringify(msg.name) + ': ' + p.message } }))
+    }
+    const token = 'c' + msg.id
+    api.registerChild(token, factory)
+    return api.deliver(msg.id, JSON.stringify({ ok: true, value: { token, name: msg.name, phase: msg.phase, args: msg.args }, spent: msg.spent }))
+  }
+  if (msg.t === 'budget') return api.setBudget(msg.total === undefined ? null : msg.total, msg.spent)
+  return fail('ProtocolError', 'unknown answer ' + JSON.stringify(msg.t))
+}
+
 function onHost(msg) {
   switch (msg.t) {
     case 'start': return start(msg)
-    case 'result': return guarded(() => api.deliver(msg.id, JSON.stringify(msg.r)))
-    case 'child': {
-      // A nested workflow's body, resolved and validated by the host.
-      let factory
-      try {
-        factory = compile(CHILD_HEAD, msg.body, CHILD_TAIL, msg.filename || msg.name).runInContext(ctx, { timeout: syncTimeoutMs })
-      } catch (err) {
-        const p = syntaxProblem(err)
-        return guarded(() => api.deliver(msg.id, JSON.stringify({ ok: false, error: { name: 'SyntaxError', message: 'workflow ' + JSON.stringify(msg.name) + ': ' + p.message } })))
-      }
-      const token = 'c' + msg.id
-      return guarded(() => {
-        api.registerChild(token, factory)
-        api.deliver(msg.id, JSON.stringify({ ok: true, value: { token, name: msg.name, phase: msg.phase, args: msg.args }, spent: msg.spent }))
-      })
-    }
+    case 'result':
+    case 'child':
+      return guarded(() => answer(msg))
+    case 'batch':
+      return guarded(() => { for (const item of msg.items) answer(item) })
     case 'check': {
       const results = msg.sources.map((src) => {
         try { compile(WRAP_HEAD, src, WRAP_TAIL, 'workflow.js'); return null } catch (err) { return syntaxProblem(err) }
@@ -502,7 +538,7 @@ function onHost(msg) {
     case 'collate':
       return out({ t: 'collated', id: msg.id, names: msg.names.slice().sort((a, b) => a.localeCompare(b)) })
     case 'budget':
-      return api && api.setBudget(msg.total === undefined ? null : msg.total, msg.spent)
+      return api && answer(msg)
     case 'stop':
       return process.exit(0)
     default:

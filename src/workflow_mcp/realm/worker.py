@@ -191,6 +191,16 @@ class RealmWorker:
         except (BrokenPipeError, ConnectionResetError):
             return
 
+    def post(self, msg: dict[str, Any]) -> None:
+        """Write one message without waiting for the pipe to drain (for batched answers)."""
+        stdin = self._proc.stdin
+        if stdin is None or stdin.is_closing():
+            return
+        try:
+            stdin.write((json.dumps(msg, ensure_ascii=False) + "\n").encode("utf-8"))
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
     async def receive(self) -> dict[str, Any] | None:
         """Next message from the worker, or ``None`` when it has exited.
 

@@ -80,6 +80,11 @@ class MemoryStore:
                 return e.type
         return None
 
+    def unfinished_runs(self) -> list[RunRecord]:
+        """Runs whose newest ``run.*`` event is not terminal (running, queued, paused)."""
+        terminal = ("run.completed", "run.failed", "run.cancelled", "run.interrupted")
+        return [r for r in self._runs.values() if (self.last_run_event(r.run_id) or "run.queued") not in terminal]
+
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)
 

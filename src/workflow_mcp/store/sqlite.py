@@ -213,6 +213,17 @@ class SqliteStore:
             ).fetchone()
         return str(row[0]) if row else None
 
+    def unfinished_runs(self) -> list[RunRecord]:
+        """Runs whose newest ``run.*`` event is not terminal (running, queued, paused)."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs r WHERE COALESCE((SELECT type FROM events e "
+                "WHERE e.run_id = r.run_id AND e.type LIKE 'run.%' AND e.type != 'run.cancellation_requested' "
+                "ORDER BY e.sequence DESC LIMIT 1), 'run.queued') "
+                "NOT IN ('run.completed', 'run.failed', 'run.cancelled', 'run.interrupted')"
+            ).fetchall()
+        return [self._record(r) for r in rows]
+
     def journal(self, run_id: str) -> list[JournalRow]:
         with self._lock:
             rows = self._db.execute(

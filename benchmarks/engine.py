@@ -1,0 +1,100 @@
+"""Engine benchmarks on the fake provider. Prints one line per figure (best of N runs).
+
+    python benchmarks/engine.py [--repeat N]
+
+Figures (targets from the foundation issue):
+- cold CLI `run` of a 1-agent workflow, wall time (≤ 0.4 s)
+- 1,000 zero-delay agent calls, engine time from run start to result (≤ 0.25 s)
+- a 4,096-item 3-stage pure-JS pipeline, engine time (≤ 0.3 s)
+- `validate` of a 100 KB file: API and CLI wall time (≤ 0.15 s)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from workflow_mcp import FakeProvider, load_workflow, run_workflow
+from workflow_mcp.definitions.load import validate_workflow
+from workflow_mcp.engine.run import RunOptions
+
+CLI = str(Path(sys.executable).with_name("workflow-mcp"))
+
+ONE_AGENT = "export const meta = { name: 'one', description: 'one agent' }\nreturn await agent('hi')\n"
+THOUSAND = (
+    "export const meta = { name: 'thousand', description: '1,000 agents' }\n"
+    "const r = await parallel(Array.from({ length: 1000 }, (_, i) => () => agent('n' + i)))\n"
+    "return r.length\n"
+)
+PIPELINE = (
+    "export const meta = { name: 'pipe', description: 'pure-JS pipeline' }\n"
+    "const r = await pipeline(Array.from({ length: 4096 }, (_, i) => i),\n"
+    "  (x) => x + 1, async (x) => x * 2, (x, item, i) => ({ x, item, i }))\n"
+    "return r.length\n"
+)
+
+
+def big_source(size: int = 100_000) -> str:
+    head = "export const meta = { name: 'big', description: 'a 100 KB workflow' }\n"
+    lines = [head]
+    i = 0
+    while sum(len(x) for x in lines) < size:
+        lines.append(f"const v{i} = await agent('step {i}: ' + JSON.stringify({{ i: {i}, s: 'x' }}), {{ label: 's{i}' }})\n")
+        i += 1
+    lines.append("return 1\n")
+    return "".join(lines)
+
+
+async def engine_time(source: str, concurrency: int = 16) -> float:
+    wf = load_workflow(source=source)
+    start = time.perf_counter()
+    run = run_workflow(wf, provider=FakeProvider({"default": {"text": "ok"}}), options=RunOptions(concurrency=concurrency))
+    await run.result()
+    return time.perf_counter() - start
+
+
+def best(fn, repeat: int) -> float:
+    return min(fn() for _ in range(repeat))
+
+
+def cli_wall(argv: list[str], cwd: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([CLI, *argv], cwd=cwd, capture_output=True, check=True, env={**os.environ, "WORKFLOW_MCP_HOME": cwd})
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    n = ap.parse_args().repeat
+    with tempfile.TemporaryDirectory() as tmp:
+        one = Path(tmp, "one.js")
+        one.write_text(ONE_AGENT)
+        big = Path(tmp, "big.js")
+        big.write_text(big_source())
+        cold = best(lambda: cli_wall(["run", str(one), "--provider", "fake", "--events", "none"], tmp), n)
+        print(f"cold CLI run, 1 agent:            {cold * 1000:7.1f} ms  (target 400 ms)")
+        t = best(lambda: asyncio.run(engine_time(THOUSAND)), n)
+        print(f"1,000 zero-delay agent calls:     {t * 1000:7.1f} ms  (target 250 ms, concurrency 16, incl. worker spawn)")
+        t = best(lambda: asyncio.run(engine_time(PIPELINE)), n)
+        print(f"4,096-item 3-stage JS pipeline:   {t * 1000:7.1f} ms  (target 300 ms, incl. worker spawn)")
+        size = big.stat().st_size
+
+        def api() -> float:
+            s = time.perf_counter()
+            validate_workflow(big)
+            return time.perf_counter() - s
+
+        print(f"validate {size / 1000:.0f} KB file, API:        {best(api, n) * 1000:7.1f} ms  (target 150 ms)")
+        t = best(lambda: cli_wall(["validate", str(big)], tmp), n)
+        print(f"validate {size / 1000:.0f} KB file, CLI wall:   {t * 1000:7.1f} ms  (target 150 ms)")
+
+
+if __name__ == "__main__":
+    main()
