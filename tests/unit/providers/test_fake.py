@@ -486,7 +486,7 @@ def test_cancelling_the_call_during_a_delay_leaves_no_task_behind() -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, timeout=5)
-        return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
+        return asyncio.all_tasks() - {asyncio.current_task()}
 
     assert run(scenario()) == set()
 
@@ -572,7 +572,7 @@ def test_a_malformed_script_is_refused_naming_the_bad_path(script: Any, message:
 
 
 def test_every_conformance_style_script_is_accepted() -> None:
-    scripts = [
+    scripts: list[dict[str, Any]] = [
         {"default": {"text": "{label}|{model}|{effort}|{agentType}|{phase}"}},
         {
             "rules": [

@@ -1,0 +1,482 @@
+"""The deterministic fake provider: scripted answers for tests, conformance cases and dry runs.
+
+The script format is the conformance README's "The fake provider script"::
+
+    {"rules": [{"match": {...}, "respond": {...}}, ...], "default": {...respond...}}
+
+The first rule whose ``match`` holds answers; with no matching rule the ``default`` answers; with
+neither, the call behaves as ``{"synthesize": true}``.
+
+``match`` (every key optional; all given keys must hold):
+    ``label``      glob over the whole label, case-sensitive; ``*`` any run, ``?`` one character
+                   (no other wildcard: ``[`` is literal).
+    ``prompt``     Python regular expression, searched (``re.search``) in the prompt.
+    ``phase``, ``model``, ``agentType``  exact string; ``null`` matches a call without one.
+
+``respond`` — at most one answer key (``text``, ``echo``, ``result``, ``fail``, ``synthesize``):
+    ``text``       plain text; ``{prompt}``, ``{label}``, ``{phase}``, ``{model}``, ``{effort}``,
+                   ``{agentType}``, ``{isolation}`` become the call's values ("" when absent). Any
+                   other brace is literal; substituted values are not re-substituted.
+    ``echo: true`` the text is the prompt.
+    ``result``     any JSON value. On a schema call it is the structured output (the engine
+                   validates it like any provider output). On a call without a schema it becomes
+                   the text: a string as is, anything else as compact JSON (``JSON.stringify``).
+    ``fail``       ``provider`` → outcome ``provider_failed``; ``skip`` → outcome ``skipped``;
+                   ``error`` → raises :class:`AgentExecutionError`; ``no_structured_output`` →
+                   ``completed`` with text but no structured output. ``message`` gives the text.
+    ``synthesize: true``  text calls echo the prompt; schema calls get
+                   :func:`~workflow_mcp.providers._synthesize.synthesize_instance` of the schema.
+    No answer key  same as ``synthesize: true`` (so ``{"delayMs": 50}`` alone is valid).
+  and, alongside the answer:
+    ``message``    text for ``fail`` (only valid with ``fail``).
+    ``delayMs``    wall-clock delay before answering, a non-negative number of milliseconds;
+                   firing ``context.signal`` ends it at once with :class:`asyncio.CancelledError`.
+    ``tokens``     ``{"input": n, "output": m}`` (also ``cacheRead``, ``cacheWrite``), non-negative
+                   integers, reported as the call's :class:`TokenUsage` (whatever the outcome).
+    ``sequence``   a non-empty list of respond objects (no nested ``sequence``) used by successive
+                   calls that reach this rule; the last one repeats. It cannot be combined with
+                   other keys. The counter is per rule and counts ``execute()`` calls, so a schema
+                   re-ask (``request.attempt > 1``) takes the next step.
+
+Decisions (the README leaves these open):
+- A structured ``result`` has ``text=None``; only text answers emit an ``output.delta`` event, one
+  per call, and only when the text is non-empty.
+- ``text`` or ``echo`` on a schema call returns text without structured output, like a model that
+  ignored the schema; the engine's re-ask/reject rules apply.
+- A schema the synthesizer cannot satisfy raises :class:`AgentExecutionError` naming the schema.
+- A call whose signal has already fired raises :class:`asyncio.CancelledError` before answering.
+- Default messages: ``provider`` → "fake provider failure", ``skip`` → "skipped by the user",
+  ``error`` → "fake execution error", ``no_structured_output`` → text "".
+- Unknown keys, wrong types and bad regular expressions are refused when the script is loaded,
+  with :class:`~workflow_mcp.errors.InvalidInputError` naming the path, e.g.
+  ``rules[2].respond.fail: must be one of provider, skip, error, no_structured_output``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import math
+import os
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..errors import InvalidInputError
+from .base import (
+    AgentContext,
+    AgentExecutionError,
+    AgentRequest,
+    AgentResult,
+    ProviderCapabilities,
+    ProviderEvent,
+    TokenUsage,
+)
+
+__all__ = ["FakeProvider"]
+
+_TOP_KEYS: Final = ("rules", "default")
+_RULE_KEYS: Final = ("match", "respond")
+_MATCH_KEYS: Final = ("label", "prompt", "phase", "model", "agentType")
+_RESPOND_KEYS: Final = (
+    "text",
+    "echo",
+    "result",
+    "fail",
+    "message",
+    "delayMs",
+    "tokens",
+    "sequence",
+    "synthesize",
+)
+_ANSWER_KEYS: Final = ("text", "echo", "result", "fail", "synthesize")
+_FAIL_KINDS: Final = ("provider", "skip", "error", "no_structured_output")
+_TOKEN_KEYS: Final = {
+    "input": "input",
+    "output": "output",
+    "cacheRead": "cache_read",
+    "cacheWrite": "cache_write",
+}
+# match key -> AgentRequest attribute, for the exact-match keys
+_EXACT_KEYS: Final = {"phase": "phase", "model": "model", "agentType": "agent_type"}
+_PLACEHOLDER: Final = re.compile(r"\{(prompt|label|phase|model|effort|agentType|isolation)\}")
+_PLACEHOLDER_ATTRS: Final = {
+    "prompt": "prompt",
+    "label": "label",
+    "phase": "phase",
+    "model": "model",
+    "effort": "effort",
+    "agentType": "agent_type",
+    "isolation": "isolation",
+}
+
+
+@dataclass(frozen=True)
+class _Respond:
+    """One parsed respond object (never a ``sequence``)."""
+
+    text: str | None = None
+    echo: bool = False
+    has_result: bool = False
+    result: Any = None
+    fail: str | None = None
+    message: str | None = None
+    delay_ms: float = 0.0
+    tokens: TokenUsage = field(default_factory=TokenUsage)
+
+
+@dataclass(frozen=True)
+class _Match:
+    label: re.Pattern[str] | None = None
+    prompt: re.Pattern[str] | None = None
+    exact: tuple[tuple[str, str | None], ...] = ()
+
+    def holds(self, request: AgentRequest) -> bool:
+        if self.label is not None and self.label.fullmatch(request.label) is None:
+            return False
+        if self.prompt is not None and self.prompt.search(request.prompt) is None:
+            return False
+        return all(getattr(request, attr) == expected for attr, expected in self.exact)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    match: _Match
+    steps: tuple[_Respond, ...]
+
+
+class FakeProvider:
+    """A scripted, deterministic :class:`~workflow_mcp.providers.AgentProvider`.
+
+    ``script`` follows the conformance README's fake provider format (see the module docstring);
+    ``None`` means no rules, so every call is synthesized. Responses given to :meth:`enqueue` are
+    used first, one per call, in order. Every ``execute()`` request is appended to :attr:`calls`.
+
+    Raises :class:`~workflow_mcp.errors.InvalidInputError` naming the offending path when the
+    script is malformed.
+    """
+
+    def __init__(self, script: Mapping[str, Any] | None = None, *, name: str = "fake") -> None:
+        self._setup(name, _parse_script({} if script is None else script, "fake script"))
+
+    def _setup(self, name: str, parsed: tuple[list[_Rule], tuple[_Respond, ...] | None]) -> None:
+        self.name = name
+        self.capabilities = ProviderCapabilities(structured_output=True, streaming=True, cancellation=True)
+        self.calls: list[AgentRequest] = []
+        self._rules, self._default = parsed
+        # per-rule count of calls answered, for `sequence`; the default's key is -1
+        self._counters: dict[int, int] = {}
+        self._queue: deque[_Respond] = deque()
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], *, name: str = "fake") -> FakeProvider:
+        """Load a script from a UTF-8 JSON file (the CLI's ``--fake-script``).
+
+        Raises :class:`~workflow_mcp.errors.InvalidInputError` when the file cannot be read, is
+        not JSON, or breaks the script format; the message starts with the file's path.
+        """
+        where = f"fake script {os.fspath(path)}"
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"{where}: cannot read the file: {exc}") from exc
+        try:
+            script = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(
+                f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            ) from exc
+        provider = cls.__new__(cls)
+        provider._setup(name, _parse_script(script, where))
+        return provider
+
+    def enqueue(self, respond: Mapping[str, Any]) -> None:
+        """Queue one respond object for the next call, ahead of every rule (first in, first out).
+
+        ``respond`` uses the script's respond format without ``sequence`` (enqueue each step).
+        Raises :class:`~workflow_mcp.errors.InvalidInputError` when it is malformed.
+        """
+        self._queue.append(_parse_respond(respond, "respond", "enqueue", allow_sequence=False)[0])
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        """Answer ``request`` from the queue or the script.
+
+        Returns an :class:`AgentResult` (outcomes ``completed``, ``provider_failed``, ``skipped``);
+        raises :class:`AgentExecutionError` for ``fail: error`` or an unsatisfiable schema, and
+        :class:`asyncio.CancelledError` when ``context.signal`` fires before the answer.
+        """
+        self.calls.append(request)
+        if context.signal.cancelled:
+            raise asyncio.CancelledError(context.signal.reason)
+        respond = self._choose(request)
+        if respond.delay_ms > 0:
+            await _delay(respond.delay_ms / 1000, context)
+        return await _answer(respond, request, context)
+
+    def _choose(self, request: AgentRequest) -> _Respond:
+        if self._queue:
+            return self._queue.popleft()
+        for index, rule in enumerate(self._rules):
+            if rule.match.holds(request):
+                return self._step(index, rule.steps)
+        if self._default is not None:
+            return self._step(-1, self._default)
+        return _Respond()
+
+    def _step(self, key: int, steps: tuple[_Respond, ...]) -> _Respond:
+        count = self._counters.get(key, 0)
+        self._counters[key] = count + 1
+        return steps[min(count, len(steps) - 1)]
+
+
+async def _delay(seconds: float, context: AgentContext) -> None:
+    """Sleep ``seconds`` unless the signal fires first, then raise ``CancelledError``."""
+    try:
+        await asyncio.wait_for(context.signal.wait(), timeout=seconds)
+    except TimeoutError:
+        return
+    raise asyncio.CancelledError(context.signal.reason)
+
+
+async def _answer(respond: _Respond, request: AgentRequest, context: AgentContext) -> AgentResult:
+    usage = respond.tokens
+    if respond.fail == "error":
+        raise AgentExecutionError(respond.message or "fake execution error")
+    if respond.fail == "provider":
+        return AgentResult(
+            outcome="provider_failed", message=respond.message or "fake provider failure", usage=usage
+        )
+    if respond.fail == "skip":
+        return AgentResult(outcome="skipped", message=respond.message or "skipped by the user", usage=usage)
+
+    text: str
+    if respond.fail == "no_structured_output":
+        text = respond.message or ""
+    elif respond.has_result:
+        value = copy.deepcopy(respond.result)
+        if request.schema is not None:
+            return AgentResult(structured=value, has_structured=True, usage=usage)
+        text = (
+            value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        )
+    elif respond.text is not None:
+        text = _render(respond.text, request)
+    elif respond.echo or request.schema is None:
+        text = request.prompt
+    else:
+        try:
+            from ._synthesize import synthesize_instance  # imports jsonschema: only when needed
+
+            value = synthesize_instance(request.schema)
+        except InvalidInputError as exc:
+            raise AgentExecutionError(f"fake provider: {exc}") from exc
+        return AgentResult(structured=value, has_structured=True, usage=usage)
+
+    if text:
+        await context.emit(ProviderEvent(kind="output.delta", text=text))
+    return AgentResult(text=text, usage=usage)
+
+
+def _render(template: str, request: AgentRequest) -> str:
+    def value(match: re.Match[str]) -> str:
+        found = getattr(request, _PLACEHOLDER_ATTRS[match.group(1)])
+        return "" if found is None else str(found)
+
+    return _PLACEHOLDER.sub(value, template)
+
+
+# -- script validation -------------------------------------------------------------------------
+
+
+def _invalid(where: str, path: str, problem: str) -> InvalidInputError:
+    return InvalidInputError(f"{where}: {path}: {problem}")
+
+
+def _parse_script(script: Any, where: str) -> tuple[list[_Rule], tuple[_Respond, ...] | None]:
+    if not isinstance(script, Mapping):
+        raise InvalidInputError(
+            f"{where}: must be a JSON object with `rules` and/or `default`, got {_kind(script)}"
+        )
+    _check_keys(script, _TOP_KEYS, "", where)
+    rules: list[_Rule] = []
+    raw_rules = script.get("rules", [])
+    if not _is_list(raw_rules):
+        raise _invalid(where, "rules", f"must be a list of rules, got {_kind(raw_rules)}")
+    for index, raw in enumerate(raw_rules):
+        path = f"rules[{index}]"
+        if not isinstance(raw, Mapping):
+            raise _invalid(where, path, f"must be an object with `match` and `respond`, got {_kind(raw)}")
+        _check_keys(raw, _RULE_KEYS, path, where)
+        if "respond" not in raw:
+            raise _invalid(where, f"{path}.respond", "is required")
+        match = _parse_match(raw.get("match", {}), f"{path}.match", where)
+        steps = _parse_respond(raw["respond"], f"{path}.respond", where, allow_sequence=True)
+        rules.append(_Rule(match, steps))
+    default = None
+    if "default" in script:
+        default = _parse_respond(script["default"], "default", where, allow_sequence=True)
+    return rules, default
+
+
+def _parse_match(raw: Any, path: str, where: str) -> _Match:
+    if not isinstance(raw, Mapping):
+        raise _invalid(where, path, f"must be an object, got {_kind(raw)}")
+    _check_keys(raw, _MATCH_KEYS, path, where)
+    label = prompt = None
+    if "label" in raw:
+        if not isinstance(raw["label"], str):
+            raise _invalid(where, f"{path}.label", f"must be a string (a glob), got {_kind(raw['label'])}")
+        label = _glob(raw["label"])
+    if "prompt" in raw:
+        if not isinstance(raw["prompt"], str):
+            raise _invalid(where, f"{path}.prompt", f"must be a string (a regex), got {_kind(raw['prompt'])}")
+        try:
+            prompt = re.compile(raw["prompt"])
+        except re.error as exc:
+            raise _invalid(where, f"{path}.prompt", f"invalid regular expression: {exc}") from exc
+    exact: list[tuple[str, str | None]] = []
+    for key, attr in _EXACT_KEYS.items():
+        if key in raw:
+            if raw[key] is not None and not isinstance(raw[key], str):
+                raise _invalid(where, f"{path}.{key}", f"must be a string or null, got {_kind(raw[key])}")
+            exact.append((attr, raw[key]))
+    return _Match(label=label, prompt=prompt, exact=tuple(exact))
+
+
+def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> tuple[_Respond, ...]:
+    if not isinstance(raw, Mapping):
+        raise _invalid(where, path, f"must be an object, got {_kind(raw)}")
+    _check_keys(raw, _RESPOND_KEYS, path, where)
+    if "sequence" in raw:
+        if not allow_sequence:
+            raise _invalid(where, f"{path}.sequence", "is not allowed here (no nested sequences)")
+        others = sorted(k for k in raw if k != "sequence")
+        if others:
+            raise _invalid(
+                where,
+                path,
+                f"`sequence` cannot be combined with {', '.join(others)}; put them inside each step",
+            )
+        steps = raw["sequence"]
+        if not _is_list(steps) or not steps:
+            raise _invalid(where, f"{path}.sequence", "must be a non-empty list of respond objects")
+        return tuple(
+            _parse_respond(step, f"{path}.sequence[{i}]", where, allow_sequence=False)[0]
+            for i, step in enumerate(steps)
+        )
+
+    answers = [k for k in _ANSWER_KEYS if k in raw]
+    if len(answers) > 1:
+        raise _invalid(
+            where,
+            path,
+            f"{' and '.join(answers)} are mutually exclusive; give one of {', '.join(_ANSWER_KEYS)}",
+        )
+    text = raw.get("text")
+    if "text" in raw and not isinstance(text, str):
+        raise _invalid(where, f"{path}.text", f"must be a string, got {_kind(text)}")
+    for flag in ("echo", "synthesize"):
+        if flag in raw and raw[flag] is not True:
+            raise _invalid(where, f"{path}.{flag}", f"must be true, got {_kind(raw[flag])}")
+    fail = raw.get("fail")
+    if "fail" in raw and fail not in _FAIL_KINDS:
+        raise _invalid(where, f"{path}.fail", f"must be one of {', '.join(_FAIL_KINDS)}")
+    message = raw.get("message")
+    if "message" in raw:
+        if fail is None:
+            raise _invalid(where, f"{path}.message", "is only valid with `fail`")
+        if not isinstance(message, str):
+            raise _invalid(where, f"{path}.message", f"must be a string, got {_kind(message)}")
+    delay = raw.get("delayMs", 0)
+    if not _is_number(delay) or delay < 0 or not math.isfinite(delay):
+        raise _invalid(where, f"{path}.delayMs", "must be a non-negative number of milliseconds")
+    tokens = _parse_tokens(raw["tokens"], f"{path}.tokens", where) if "tokens" in raw else TokenUsage()
+    if "result" in raw:
+        _check_json(raw["result"], f"{path}.result", where)
+    return (
+        _Respond(
+            text=text,
+            echo=raw.get("echo") is True,
+            has_result="result" in raw,
+            result=copy.deepcopy(raw.get("result")),
+            fail=fail,
+            message=message,
+            delay_ms=float(delay),
+            tokens=tokens,
+        ),
+    )
+
+
+def _parse_tokens(raw: Any, path: str, where: str) -> TokenUsage:
+    if not isinstance(raw, Mapping):
+        raise _invalid(where, path, f"must be an object like {{'input': n, 'output': m}}, got {_kind(raw)}")
+    _check_keys(raw, tuple(_TOKEN_KEYS), path, where)
+    counts: dict[str, int] = {}
+    for key, attr in _TOKEN_KEYS.items():
+        value = raw.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise _invalid(where, f"{path}.{key}", "must be a non-negative integer")
+        counts[attr] = value
+    return TokenUsage(**counts)
+
+
+def _check_keys(raw: Mapping[Any, Any], allowed: Sequence[str], path: str, where: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            at = f"{path}.{key}" if path else str(key)
+            raise _invalid(where, at, f"unknown key; expected one of {', '.join(allowed)}")
+
+
+def _check_json(value: Any, path: str, where: str) -> None:
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _invalid(where, path, f"not a JSON value ({value!r})")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _invalid(where, path, f"object keys must be strings, got {_kind(key)}")
+            _check_json(item, f"{path}.{key}", where)
+        return
+    if _is_list(value):
+        for index, item in enumerate(value):
+            _check_json(item, f"{path}[{index}]", where)
+        return
+    raise _invalid(where, path, f"not a JSON value ({_kind(value)})")
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """``*`` matches any run of characters, ``?`` exactly one; everything else is literal."""
+    translated = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
+    return re.compile(translated, re.DOTALL)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list | tuple)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _kind(value: Any) -> str:
+    """The JSON name of a value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "an object"
+    if _is_list(value):
+        return "a list"
+    return type(value).__name__
