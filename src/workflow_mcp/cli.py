@@ -404,6 +404,25 @@ def runs_events(run_id: str, after: int, as_json: bool) -> None:
             click.echo(f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}")
 
 
+@runs.command(name="cancel")
+@click.argument("run_id")
+@click.option("--reason", default="cancelled by the user", help="Recorded in run.cancellation_requested.")
+def runs_cancel(run_id: str, reason: str) -> None:
+    """Cancel a running run (also one owned by another workflow-mcp process)."""
+    service = _service()
+    try:
+        outcome = service.cancel(run_id, reason)
+    except WorkflowNotFoundError as exc:
+        _fail(str(exc))
+    if outcome == "requested":
+        click.echo(f"{run_id}: cancellation requested; the owning process stops it within a second")
+    elif outcome == "cancelling":
+        click.echo(f"{run_id}: cancelling")
+    else:
+        click.echo(f"{run_id}: already {outcome}; nothing to cancel")
+        sys.exit(1)
+
+
 def main() -> None:
     """Console entry point: expected errors become one line on stderr; unexpected ones too, with the
     traceback only when ``WORKFLOW_MCP_DEBUG`` is set."""

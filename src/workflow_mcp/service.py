@@ -9,6 +9,7 @@ earlier run from its journal.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -87,6 +88,7 @@ class WorkflowService:
         self.cwd = cwd or os.getcwd()
         self.home = home
         self.live: dict[str, RunHandle] = {}
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- definitions -------------------------------------------------------------------------
     def validate(self, path: str | None = None, *, source: str | None = None, profile: str | None = None) -> ValidationReport:
@@ -196,7 +198,47 @@ class WorkflowService:
             worker=worker,
         )
         self.live[run_id] = handle
+        self._ensure_watcher()
         return handle
+
+    def cancel(self, run_id: str, reason: str = "cancelled by the user") -> str:
+        """Cancel a run wherever it runs: directly when this process owns it, else through the store
+        (the owning process notices within ``CANCEL_POLL_S``). Returns what happened:
+        ``cancelling`` (this process), ``requested`` (another process) or the final status when the
+        run had already ended.
+
+        Raises:
+            WorkflowNotFoundError: unknown run id.
+        """
+        handle = self.live.get(run_id)
+        if handle is not None and handle.status == "running":
+            handle.cancel(reason)
+            return "cancelling"
+        if self.store.get_run(run_id) is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+        self.recover()
+        last = self.store.last_run_event(run_id)
+        status = _STATUS_OF.get(last or "", "queued")
+        if status in ("completed", "failed", "cancelled", "interrupted"):
+            return status
+        self.store.request_cancel(run_id, reason)
+        return "requested"
+
+    CANCEL_POLL_S = 0.25
+
+    def _ensure_watcher(self) -> None:
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_cancellations())
+
+    async def _watch_cancellations(self) -> None:
+        """Apply cancellations other processes asked for, while this process owns running runs."""
+        while True:
+            running = [rid for rid, h in self.live.items() if h.status == "running"]
+            if not running:
+                return
+            for run_id, reason in self.store.cancel_requests(running).items():
+                self.live[run_id].cancel(reason)
+            await asyncio.sleep(self.CANCEL_POLL_S)
 
     def replay_for(self, run_id: str, policy: ResumePolicy) -> Replay:
         """The replay index built from ``run_id``'s journal (results it computed or replayed)."""

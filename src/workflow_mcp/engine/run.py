@@ -385,7 +385,7 @@ class _Run:
             return
         self._terminal_emitted = True
         self.status = "cancelled"
-        self.error_message = f"cancelled: {self.cancel_reason}"
+        self.error_message = self.cancel_reason or "cancelled"
         self.log.emit("run.cancelled", {"reason": self.cancel_reason, "tokenUsage": self._usage()})
 
     def _spawn(self, coro: Any) -> None:
@@ -561,6 +561,9 @@ class _Run:
                 except AgentStalledError as exc:
                     self._agent_failed(agent_id, base, str(exc), totals, "stalled")
                     raise _RejectCall(str(exc)) from None
+                except asyncio.CancelledError:
+                    self._agent_failed(agent_id, base, self.cancel_reason or "cancelled", totals, "cancelled")
+                    raise
                 totals = _add_usage(totals, result.usage)
                 self.budget.charge(result.usage.output)
                 if result.outcome == "provider_failed":

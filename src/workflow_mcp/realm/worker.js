@@ -451,12 +451,19 @@ function onPost(text) {
   out(msg)
 }
 
+// Profile claude-code/2.1.209 keeps one chain for the whole run, advanced in agent() call order:
+// parallel()/pipeline() neither fork nor join it (measured with the oracle, 2026-11-30).
+const FLAT_CHAIN_PROFILES = new Set(['claude-code/2.1.209'])
+
 function onFork(kind, n) {
   const parent = cell()
-  const P = parent.chain
-  const F = H(P, kind, 'fork')
-  parent.chain = F
   const id = ++nextFork
+  if (FLAT_CHAIN_PROFILES.has(profileName)) {
+    forks.set(id, { parent, kind, slots: null })
+    return id
+  }
+  const P = parent.chain
+  parent.chain = H(P, kind, 'fork')
   const slots = []
   for (let i = 0; i < n; i++) slots.push({ chain: H(P, kind, 'slot:' + i) })
   forks.set(id, { parent, kind, slots })
@@ -464,15 +471,16 @@ function onFork(kind, n) {
 }
 function onRunSlot(id, i, fn) {
   const f = forks.get(id)
-  return chainStore.run(f.slots[i], fn)
+  return chainStore.run(f.slots === null ? f.parent : f.slots[i], fn)
 }
-// The join hashes the parent's chain as it is at the join (normally F, but calls the parent made while
-// the fan-out ran have advanced it), and an empty fan-out never joins: its parent keeps F.
+// The join hashes the parent's chain as it is at the join (normally the fork value, but calls the
+// parent made while the fan-out ran have advanced it); an empty fan-out never joins, so its parent
+// keeps the fork value (profile claude-code/2.1.332).
 function onJoin(id) {
   const f = forks.get(id)
   if (!f) return
   forks.delete(id)
-  if (f.slots.length === 0) return
+  if (f.slots === null || f.slots.length === 0) return
   f.parent.chain = H(f.parent.chain, f.kind, 'join', ...f.slots.map((s) => s.chain))
 }
 

@@ -16,6 +16,7 @@ class MemoryStore:
         self._events: dict[str, list[Event]] = {}
         self._journal: dict[str, dict[str, JournalRow]] = {}
         self._artifacts: dict[tuple[str, str], tuple[str, str, bytes, str]] = {}
+        self._cancels: dict[str, str] = {}
         self._lock = threading.RLock()
 
     def create_run(self, record: RunRecord) -> None:
@@ -87,6 +88,12 @@ class MemoryStore:
 
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)
+
+    def request_cancel(self, run_id: str, reason: str) -> None:
+        self._cancels.setdefault(run_id, reason)
+
+    def cancel_requests(self, run_ids: list[str]) -> dict[str, str]:
+        return {r: self._cancels[r] for r in run_ids if r in self._cancels}
 
     def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None:
         self._artifacts[(run_id, artifact_id)] = (name, mime_type, data, utc_now())

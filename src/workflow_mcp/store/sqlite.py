@@ -240,6 +240,27 @@ class SqliteStore:
             for r in rows
         ]
 
+    # -- cross-process cancellation --------------------------------------------------------
+    def request_cancel(self, run_id: str, reason: str) -> None:
+        from ..events import utc_now
+
+        with self._lock:
+            self._db.execute(
+                "INSERT OR IGNORE INTO cancel_requests (run_id, reason, requested_at) VALUES (?,?,?)",
+                (run_id, reason, utc_now()),
+            )
+
+    def cancel_requests(self, run_ids: list[str]) -> dict[str, str]:
+        """``{run_id: reason}`` for those of ``run_ids`` someone asked to cancel."""
+        if not run_ids:
+            return {}
+        marks = ",".join("?" * len(run_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT run_id, reason FROM cancel_requests WHERE run_id IN ({marks})", run_ids
+            ).fetchall()
+        return {str(r[0]): str(r[1]) for r in rows}
+
     # -- artifacts -------------------------------------------------------------------------
     def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None:
         from ..events import utc_now
