@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from workflow_mcp import FakeProvider, load_workflow, run_workflow
+from workflow_mcp.definitions import _analysis
 from workflow_mcp.definitions.load import validate_workflow
 from workflow_mcp.engine.run import RunOptions
 
@@ -86,12 +87,15 @@ def main() -> None:
         print(f"4,096-item 3-stage JS pipeline:   {t * 1000:7.1f} ms  (target 300 ms, incl. worker spawn)")
         size = big.stat().st_size
 
-        def api() -> float:
+        def api(cold: bool) -> float:
+            if cold:  # forget V8 verdicts so the syntax check really spawns Node
+                _analysis._VERDICTS.clear()
             s = time.perf_counter()
             validate_workflow(big)
             return time.perf_counter() - s
 
-        print(f"validate {size / 1000:.0f} KB file, API:        {best(api, n) * 1000:7.1f} ms  (target 150 ms)")
+        print(f"validate {size / 1000:.0f} KB file, API cold:   {best(lambda: api(True), n) * 1000:7.1f} ms  (target 150 ms)")
+        print(f"validate {size / 1000:.0f} KB file, API warm:   {best(lambda: api(False), n) * 1000:7.1f} ms  (V8 verdict cached)")
         t = best(lambda: cli_wall(["validate", str(big)], tmp), n)
         print(f"validate {size / 1000:.0f} KB file, CLI wall:   {t * 1000:7.1f} ms  (target 150 ms)")
 

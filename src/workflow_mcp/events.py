@@ -129,26 +129,33 @@ class Event:
         )
 
 
-PersistFn = Callable[[Event], None]
+PersistFn = Callable[[list[Event]], None]
 
 
 class EventLog:
     """The events of one run: appended in order, persisted before they are published.
 
-    ``persist`` (e.g. a store's append) is called for each event before any subscriber sees it;
-    ``subscribe()`` replays everything so far and then follows live events until a terminal event.
+    ``persist`` (e.g. a store's ``append_many``) receives the events emitted during one turn of the
+    event loop as one batch (group commit); only after it returns are they published to
+    subscribers. Without ``persist`` events are published at once. ``subscribe()`` replays everything
+    published so far and then follows live events until :meth:`close`.
     """
+
+    #: A batch this large is committed at once instead of at the end of the loop turn.
+    MAX_BATCH = 1024
 
     def __init__(self, run_id: str, *, persist: PersistFn | None = None, start_sequence: int = 0) -> None:
         self.run_id = run_id
         self._persist = persist
         self._events: list[Event] = []
+        self._pending: list[Event] = []
         self._sequence = start_sequence
         self._changed = asyncio.Event()
         self._closed = False
 
     @property
     def events(self) -> list[Event]:
+        """The published (durable) events so far."""
         return list(self._events)
 
     @property
@@ -165,7 +172,7 @@ class EventLog:
         agent_id: str | None = None,
         parent_id: str | None = None,
     ) -> Event:
-        """Create, persist and publish one event; returns it."""
+        """Create one event; it is persisted and published with the rest of this loop turn's batch."""
         self._sequence += 1
         event = Event(
             run_id=self.run_id,
@@ -178,14 +185,29 @@ class EventLog:
             agent_id=agent_id,
             parent_id=parent_id,
         )
-        if self._persist is not None:
-            self._persist(event)
-        self._events.append(event)
-        self._changed.set()
+        self._pending.append(event)
+        if len(self._pending) == 1 and self._persist is not None:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:
+                self.flush()
+        elif self._persist is None or len(self._pending) >= self.MAX_BATCH:
+            self.flush()
         return event
 
+    def flush(self) -> None:
+        """Persist (one batch) and then publish every pending event."""
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        if self._persist is not None:
+            self._persist(batch)
+        self._events.extend(batch)
+        self._changed.set()
+
     def close(self) -> None:
-        """No more events will come; live subscribers end after the last one."""
+        """No more events will come (pending ones are flushed); live subscribers end after the last."""
+        self.flush()
         self._closed = True
         self._changed.set()
 

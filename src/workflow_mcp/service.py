@@ -181,10 +181,11 @@ class WorkflowService:
         )
         self.store.create_run(record)
 
-        def persist(event: Event) -> None:
-            self.store.append(event)
+        def persist(batch: list[Event]) -> None:
+            self.store.append_many(batch)
             if on_event is not None:
-                on_event(event)
+                for event in batch:
+                    on_event(event)
 
         handle = run_workflow(
             workflow,

@@ -144,7 +144,7 @@ def run_workflow(
     args: Any = MISSING,
     options: RunOptions | None = None,
     run_id: str | None = None,
-    persist: Callable[[Event], None] | None = None,
+    persist: Callable[[list[Event]], None] | None = None,
     replay: Replay | None = None,
     resumed_from: str | None = None,
     workflow_meta: Mapping[str, Any] | None = None,
@@ -152,8 +152,8 @@ def run_workflow(
 ) -> RunHandle:
     """Start running ``workflow`` (a loaded ``definitions.Workflow``) and return its handle.
 
-    ``args`` is any JSON value (omit it for ``undefined``). ``persist`` is called with each event
-    before it is published (the store's append). ``replay`` reuses recorded results on resume.
+    ``args`` is any JSON value (omit it for ``undefined``). ``persist`` receives each batch of events
+    before they are published (the store's ``append_many``: a group commit per event-loop turn). ``replay`` reuses recorded results on resume.
     ``worker`` is an already spawned, unstarted realm worker to use (else one is spawned).
     Must be called with a running event loop.
     """
@@ -199,7 +199,7 @@ class _Run:
         provider: AgentProvider,
         args: Any,
         options: RunOptions,
-        persist: Callable[[Event], None] | None,
+        persist: Callable[[list[Event]], None] | None,
         replay: Replay | None,
         resumed_from: str | None,
         meta: dict[str, Any],
@@ -421,6 +421,9 @@ class _Run:
             asyncio.get_running_loop().call_soon(self._flush_outbox)
 
     def _flush_outbox(self) -> None:
+        # Commit the events of this turn before the realm hears of their outcome: nothing the
+        # workflow acts on can be missing from the journal after a crash.
+        self.log.flush()
         items, self._outbox = self._outbox, []
         if self.worker is not None and items:
             self.worker.post(items[0] if len(items) == 1 else {"t": "batch", "items": items})

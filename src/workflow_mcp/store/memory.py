@@ -64,6 +64,10 @@ class MemoryStore:
                         )
                     rows[event.agent_id] = row
 
+    def append_many(self, events: list[Event]) -> None:
+        for event in events:
+            self.append(event)
+
     def flush(self) -> None:
         """Nothing is ever pending."""
 

@@ -45,6 +45,20 @@ _RUN_COLUMNS = (
 )
 
 
+_JOURNALED = frozenset({"agent.queued", "agent.started", "agent.completed", "agent.cached", "agent.failed"})
+_UPSERT_JOURNAL = (
+    "INSERT INTO journal (run_id, agent_id, ordinal, key, content_key, status, label, result_json, "
+    "tokens_json, side_effects, source_run) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(run_id, agent_id) DO UPDATE SET status = excluded.status, "
+    "result_json = COALESCE(excluded.result_json, journal.result_json), "
+    "tokens_json = excluded.tokens_json, source_run = COALESCE(excluded.source_run, journal.source_run), "
+    "key = CASE WHEN excluded.key != '' THEN excluded.key ELSE journal.key END, "
+    "content_key = CASE WHEN excluded.content_key != '' THEN excluded.content_key ELSE journal.content_key END, "
+    "label = CASE WHEN excluded.label != '' THEN excluded.label ELSE journal.label END, "
+    "side_effects = MAX(journal.side_effects, excluded.side_effects)"
+)
+
+
 class SqliteStore:
     """The durable store. Thread-safe for one process (one connection behind a lock)."""
 
@@ -63,7 +77,7 @@ class SqliteStore:
                 f"the state database {self.path} cannot be opened ({exc}); it is left untouched. "
                 "Move it aside or point WORKFLOW_MCP_HOME elsewhere."
             ) from exc
-        self._ordinals: dict[str, int] = {}
+        self._ordinals: dict[str, dict[str, int]] = {}
 
     def _migrate(self) -> None:
         current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
@@ -130,53 +144,60 @@ class SqliteStore:
 
     # -- events ----------------------------------------------------------------------------
     def append(self, event: Event) -> None:
-        body = json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))
+        """Commit one event (and the journal row it implies)."""
+        self.append_many([event])
+
+    def append_many(self, events: list[Event]) -> None:
+        """Commit a batch of events in one transaction: all or none."""
+        rows = [
+            (
+                e.run_id,
+                e.sequence,
+                e.type,
+                e.timestamp,
+                e.agent_id,
+                json.dumps(e.to_json(), ensure_ascii=False, separators=(",", ":")),
+            )
+            for e in events
+        ]
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                self._db.execute(
+                self._db.executemany(
                     "INSERT INTO events (run_id, sequence, type, timestamp, agent_id, body) VALUES (?,?,?,?,?,?)",
-                    (event.run_id, event.sequence, event.type, event.timestamp, event.agent_id, body),
+                    rows,
                 )
-                if event.type.startswith("agent.") and event.type != "agent.output.delta":
-                    self._journal(event)
+                journal = [self._journal_row(e) for e in events if e.agent_id and e.type in _JOURNALED]
+                self._db.executemany(_UPSERT_JOURNAL, [j for j in journal if j is not None])
                 self._db.execute("COMMIT")
             except sqlite3.DatabaseError:
                 self._db.execute("ROLLBACK")
+                self._ordinals.clear()
                 raise
 
-    def _journal(self, event: Event) -> None:
-        if event.type == "agent.queued":
-            n = self._ordinals.get(event.run_id)
-            if n is None:
-                row = self._db.execute(
-                    "SELECT COALESCE(MAX(ordinal), -1) FROM journal WHERE run_id = ?", (event.run_id,)
-                ).fetchone()
-                n = int(row[0])
-            n += 1
-            self._ordinals[event.run_id] = n
-        else:
-            found = self._db.execute(
-                "SELECT ordinal FROM journal WHERE run_id = ? AND agent_id = ?", (event.run_id, event.agent_id)
-            ).fetchone()
-            n = int(found[0]) if found else self._ordinals.get(event.run_id, 0)
-        jr = journal_row_for(event, n)
+    def _ordinal(self, event: Event) -> int:
+        per_run = self._ordinals.setdefault(event.run_id, {})
+        agent_id = event.agent_id or ""
+        if agent_id in per_run:
+            return per_run[agent_id]
+        if not per_run:
+            for aid, ordinal in self._db.execute(
+                "SELECT agent_id, ordinal FROM journal WHERE run_id = ?", (event.run_id,)
+            ):
+                per_run[str(aid)] = int(ordinal)
+            if agent_id in per_run:
+                return per_run[agent_id]
+        n = len(per_run)
+        per_run[agent_id] = n
+        return n
+
+    def _journal_row(self, event: Event) -> tuple[Any, ...] | None:
+        jr = journal_row_for(event, self._ordinal(event))
         if jr is None:
-            return
-        self._db.execute(
-            "INSERT INTO journal (run_id, agent_id, ordinal, key, content_key, status, label, result_json, "
-            "tokens_json, side_effects, source_run) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT(run_id, agent_id) DO UPDATE SET status = excluded.status, "
-            "result_json = COALESCE(excluded.result_json, journal.result_json), "
-            "tokens_json = excluded.tokens_json, source_run = COALESCE(excluded.source_run, journal.source_run), "
-            "key = CASE WHEN excluded.key != '' THEN excluded.key ELSE journal.key END, "
-            "content_key = CASE WHEN excluded.content_key != '' THEN excluded.content_key "
-            "ELSE journal.content_key END, "
-            "side_effects = MAX(journal.side_effects, excluded.side_effects)",
-            (
-                jr.run_id, jr.agent_id, jr.ordinal, jr.key, jr.content_key, jr.status, jr.label,
-                jr.result_json, json.dumps(jr.tokens), int(jr.side_effects), jr.source_run,
-            ),
+            return None
+        return (
+            jr.run_id, jr.agent_id, jr.ordinal, jr.key, jr.content_key, jr.status, jr.label,
+            jr.result_json, json.dumps(jr.tokens), int(jr.side_effects), jr.source_run,
         )
 
     def flush(self) -> None:

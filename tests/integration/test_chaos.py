@@ -1,0 +1,26 @@
+"""A few SIGKILL chaos rounds in CI (the benchmark runs 20+): no completed result is lost and no
+completed call runs twice."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from chaos import chaos_round  # noqa: E402
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_run_killed_twice_with_sigkill_resumes_without_losing_or_repeating_a_completed_call(
+    tmp_path: Path, seed: int
+) -> None:
+    report = chaos_round(tmp_path, random.Random(seed), kills=2)
+    assert report.result_ok, report
+    assert report.lost == 0, report
+    assert report.ran_twice == 0, report
+    assert report.kill_times and len(report.runs) == len(report.kill_times) + 1  # killed…, completed
+    assert report.completed_before_kills > 0
