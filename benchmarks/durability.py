@@ -22,12 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from chaos import chaos_round  # noqa: E402  (tests/chaos.py: shared with the CI chaos test)
-
-from workflow_mcp import FakeProvider, load_workflow, run_workflow  # noqa: E402
-from workflow_mcp.engine.run import RunOptions  # noqa: E402
-from workflow_mcp.service import WorkflowService  # noqa: E402
-from workflow_mcp.store.sqlite import SqliteStore  # noqa: E402
+from chaos import chaos_round
+from workflow_mcp import FakeProvider, load_workflow, run_workflow
+from workflow_mcp.engine.run import RunOptions
+from workflow_mcp.service import WorkflowService
+from workflow_mcp.store.sqlite import SqliteStore
 
 THOUSAND = (
     "export const meta = { name: 'thousand', description: '1,000 agents' }\n"
@@ -39,7 +38,9 @@ THOUSAND = (
 async def plain_run() -> float:
     wf = load_workflow(source=THOUSAND)
     start = time.perf_counter()
-    run = run_workflow(wf, provider=FakeProvider({"default": {"text": "ok"}}), options=RunOptions(concurrency=16))
+    run = run_workflow(
+        wf, provider=FakeProvider({"default": {"text": "ok"}}), options=RunOptions(concurrency=16)
+    )
     await run.result()
     return time.perf_counter() - start
 
@@ -75,14 +76,20 @@ def main() -> None:
             stored.append(t)
         persisted = min(stored)
         print(f"1,000-call fan-out, in memory:          {plain * 1000:7.1f} ms")
-        print(f"1,000-call fan-out, persisted (SQLite): {persisted * 1000:7.1f} ms  "
-              f"overhead {persisted / plain:.2f}x (target ≤ 1.5x)")
-        print(f"events persisted per second:            {events / persisted:9.0f}  "
-              f"({events} events; target ≥ 20,000/s)")
+        print(
+            f"1,000-call fan-out, persisted (SQLite): {persisted * 1000:7.1f} ms  "
+            f"overhead {persisted / plain:.2f}x (target ≤ 1.5x)"
+        )
+        print(
+            f"events persisted per second:            {events / persisted:9.0f}  "
+            f"({events} events; target ≥ 20,000/s)"
+        )
         replays = [asyncio.run(stored_run(db, resume_from=run_id)) for _ in range(ns.repeat)]
         best = min(replays)
-        print(f"replay of 1,000 cached calls:           {best[0] * 1000:7.1f} ms  "
-              f"provider calls {best[3]} (target ≤ 300 ms, 0 calls)")
+        print(
+            f"replay of 1,000 cached calls:           {best[0] * 1000:7.1f} ms  "
+            f"provider calls {best[3]} (target ≤ 300 ms, 0 calls)"
+        )
     rng = random.Random(int(os.environ.get("CHAOS_SEED", "7")))
     lost = twice = 0
     t0 = time.perf_counter()
@@ -91,11 +98,15 @@ def main() -> None:
             report = chaos_round(Path(tmp), rng, kills=2)
             lost += report.lost
             twice += report.ran_twice
-            print(f"  chaos round {i + 1}: killed at {', '.join(f'{k:.2f}s' for k in report.kill_times)}; "
-                  f"{report.completed_before_kills} results kept, {report.provider_calls_total} provider calls "
-                  f"for {report.distinct_calls} distinct calls, result ok={report.result_ok}")
-    print(f"chaos: {ns.kills} rounds ({2 * ns.kills} SIGKILLs) in {time.perf_counter() - t0:.1f} s: "
-          f"{lost} completed results lost, {twice} completed calls run twice (target 0 and 0)")
+            print(
+                f"  chaos round {i + 1}: killed at {', '.join(f'{k:.2f}s' for k in report.kill_times)}; "
+                f"{report.completed_before_kills} results kept, {report.provider_calls_total} provider calls "
+                f"for {report.distinct_calls} distinct calls, result ok={report.result_ok}"
+            )
+    print(
+        f"chaos: {ns.kills} rounds ({2 * ns.kills} SIGKILLs) in {time.perf_counter() - t0:.1f} s: "
+        f"{lost} completed results lost, {twice} completed calls run twice (target 0 and 0)"
+    )
 
 
 if __name__ == "__main__":

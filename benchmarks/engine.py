@@ -46,7 +46,9 @@ def big_source(size: int = 100_000) -> str:
     lines = [head]
     i = 0
     while sum(len(x) for x in lines) < size:
-        lines.append(f"const v{i} = await agent('step {i}: ' + JSON.stringify({{ i: {i}, s: 'x' }}), {{ label: 's{i}' }})\n")
+        lines.append(
+            f"const v{i} = await agent('step {i}: ' + JSON.stringify({{ i: {i}, s: 'x' }}), {{ label: 's{i}' }})\n"
+        )
         i += 1
     lines.append("return 1\n")
     return "".join(lines)
@@ -55,7 +57,9 @@ def big_source(size: int = 100_000) -> str:
 async def engine_time(source: str, concurrency: int = 16) -> float:
     wf = load_workflow(source=source)
     start = time.perf_counter()
-    run = run_workflow(wf, provider=FakeProvider({"default": {"text": "ok"}}), options=RunOptions(concurrency=concurrency))
+    run = run_workflow(
+        wf, provider=FakeProvider({"default": {"text": "ok"}}), options=RunOptions(concurrency=concurrency)
+    )
     await run.result()
     return time.perf_counter() - start
 
@@ -66,7 +70,9 @@ def best(fn, repeat: int) -> float:
 
 def cli_wall(argv: list[str], cwd: str) -> float:
     start = time.perf_counter()
-    subprocess.run([CLI, *argv], cwd=cwd, capture_output=True, check=True, env={**os.environ, "WORKFLOW_MCP_HOME": cwd})
+    subprocess.run(
+        [CLI, *argv], cwd=cwd, capture_output=True, check=True, env={**os.environ, "WORKFLOW_MCP_HOME": cwd}
+    )
     return time.perf_counter() - start
 
 
@@ -82,7 +88,9 @@ def main() -> None:
         cold = best(lambda: cli_wall(["run", str(one), "--provider", "fake", "--events", "none"], tmp), n)
         print(f"cold CLI run, 1 agent:            {cold * 1000:7.1f} ms  (target 400 ms)")
         t = best(lambda: asyncio.run(engine_time(THOUSAND)), n)
-        print(f"1,000 zero-delay agent calls:     {t * 1000:7.1f} ms  (target 250 ms, concurrency 16, incl. worker spawn)")
+        print(
+            f"1,000 zero-delay agent calls:     {t * 1000:7.1f} ms  (target 250 ms, concurrency 16, incl. worker spawn)"
+        )
         t = best(lambda: asyncio.run(engine_time(PIPELINE)), n)
         print(f"4,096-item 3-stage JS pipeline:   {t * 1000:7.1f} ms  (target 300 ms, incl. worker spawn)")
         size = big.stat().st_size
@@ -94,8 +102,12 @@ def main() -> None:
             validate_workflow(big)
             return time.perf_counter() - s
 
-        print(f"validate {size / 1000:.0f} KB file, API cold:   {best(lambda: api(True), n) * 1000:7.1f} ms  (target 150 ms)")
-        print(f"validate {size / 1000:.0f} KB file, API warm:   {best(lambda: api(False), n) * 1000:7.1f} ms  (V8 verdict cached)")
+        print(
+            f"validate {size / 1000:.0f} KB file, API cold:   {best(lambda: api(True), n) * 1000:7.1f} ms  (target 150 ms)"
+        )
+        print(
+            f"validate {size / 1000:.0f} KB file, API warm:   {best(lambda: api(False), n) * 1000:7.1f} ms  (V8 verdict cached)"
+        )
         t = best(lambda: cli_wall(["validate", str(big)], tmp), n)
         print(f"validate {size / 1000:.0f} KB file, CLI wall:   {t * 1000:7.1f} ms  (target 150 ms)")
 

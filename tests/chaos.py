@@ -53,7 +53,9 @@ def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "WORKFLOW_MCP_HOME": str(home / "state"), "HOME": str(home / "home")}
 
 
-def _run_until(argv: list[str], cwd: Path, env: dict[str, str], kill_after: int | None) -> tuple[int, str, list[dict]]:
+def _run_until(
+    argv: list[str], cwd: Path, env: dict[str, str], kill_after: int | None
+) -> tuple[int, str, list[dict]]:
     """Run the CLI; SIGKILL it after ``kill_after`` agent.completed events (None: let it finish)."""
     proc = subprocess.Popen(
         [CLI, *argv], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -8,6 +8,7 @@ reaches the user: every expected error is one line on stderr that says what to f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -17,7 +18,13 @@ from typing import Any, NoReturn
 
 import click
 
-from .errors import InvalidInputError, RunFailedError, WorkflowLoadError, WorkflowMcpError, WorkflowNotFoundError
+from .errors import (
+    InvalidInputError,
+    RunFailedError,
+    WorkflowLoadError,
+    WorkflowMcpError,
+    WorkflowNotFoundError,
+)
 
 __all__ = ["main"]
 
@@ -61,18 +68,19 @@ def validate(path: str, as_json: bool, profile: str | None) -> None:
         report = validate_workflow(path, profile=prof)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
+    doc: dict[str, Any] = dict(report.to_json())
     if as_json:
-        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
     else:
         if report.valid:
-            meta = report.to_json()["meta"] or {}
+            meta = doc["meta"] or {}
             click.echo(f"valid: {meta.get('name')} — {meta.get('description')}")
-        for e in report.to_json()["errors"]:
+        for e in doc["errors"]:
             where = f"{e.get('path') or path}"
             if e.get("line"):
                 where += f":{e['line']}" + (f":{e['column']}" if e.get("column") else "")
             click.echo(f"{where}: error: {e['message']} [{e['rule']}]", err=True)
-        for w in report.to_json()["warnings"]:
+        for w in doc["warnings"]:
             line = f":{w['line']}" if w.get("line") else ""
             click.echo(f"{path}{line}: warning: {w['message']} [{w['rule']}]", err=True)
     sys.exit(0 if report.valid else 1)
@@ -89,7 +97,7 @@ def list_(directory: str | None, as_json: bool) -> None:
     if not os.path.isdir(cwd):
         _fail(f"{cwd!r} is not a directory")
     found = find_workflows(cwd, os.environ.get("HOME"))
-    doc = found.to_json()
+    doc: dict[str, Any] = dict(found.to_json())
     if as_json:
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
@@ -117,7 +125,7 @@ def _read_args(args_json: str | None, args_file: str | None) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        _fail(f"{origin} is not valid JSON ({exc}); pass one JSON value, e.g. '{{\"files\": [\"a.ts\"]}}'")
+        _fail(f'{origin} is not valid JSON ({exc}); pass one JSON value, e.g. \'{{"files": ["a.ts"]}}\'')
 
 
 def _provider(name: str | None, fake_script: str | None) -> Any:
@@ -143,14 +151,22 @@ def _provider(name: str | None, fake_script: str | None) -> Any:
 @cli.command()
 @click.argument("target", metavar="PATH_OR_NAME")
 @click.argument("args_json", required=False, metavar="[ARGS_JSON]")
-@click.option("--args-file", type=str, default=None, help="Read the workflow's args (one JSON value) from a file.")
+@click.option(
+    "--args-file", type=str, default=None, help="Read the workflow's args (one JSON value) from a file."
+)
 @click.option("--provider", default=None, help="Agent provider (fake).")
 @click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Agents running at once.")
-@click.option("--token-budget", type=click.IntRange(min=0), default=None, help="budget.total in output tokens.")
+@click.option(
+    "--token-budget", type=click.IntRange(min=0), default=None, help="budget.total in output tokens."
+)
 @click.option("--max-agents", type=click.IntRange(min=1), default=None, help="Lower the 1,000-call cap.")
-@click.option("--agent-timeout-ms", type=click.IntRange(min=1), default=None, help="Bound each provider call.")
-@click.option("--sync-timeout-ms", type=click.IntRange(min=1), default=None, help="Synchronous JS limit (30000).")
+@click.option(
+    "--agent-timeout-ms", type=click.IntRange(min=1), default=None, help="Bound each provider call."
+)
+@click.option(
+    "--sync-timeout-ms", type=click.IntRange(min=1), default=None, help="Synchronous JS limit (30000)."
+)
 @click.option("--heap-mb", type=click.IntRange(min=16), default=None, help="Realm heap limit in MB (1024).")
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
 @click.option("--resume-from", default=None, metavar="RUN_ID", help="Reuse the journal of an earlier run.")
@@ -224,18 +240,12 @@ async def _load_and_run(
     spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
     await asyncio.sleep(0)
     try:
-        try:
-            workflow = service.load(target, profile=options.profile, check_syntax=False)
-        except WorkflowLoadError as exc:
-            _fail(f"invalid workflow: {exc}")
-        except WorkflowNotFoundError as exc:
-            _fail(str(exc))
-        worker = await spawn
-    except BaseException:
-        spawn.cancel()
-        if spawn.done() and not spawn.cancelled() and spawn.exception() is None:
-            await spawn.result().close()
-        raise
+        workflow = service.load(target, profile=options.profile, check_syntax=False)
+    except (WorkflowLoadError, WorkflowNotFoundError) as exc:
+        with contextlib.suppress(Exception):
+            await (await spawn).close()
+        _fail(f"invalid workflow: {exc}" if isinstance(exc, WorkflowLoadError) else str(exc))
+    worker = await spawn
     (problem,) = await worker.check([workflow.body])
     if problem is not None:
         await worker.close()
@@ -253,6 +263,7 @@ async def _run(
     policy: str,
     mode: str,
     worker: Any = None,
+    replay: Any = None,
 ) -> int:
     from .cli_progress import ProgressView
 
@@ -276,15 +287,14 @@ async def _run(
             policy=policy,
             on_event=on_event,
             worker=worker,
+            replay=replay,
         )
     except WorkflowMcpError as exc:
         _fail(str(exc))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX loops
             loop.add_signal_handler(sig, handle.cancel, f"received {signal.Signals(sig).name}")
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-POSIX
-            pass
     if view is not None:
         view.start()
     try:
@@ -303,27 +313,82 @@ async def _run(
 
 
 @cli.command()
-@click.argument("run_id")
-@click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
+@click.argument("target", metavar="RUN_ID_OR_CLAUDE_RUN")
+@click.argument("live_copy", required=False, metavar="[WORKFLOW_JS]")
+@click.option(
+    "--policy",
+    type=click.Choice(["content", "prefix"]),
+    default=None,
+    help="Resume policy (default: content for our runs, prefix — Claude's rule — for Claude Code runs).",
+)
 @click.option("--provider", default=None, help="Agent provider (fake).")
 @click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
+@click.option("--allow-side-effects", is_flag=True, help="Reuse recorded worktree (write-capable) calls too.")
+@click.option(
+    "--allow-edits", is_flag=True, help="Claude runs: accept a live copy that differs from the saved script."
+)
 @click.option("--events", "events_mode", type=click.Choice(["jsonl", "progress", "none"]), default=None)
-def resume(run_id: str, policy: str, provider: str | None, fake_script: str | None, events_mode: str | None) -> None:
-    """Continue a stored run (interrupted, cancelled or failed) from its journal, with the same
-    script and args; a new run records what ran live and what was replayed."""
-    from .definitions.load import load_workflow
+def resume(
+    target: str,
+    live_copy: str | None,
+    policy: str | None,
+    provider: str | None,
+    fake_script: str | None,
+    allow_side_effects: bool,
+    allow_edits: bool,
+    events_mode: str | None,
+) -> None:
+    """Continue a stored run (interrupted, cancelled or failed) from its journal, or import a Claude
+    Code run (its wf_*.json record or transcript directory) and continue it here.
+
+    Completed calls are replayed, never run again; a new run records what was replayed and what ran
+    live. Claude's files are only read, never written."""
     from .engine.run import RunOptions
 
+    mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
     service = _service()
     service.recover()
-    record = service.store.get_run(run_id)
+    if os.path.exists(target):
+        from .engine.claude_import import import_claude_run
+
+        try:
+            imported = import_claude_run(
+                service,
+                target,
+                live_copy,
+                policy=policy or "prefix",  # type: ignore[arg-type]
+                allow_side_effects=allow_side_effects,
+                allow_edits=allow_edits,
+            )
+        except WorkflowMcpError as exc:
+            _fail(str(exc))
+        prov = _provider(provider, fake_script)
+        options = RunOptions(profile=imported.profile, cwd=os.getcwd(), home=os.environ.get("HOME"))
+        sys.exit(
+            asyncio.run(
+                _run(
+                    service,
+                    imported.workflow,
+                    prov,
+                    imported.args,
+                    options,
+                    imported.resumed_from,
+                    imported.replay.policy,
+                    mode,
+                    replay=imported.replay,
+                )
+            )
+        )
+    from .definitions.load import load_workflow
+
+    record = service.store.get_run(target)
     if record is None:
-        _fail(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+        _fail(f"no stored run {target!r} and no such file; `workflow-mcp runs list` shows the runs")
     prov = _provider(provider or (record.provider or None), fake_script)
     try:
         workflow = load_workflow(record.workflow_path, source=record.source)
     except WorkflowLoadError as exc:
-        _fail(f"the stored script of {run_id} no longer loads: {exc}")
+        _fail(f"the stored script of {target} no longer loads: {exc}")
     opts = dict(record.options)
     options = RunOptions(
         concurrency=opts.get("concurrency"),
@@ -336,9 +401,8 @@ def resume(run_id: str, policy: str, provider: str | None, fake_script: str | No
         cwd=record.cwd or os.getcwd(),
         home=os.environ.get("HOME"),
     )
-    mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
-    args = service.args_of(run_id)
-    sys.exit(asyncio.run(_run(service, workflow, prov, args, options, run_id, policy, mode)))
+    args = service.args_of(target)
+    sys.exit(asyncio.run(_run(service, workflow, prov, args, options, target, policy or "content", mode)))
 
 
 @cli.group()
@@ -379,9 +443,13 @@ def runs_show(run_id: str, as_json: bool) -> None:
     for ph in state["phases"]:
         click.echo(f"  phase {ph['title']}: {ph['status']}")
     c = state["counts"]
-    click.echo(f"  agents: {c['completed']} completed, {c['cached']} replayed, {c['failed']} failed, "
-               f"{c['running']} running, {c['queued']} queued")
-    click.echo(f"  output tokens: {state['tokenUsage']['output']} (+{state['tokenUsage']['replayedOutput']} replayed)")
+    click.echo(
+        f"  agents: {c['completed']} completed, {c['cached']} replayed, {c['failed']} failed, "
+        f"{c['running']} running, {c['queued']} queued"
+    )
+    click.echo(
+        f"  output tokens: {state['tokenUsage']['output']} (+{state['tokenUsage']['replayedOutput']} replayed)"
+    )
     if "error" in state:
         click.echo(f"  error: {state['error'].get('message')}")
 
@@ -401,7 +469,9 @@ def runs_events(run_id: str, after: int, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps(e.to_json(), ensure_ascii=False))
         else:
-            click.echo(f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}")
+            click.echo(
+                f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}"
+            )
 
 
 @runs.command(name="cancel")

@@ -23,7 +23,7 @@ from .definitions.load import ValidationReport, Workflow, load_workflow, validat
 from .definitions.profile import get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy
 from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
-from .errors import InvalidInputError, WorkflowNotFoundError
+from .errors import InvalidInputError, WorkflowMcpError, WorkflowNotFoundError
 from .events import Event, utc_now
 from .providers.base import AgentProvider
 from .realm.worker import RealmWorker
@@ -91,11 +91,13 @@ class WorkflowService:
         self._watcher: asyncio.Task[None] | None = None
 
     # -- definitions -------------------------------------------------------------------------
-    def validate(self, path: str | None = None, *, source: str | None = None, profile: str | None = None) -> ValidationReport:
+    def validate(
+        self, path: str | None = None, *, source: str | None = None, profile: str | None = None
+    ) -> ValidationReport:
         """Validate a file or inline source; never raises for an invalid workflow (see the report)."""
         return validate_workflow(path, source=source, profile=get_profile(profile))
 
-    def list(self, cwd: str | None = None) -> Discovery:
+    def list_workflows(self, cwd: str | None = None) -> Discovery:
         """Personal and project workflows visible from ``cwd`` (Claude's precedence and order)."""
         return find_workflows(cwd or self.cwd, self.home)
 
@@ -134,10 +136,12 @@ class WorkflowService:
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         worker: RealmWorker | None = None,
+        replay: Replay | None = None,
     ) -> RunHandle:
         """Record and start a run; returns its live handle. Needs a running event loop.
 
-        ``resume_from`` reuses the journal of an earlier run (any status) under ``policy``.
+        ``resume_from`` reuses the journal of an earlier run (any status) under ``policy``; a ready
+        ``replay`` (e.g. an imported Claude Code run, with ``resume_from`` naming it) is used as is.
         ``idempotency_key`` returns the already-started run for a repeated key (``owner`` scopes
         keys). ``on_event`` sees each event after it is committed.
 
@@ -152,8 +156,7 @@ class WorkflowService:
         opts = options or RunOptions(cwd=self.cwd, home=self.home)
         if opts.cwd is None:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
-        replay: Replay | None = None
-        if resume_from is not None:
+        if resume_from is not None and replay is None:
             if policy not in ("content", "prefix"):
                 raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
             replay = self.replay_for(resume_from, policy)
@@ -166,9 +169,7 @@ class WorkflowService:
             source=workflow.source,
             created_at=utc_now(),
             args_json=None if args is MISSING else json.dumps(args, ensure_ascii=False),
-            options={
-                k: v for k, v in opts.__dict__.items() if v is not None and k not in ("cwd", "home")
-            },
+            options={k: v for k, v in opts.__dict__.items() if v is not None and k not in ("cwd", "home")},
             provider=getattr(provider, "name", ""),
             profile=get_profile(opts.profile).name,
             cwd=opts.cwd,
@@ -237,7 +238,11 @@ class WorkflowService:
             running = [rid for rid, h in self.live.items() if h.status == "running"]
             if not running:
                 return
-            for run_id, reason in self.store.cancel_requests(running).items():
+            try:
+                requests = self.store.cancel_requests(running)
+            except WorkflowMcpError:
+                return  # the store went away; in-process cancellation still works
+            for run_id, reason in requests.items():
                 self.live[run_id].cancel(reason)
             await asyncio.sleep(self.CANCEL_POLL_S)
 

@@ -62,7 +62,13 @@ class RunState:
     agents: dict[str, AgentState] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
     token_usage: dict[str, int] = field(
-        default_factory=lambda: {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "replayedOutput": 0}
+        default_factory=lambda: {
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "replayedOutput": 0,
+        }
     )
     result: Any = None
     has_result: bool = False

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chaos import chaos_round  # noqa: E402
+from chaos import chaos_round
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

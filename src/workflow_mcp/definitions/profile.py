@@ -33,6 +33,8 @@ class Profile:
             (2.1.209 launched and threw at run time).
         journal_started_has_label: ``started`` journal lines carry ``label`` and ``phase``.
         budget_from_turn: ``budget.total`` came from the turn's token budget (2.1.209).
+        flat_cache_chain: one cache-key chain in agent() call order; parallel()/pipeline() neither
+            fork nor join it (2.1.209).
     """
 
     name: str
@@ -46,13 +48,21 @@ class Profile:
     schema_retries: int = 5
     cache_key_options: tuple[str, ...] = ("schema", "model", "effort", "isolation", "agentType")
     agent_options: tuple[str, ...] = (
-        "label", "phase", "schema", "model", "effort", "isolation", "agentType", "stallMs",
+        "label",
+        "phase",
+        "schema",
+        "model",
+        "effort",
+        "isolation",
+        "agentType",
+        "stallMs",
     )
     efforts: tuple[str, ...] = ("low", "medium", "high", "xhigh", "max")
     isolations: tuple[str, ...] = ("worktree",)
     import_refused_at_load: bool = True
     journal_started_has_label: bool = True
     budget_from_turn: bool = False
+    flat_cache_chain: bool = False
     max_concurrency: int = 16
     min_concurrency: int = 2
 
@@ -62,11 +72,26 @@ PROFILES: dict[str, Profile] = {
     "claude-code/2.1.332": Profile(
         name="claude-code/2.1.332",
         cache_key_options=(
-            "schema", "model", "effort", "isolation", "agentType", "disallowedTools", "bashCommandClamp",
+            "schema",
+            "model",
+            "effort",
+            "isolation",
+            "agentType",
+            "disallowedTools",
+            "bashCommandClamp",
         ),
         agent_options=(
-            "label", "phase", "schema", "model", "effort", "isolation", "agentType", "stallMs",
-            "disallowedTools", "bashCommandClamp", "sharedHeadLength",
+            "label",
+            "phase",
+            "schema",
+            "model",
+            "effort",
+            "isolation",
+            "agentType",
+            "stallMs",
+            "disallowedTools",
+            "bashCommandClamp",
+            "sharedHeadLength",
         ),
     ),
     # profile claude-code/2.1.209: the release the specification was written against.
@@ -75,6 +100,7 @@ PROFILES: dict[str, Profile] = {
         import_refused_at_load=False,
         journal_started_has_label=False,
         budget_from_turn=True,
+        flat_cache_chain=True,
     ),
 }
 

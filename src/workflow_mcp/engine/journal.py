@@ -16,6 +16,11 @@ Two policies:
   miss every later call runs live, even if an identical record exists.
 
 Both: ``null`` results are never reused, and a call that started without a result runs again.
+
+Records imported from another tool (Claude Code's ``journal.jsonl``, see ``claude_import``) may have no
+content key (Claude does not record the options a call was made with): ``content`` then matches them by
+v2 key, in any order. They are ``read_only``; one whose call had side effects (an isolated worktree) is
+reused only when the ``Replay`` is built with ``allow_side_effects=True``.
 """
 
 from __future__ import annotations
@@ -48,20 +53,34 @@ class JournalRecord:
     label: str = ""
     side_effects: bool = False
     source_run_id: str = ""
+    read_only: bool = False
 
 
 class Replay:
     """Lookup of recorded results for one resumed run. Not thread-safe; one per run."""
 
-    def __init__(self, records: Iterable[JournalRecord], policy: ResumePolicy = "content") -> None:
+    def __init__(
+        self,
+        records: Iterable[JournalRecord],
+        policy: ResumePolicy = "content",
+        *,
+        allow_side_effects: bool = False,
+    ) -> None:
         self.policy: ResumePolicy = policy
         self._by_key: dict[str, JournalRecord] = {}
         self._by_content: dict[str, deque[JournalRecord]] = {}
+        self._by_key_only: dict[str, deque[JournalRecord]] = {}
         for r in records:
             if r.result is None:
                 continue  # null results are never reused
-            self._by_key.setdefault(r.key, r)
-            self._by_content.setdefault(r.content_key, deque()).append(r)
+            if r.read_only and r.side_effects and not allow_side_effects:
+                continue  # an imported worktree call: its changes live outside our runs
+            if r.key:
+                self._by_key.setdefault(r.key, r)
+            if r.content_key:
+                self._by_content.setdefault(r.content_key, deque()).append(r)
+            elif r.key:
+                self._by_key_only.setdefault(r.key, deque()).append(r)
         self._missed = False
         self.first_miss_label: str | None = None
         self.hits = 0
@@ -74,10 +93,15 @@ class Replay:
         """The record to reuse for this call, or ``None`` when it must run live."""
         hit: JournalRecord | None = None
         if self.policy == "prefix":
+            if not key:
+                # No v2 key: a call Claude refuses before keying it (an invalid tool list). It is
+                # outside the chain, so it never replays and never ends the replayed prefix.
+                self.misses += 1
+                return None
             if not self._missed:
                 hit = self._by_key.get(key)
         else:
-            queue = self._by_content.get(ckey)
+            queue = self._by_content.get(ckey) or (self._by_key_only.get(key) if key else None)
             if queue:
                 hit = queue.popleft()
         if hit is None:

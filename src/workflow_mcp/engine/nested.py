@@ -47,12 +47,16 @@ class ChildResolver:
         if "scriptPath" in target:
             path = os.path.join(self.cwd, os.path.expanduser(str(target["scriptPath"])))
             if not os.path.isfile(path):
-                raise WorkflowNotFoundError(f"workflow scriptPath {target['scriptPath']!r} is not a readable file")
+                raise WorkflowNotFoundError(
+                    f"workflow scriptPath {target['scriptPath']!r} is not a readable file"
+                )
         try:
             if "scriptPath" in target:
                 wf = load_workflow(path, profile=self.profile)
             else:
-                wf = resolve_workflow(str(target.get("name", "")), self.cwd, self.home, profile=self.profile).workflow
+                wf = resolve_workflow(
+                    str(target.get("name", "")), self.cwd, self.home, profile=self.profile
+                ).workflow
                 path = str(wf.path)
         except WorkflowLoadError as exc:
             raise WorkflowLoadError(

@@ -20,9 +20,9 @@ Semantics follow profile claude-code/2.1.332 (PROFILE-FACTS):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -300,6 +300,7 @@ class _Run:
             "maxFanoutItems": self.profile.max_fanout_items,
             "profile": self.profile.name,
             "cacheKeyOptions": list(self.profile.cache_key_options),
+            "flatCacheChain": self.profile.flat_cache_chain,
         }
         if self.args is not MISSING:
             start["args"] = json.dumps(self.args, ensure_ascii=False)
@@ -327,7 +328,9 @@ class _Run:
                 if msg.get("ok"):
                     self.log.emit("log", {"message": f"▸ {name} done", "source": "runtime"})
                 else:
-                    self.log.emit("log", {"message": f"▸ {name} failed: {msg.get('message')}", "source": "runtime"})
+                    self.log.emit(
+                        "log", {"message": f"▸ {name} failed: {msg.get('message')}", "source": "runtime"}
+                    )
             elif t == "console":
                 continue
             elif t == "done":
@@ -436,7 +439,11 @@ class _Run:
             return {
                 "t": "result",
                 "id": msg["id"],
-                "r": {"ok": False, "error": {"name": "Error", "message": str(exc)}, "spent": self.budget.spent},
+                "r": {
+                    "ok": False,
+                    "error": {"name": "Error", "message": str(exc)},
+                    "spent": self.budget.spent,
+                },
             }
         self.log.emit("log", {"message": f"▸ running dynamic workflow {child.name}", "source": "runtime"})
         out: dict[str, Any] = {
@@ -457,7 +464,7 @@ class _Run:
         effort = known.get("effort")
         if effort is not None and effort not in self.profile.efforts:
             known.pop("effort")  # profile claude-code/2.1.332: an invalid effort is ignored
-        for k in ("model", "agentType", "isolation"):
+        for k in ("agentType", "isolation"):
             if k in known and not isinstance(known[k], str):
                 known.pop(k)
         stall = known.get("stallMs")
@@ -486,14 +493,19 @@ class _Run:
         self.admitted += 1
         if msg.get("child") and isinstance(phase, str):
             self._phase(phase)  # a child's synthetic phase appears with its first agent
+        _check_options(opts, self.profile)
         schema = opts.get("schema")
-        if "schema" in opts:
+        if schema is not None:
             _check_schema(schema)
+        else:
+            opts.pop("schema", None)  # schema: null runs as a plain text call (it is still keyed)
         self.agent_seq += 1
         agent_id = f"ag_{self.agent_seq:04d}"
         side_effects = opts.get("isolation") == "worktree"
         base = {"label": label, "phase": phase}
-        self.log.emit("agent.queued", {**base, "key": key, "contentKey": ckey}, agent_id=agent_id, phase_id=phase)
+        self.log.emit(
+            "agent.queued", {**base, "key": key, "contentKey": ckey}, agent_id=agent_id, phase_id=phase
+        )
         if self.replay is not None:
             record = self.replay.take(key, ckey, label)
             if record is not None:
@@ -529,7 +541,9 @@ class _Run:
     ) -> Any:
         schema = opts.get("schema")
         base = {"label": label, "phase": phase}
-        self.log.emit("agent.started", {**base, "model": opts.get("model")}, agent_id=agent_id, phase_id=phase)
+        self.log.emit(
+            "agent.started", {**base, "model": opts.get("model")}, agent_id=agent_id, phase_id=phase
+        )
         signal = CancelSignal()
         self.signals[agent_id] = signal
         totals = TokenUsage()
@@ -578,15 +592,18 @@ class _Run:
                     self._agent_done(agent_id, base, None, totals, key, ckey, side_effects, outcome="skipped")
                     return None
                 if schema is None:
-                    value = result.text if result.text is not None else (
-                        json.dumps(result.structured, ensure_ascii=False) if result.has_structured else ""
+                    value = (
+                        result.text
+                        if result.text is not None
+                        else (
+                            json.dumps(result.structured, ensure_ascii=False) if result.has_structured else ""
+                        )
                     )
                     self._agent_done(agent_id, base, value, totals, key, ckey, side_effects)
                     return value
                 if not result.has_structured:
-                    message = (
-                        "the agent finished without the structured output its schema requires"
-                        + (f": {result.message}" if result.message else "")
+                    message = "the agent finished without the structured output its schema requires" + (
+                        f": {result.message}" if result.message else ""
                     )
                     self._agent_failed(agent_id, base, message, totals, "no_structured_output")
                     raise _RejectCall(message)
@@ -616,11 +633,14 @@ class _Run:
         provider that cannot report progress is never judged stalled by silence alone)."""
         explicit = request.stall_ms is not None
         streaming = getattr(getattr(self.provider, "capabilities", None), "streaming", False)
-        stall_s = (request.stall_ms or self.profile.stall_window_ms) / 1000 if (explicit or streaming) else None
+        stall_s = (
+            (request.stall_ms or self.profile.stall_window_ms) / 1000 if (explicit or streaming) else None
+        )
         timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
         loop = asyncio.get_running_loop()
         started = loop.time()
-        for _ in range(self.profile.stall_retries + 1):
+        attempts = self.profile.stall_retries + 1
+        for attempt in range(1, attempts + 1):
             if signal.cancelled:
                 raise asyncio.CancelledError
             attempt_start = loop.time()
@@ -631,30 +651,35 @@ class _Run:
                     d = started + timeout_s if d is None else min(d, started + timeout_s)
                 return d
 
-            async with asyncio.timeout(deadline(attempt_start)) as scope:
+            scope = asyncio.timeout_at(deadline(attempt_start))
 
-                async def emit(event: ProviderEvent, _scope: asyncio.Timeout = scope) -> None:
-                    if stall_s is not None:
-                        _scope.reschedule(deadline(loop.time()))
-                    if event.kind == "output.delta":
-                        self.log.emit(
-                            "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
-                        )
+            async def emit(event: ProviderEvent, scope: asyncio.Timeout = scope) -> None:
+                if stall_s is not None:
+                    scope.reschedule(deadline(loop.time()))
+                if event.kind == "output.delta":
+                    self.log.emit(
+                        "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
+                    )
 
-                try:
+            try:
+                async with scope:
                     return await self.provider.execute(request, AgentContext(signal=signal, emit=emit))
-                except TimeoutError:
-                    if not scope.expired():
-                        raise  # a provider's own timeout, not our watchdog
+            except TimeoutError:
+                if not scope.expired():
+                    raise  # a provider's own timeout, not our watchdog
             if timeout_s is not None and loop.time() - started >= timeout_s:
                 raise AgentExecutionError(
                     f"the agent did not finish within {self.options.agent_timeout_ms} ms (agentTimeoutMs)"
                 )
-            self.log.emit(
-                "warning",
-                {"message": f"[{request.label}] stalled: no progress for {int((stall_s or 0) * 1000)} ms; retrying"},
-                agent_id=agent_id,
-            )
+            if attempt < attempts:
+                self.log.emit(
+                    "warning",
+                    {
+                        "message": f"[{request.label}] stalled: no progress for {int((stall_s or 0) * 1000)} ms; "
+                        f"retrying ({attempt} of {self.profile.stall_retries})"
+                    },
+                    agent_id=agent_id,
+                )
         raise AgentStalledError(
             f"agent stalled on all {self.profile.stall_retries + 1} attempts "
             f"(no progress for {int((stall_s or 0) * 1000)} ms each)"
@@ -722,6 +747,33 @@ def _validator(schema: Mapping[str, Any]) -> Any:
     return v
 
 
+_CLAMP = re.compile(r"^Bash\(\S(?:[\s\S]*\S)?\)$")
+
+
+def _check_options(opts: Mapping[str, Any], profile: Profile) -> None:
+    """Options Claude Code refuses before launch (profile claude-code/2.1.332, measured with the
+    oracle): a non-string ``model``; tool lists that are not arrays of non-empty strings; a
+    ``bashCommandClamp`` entry not written ``Bash(<command>)``."""
+    model = opts.get("model")
+    if model is not None and not isinstance(model, str):
+        raise _RejectCall("agent() option model must be a string, e.g. 'sonnet'", name="TypeError")
+    for name in ("disallowedTools", "bashCommandClamp"):
+        if name not in opts or name not in profile.agent_options:
+            continue
+        value = opts[name]
+        if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+            raise _RejectCall(
+                f"agent() option {name} must be an array of non-empty strings", name="TypeError"
+            )
+        if name == "bashCommandClamp":
+            bad = [x for x in value if not _CLAMP.match(x)]
+            if bad:
+                raise _RejectCall(
+                    f"agent() option bashCommandClamp entries must read Bash(<command>); got {bad[0]!r}",
+                    name="TypeError",
+                )
+
+
 def _check_schema(schema: Any) -> None:
     """profile claude-code/2.1.332: a non-object schema is a TypeError; an object schema that fails
     the meta-schema is an Error; both reject before the provider is called."""
@@ -730,6 +782,9 @@ def _check_schema(schema: Any) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    if not schema:
+        # profile claude-code/2.1.332: an empty schema cannot describe a structured output.
+        raise _RejectCall("agent() schema is unusable: an empty JSON Schema describes no structured output")
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -779,4 +834,4 @@ def records_from_events(events: list[Event], source_run_id: str = "") -> list[Jo
     return [r for _, r in records]
 
 
-__all__ += ["records_from_events", "RealmError"]
+__all__ += ["RealmError", "records_from_events"]

@@ -37,7 +37,9 @@ PROTOCOL_VERSION: Final = 1
 WORKER_MESSAGE_TYPES: Final = frozenset(
     {"hello", "call", "phase", "log", "console", "child", "done", "checked", "collated"}
 )
-HOST_MESSAGE_TYPES: Final = frozenset({"start", "result", "child", "budget", "batch", "check", "collate", "stop"})
+HOST_MESSAGE_TYPES: Final = frozenset(
+    {"start", "result", "child", "budget", "batch", "check", "collate", "stop"}
+)
 
 
 def check_worker_message(msg: Any) -> dict[str, Any]:

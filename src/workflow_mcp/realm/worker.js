@@ -278,7 +278,10 @@ const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
       }
     } catch (err) { return PromiseCtor.reject(err) }
     const copy = jsonClone(items) || []
-    if (stages.length === 0) return PromiseCtor.resolve(copy)
+    if (stages.length === 0) {
+      join(fork('pipeline', items.length))  // Claude forks and joins the untouched slot chains
+      return PromiseCtor.resolve(copy)
+    }
     const forkId = fork('pipeline', items.length)
     return settleSlots('pipeline', forkId, items.map((item, index) => async () => {
       let prev = item
@@ -452,13 +455,14 @@ function onPost(text) {
 }
 
 // Profile claude-code/2.1.209 keeps one chain for the whole run, advanced in agent() call order:
-// parallel()/pipeline() neither fork nor join it (measured with the oracle, 2026-11-30).
-const FLAT_CHAIN_PROFILES = new Set(['claude-code/2.1.209'])
+// parallel()/pipeline() neither fork nor join it (measured with the oracle, 2026-11-30). The host
+// sends the profile's `flatCacheChain` in the start message.
+let flatChain = false
 
 function onFork(kind, n) {
   const parent = cell()
   const id = ++nextFork
-  if (FLAT_CHAIN_PROFILES.has(profileName)) {
+  if (flatChain) {
     forks.set(id, { parent, kind, slots: null })
     return id
   }
@@ -488,6 +492,7 @@ function start(msg) {
   syncTimeoutMs = msg.syncTimeoutMs || 30000
   profileName = msg.profile || ''
   cacheKeyOptions = msg.cacheKeyOptions || []
+  flatChain = msg.flatCacheChain === true
   ctx = vm.createContext(Object.create(null), {
     name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
   })

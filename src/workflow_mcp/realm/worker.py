@@ -80,7 +80,9 @@ def _oneshot(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if msg.get("t") in ("checked", "collated"):
             answers.append(msg)
     if len(answers) != len(requests):
-        raise RealmError(f"the realm worker ended early (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
+        raise RealmError(
+            f"the realm worker ended early (exit {proc.returncode}): {proc.stderr.strip()[-400:]}"
+        )
     return answers
 
 
@@ -109,7 +111,9 @@ def collate(names: Sequence[str]) -> list[str]:
     return [str(n) for n in answer["names"]]
 
 
-def check_and_collate(sources: Sequence[str], names: Sequence[str]) -> tuple[list[SyntaxProblem | None], list[str]]:
+def check_and_collate(
+    sources: Sequence[str], names: Sequence[str]
+) -> tuple[list[SyntaxProblem | None], list[str]]:
     """Both of the above in one worker process (discovery uses this)."""
     reqs: list[dict[str, Any]] = [
         {"t": "check", "id": 1, "sources": list(sources)},

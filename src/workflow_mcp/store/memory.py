@@ -23,7 +23,9 @@ class MemoryStore:
         with self._lock:
             if record.run_id in self._runs:
                 raise StoreError(f"run {record.run_id} already exists")
-            if record.idempotency_key is not None and self.find_idempotent(record.owner, record.idempotency_key):
+            if record.idempotency_key is not None and self.find_idempotent(
+                record.owner, record.idempotency_key
+            ):
                 raise StoreError(f"idempotency key {record.idempotency_key!r} is already used")
             self._runs[record.run_id] = record
             self._events[record.run_id] = []
@@ -46,7 +48,9 @@ class MemoryStore:
         with self._lock:
             events = self._events.setdefault(event.run_id, [])
             if events and event.sequence <= events[-1].sequence:
-                raise StoreError(f"run {event.run_id}: sequence {event.sequence} is not after {events[-1].sequence}")
+                raise StoreError(
+                    f"run {event.run_id}: sequence {event.sequence} is not after {events[-1].sequence}"
+                )
             events.append(event)
             if event.type.startswith("agent.") and event.type != "agent.output.delta" and event.agent_id:
                 rows = self._journal.setdefault(event.run_id, {})
@@ -55,11 +59,16 @@ class MemoryStore:
                 if row is not None:
                     if old is not None:
                         row = JournalRow(
-                            run_id=row.run_id, agent_id=row.agent_id, ordinal=old.ordinal,
-                            key=row.key or old.key, content_key=row.content_key or old.content_key,
-                            status=row.status, label=row.label or old.label,
+                            run_id=row.run_id,
+                            agent_id=row.agent_id,
+                            ordinal=old.ordinal,
+                            key=row.key or old.key,
+                            content_key=row.content_key or old.content_key,
+                            status=row.status,
+                            label=row.label or old.label,
                             result_json=row.result_json if row.result_json is not None else old.result_json,
-                            tokens=row.tokens, side_effects=row.side_effects or old.side_effects,
+                            tokens=row.tokens,
+                            side_effects=row.side_effects or old.side_effects,
                             source_run=row.source_run or old.source_run,
                         )
                     rows[event.agent_id] = row
@@ -88,7 +97,9 @@ class MemoryStore:
     def unfinished_runs(self) -> list[RunRecord]:
         """Runs whose newest ``run.*`` event is not terminal (running, queued, paused)."""
         terminal = ("run.completed", "run.failed", "run.cancelled", "run.interrupted")
-        return [r for r in self._runs.values() if (self.last_run_event(r.run_id) or "run.queued") not in terminal]
+        return [
+            r for r in self._runs.values() if (self.last_run_event(r.run_id) or "run.queued") not in terminal
+        ]
 
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)

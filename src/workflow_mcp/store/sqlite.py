@@ -107,20 +107,45 @@ class SqliteStore:
             self._db.execute(
                 f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 17)})",
                 (
-                    record.run_id, record.workflow_name, record.workflow_path, record.source_hash,
-                    record.source, record.args_json, json.dumps(record.options), record.provider,
-                    record.profile, record.cwd, record.created_at, record.resumed_from,
-                    record.resume_policy, record.idempotency_key, record.owner, record.owner_pid,
+                    record.run_id,
+                    record.workflow_name,
+                    record.workflow_path,
+                    record.source_hash,
+                    record.source,
+                    record.args_json,
+                    json.dumps(record.options),
+                    record.provider,
+                    record.profile,
+                    record.cwd,
+                    record.created_at,
+                    record.resumed_from,
+                    record.resume_policy,
+                    record.idempotency_key,
+                    record.owner,
+                    record.owner_pid,
                     record.owner_host,
                 ),
             )
 
     def _record(self, row: tuple[Any, ...]) -> RunRecord:
         return RunRecord(
-            run_id=row[0], workflow_name=row[1], workflow_path=row[2], source_hash=row[3], source=row[4],
-            args_json=row[5], options=json.loads(row[6] or "{}"), provider=row[7], profile=row[8],
-            cwd=row[9], created_at=row[10], resumed_from=row[11], resume_policy=row[12],
-            idempotency_key=row[13], owner=row[14], owner_pid=row[15], owner_host=row[16],
+            run_id=row[0],
+            workflow_name=row[1],
+            workflow_path=row[2],
+            source_hash=row[3],
+            source=row[4],
+            args_json=row[5],
+            options=json.loads(row[6] or "{}"),
+            provider=row[7],
+            profile=row[8],
+            cwd=row[9],
+            created_at=row[10],
+            resumed_from=row[11],
+            resume_policy=row[12],
+            idempotency_key=row[13],
+            owner=row[14],
+            owner_pid=row[15],
+            owner_host=row[16],
         )
 
     def get_run(self, run_id: str) -> RunRecord | None:
@@ -196,8 +221,17 @@ class SqliteStore:
         if jr is None:
             return None
         return (
-            jr.run_id, jr.agent_id, jr.ordinal, jr.key, jr.content_key, jr.status, jr.label,
-            jr.result_json, json.dumps(jr.tokens), int(jr.side_effects), jr.source_run,
+            jr.run_id,
+            jr.agent_id,
+            jr.ordinal,
+            jr.key,
+            jr.content_key,
+            jr.status,
+            jr.label,
+            jr.result_json,
+            json.dumps(jr.tokens),
+            int(jr.side_effects),
+            jr.source_run,
         )
 
     def flush(self) -> None:
@@ -254,8 +288,16 @@ class SqliteStore:
             ).fetchall()
         return [
             JournalRow(
-                run_id=r[0], agent_id=r[1], ordinal=r[2], key=r[3], content_key=r[4], status=r[5],
-                label=r[6], result_json=r[7], tokens=json.loads(r[8] or "{}"), side_effects=bool(r[9]),
+                run_id=r[0],
+                agent_id=r[1],
+                ordinal=r[2],
+                key=r[3],
+                content_key=r[4],
+                status=r[5],
+                label=r[6],
+                result_json=r[7],
+                tokens=json.loads(r[8] or "{}"),
+                side_effects=bool(r[9]),
                 source_run=r[10],
             )
             for r in rows
@@ -272,14 +314,21 @@ class SqliteStore:
             )
 
     def cancel_requests(self, run_ids: list[str]) -> dict[str, str]:
-        """``{run_id: reason}`` for those of ``run_ids`` someone asked to cancel."""
+        """``{run_id: reason}`` for those of ``run_ids`` someone asked to cancel.
+
+        Raises:
+            StoreError: the database cannot be read.
+        """
         if not run_ids:
             return {}
         marks = ",".join("?" * len(run_ids))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT run_id, reason FROM cancel_requests WHERE run_id IN ({marks})", run_ids
-            ).fetchall()
+        try:
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT run_id, reason FROM cancel_requests WHERE run_id IN ({marks})", run_ids
+                ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"the state database {self.path} cannot be read: {exc}") from exc
         return {str(r[0]): str(r[1]) for r in rows}
 
     # -- artifacts -------------------------------------------------------------------------

@@ -57,9 +57,3 @@ CREATE TABLE artifacts (
     PRIMARY KEY (run_id, artifact_id)
 ) WITHOUT ROWID;
 
--- Cancellation asked by another process (e.g. `workflow-mcp runs cancel`); the owner polls it.
-CREATE TABLE cancel_requests (
-    run_id       TEXT PRIMARY KEY REFERENCES runs(run_id),
-    reason       TEXT NOT NULL,
-    requested_at TEXT NOT NULL
-) WITHOUT ROWID;

@@ -1,0 +1,178 @@
+"""The command line as a user meets it: exit codes, stdout/stderr discipline, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = str(Path(sys.executable).with_name("workflow-mcp"))
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(
+    *argv: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    e = {**os.environ, "WORKFLOW_MCP_HOME": str(cwd / "state"), "HOME": str(cwd / "home")}
+    e.update(env or {})
+    return subprocess.run([CLI, *argv], cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+OK = "export const meta = { name: 'ok', description: 'returns its args' }\nreturn { got: args, r: await agent('hi') }\n"
+
+
+def no_traceback(p: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in p.stderr and "Traceback" not in p.stdout
+
+
+def test_run_prints_only_the_final_value_on_stdout_and_events_on_stderr(tmp_path: Path) -> None:
+    wf = write(tmp_path / "ok.js", OK)
+    p = cli("run", str(wf), '{"a": 1}', "--provider", "fake", "--events", "jsonl", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"got": {"a": 1}, "r": "hi"}
+    events = [json.loads(line) for line in p.stderr.splitlines()]
+    assert events[0]["type"] == "run.started" and events[0]["runId"].startswith("run_")
+    assert events[-1]["type"] == "run.completed"
+    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+
+
+def test_events_none_keeps_stderr_empty_on_success(tmp_path: Path) -> None:
+    wf = write(tmp_path / "ok.js", OK)
+    p = cli("run", str(wf), "--provider", "fake", "--events", "none", cwd=tmp_path)
+    assert p.returncode == 0 and p.stderr == ""
+    assert json.loads(p.stdout) == {"r": "hi"}  # args undefined: the key is dropped by the JSON clone
+
+
+def test_args_file_is_read_as_one_json_value(tmp_path: Path) -> None:
+    wf = write(tmp_path / "ok.js", OK)
+    args = write(tmp_path / "args.json", '["x", 2]')
+    p = cli("run", str(wf), "--args-file", str(args), "--provider", "fake", "--events", "none", cwd=tmp_path)
+    assert json.loads(p.stdout)["got"] == ["x", 2]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["run", "ok.js", "{not json", "--provider", "fake"], "not valid JSON"),
+        (["run", "missing.js", "--provider", "fake"], "does not exist"),
+        (["run", "no-such-name", "--provider", "fake"], "no-such-name"),
+        (["run", "ok.js"], "--provider fake"),
+        (["run", "ok.js", "--provider", "nope"], "unknown provider"),
+        (["run", "ok.js", "--provider", "fake", "--fake-script", "missing.json"], "fake script"),
+        (["run", "ok.js", "--provider", "fake", "--profile", "claude-code/0.0.1"], "unknown profile"),
+        (["run", "ok.js", "--args-file", "missing.json", "--provider", "fake"], "cannot read"),
+        (["validate", "missing.js"], "missing.js"),
+        (["runs", "show", "run_nope"], "no stored run"),
+        (["list", "not-a-dir"], "not a directory"),
+    ],
+)
+def test_bad_input_exits_2_with_one_clear_line(tmp_path: Path, argv: list[str], needle: str) -> None:
+    write(tmp_path / "ok.js", OK)
+    p = cli(*argv, cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert needle in p.stderr
+    assert p.stdout == ""
+    no_traceback(p)
+
+
+def test_an_invalid_workflow_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    wf = write(
+        tmp_path / "bad.js", "export let meta = { name: 'x', description: 'y' }\nawait agent('never')\n"
+    )
+    p = cli("run", str(wf), "--provider", "fake", cwd=tmp_path)
+    assert p.returncode == 2 and "meta" in p.stderr and "bad.js:1:" in p.stderr
+    assert not (tmp_path / "state" / "state.db").exists() or "agent.started" not in p.stderr
+
+
+def test_a_syntax_error_is_reported_with_its_line_and_column(tmp_path: Path) -> None:
+    wf = write(
+        tmp_path / "bad.js", "export const meta = { name: 'x', description: 'y' }\nconst a = 1\nconst a = 2\n"
+    )
+    p = cli("run", str(wf), "--provider", "fake", cwd=tmp_path)
+    assert p.returncode == 2 and "bad.js:3:7" in p.stderr and "already been declared" in p.stderr
+
+
+def test_a_crashing_workflow_exits_1_with_its_message(tmp_path: Path) -> None:
+    wf = write(
+        tmp_path / "crash.js",
+        "export const meta = { name: 'c', description: 'd' }\nthrow new Error('kaboom')\n",
+    )
+    p = cli("run", str(wf), "--provider", "fake", "--events", "none", cwd=tmp_path)
+    assert p.returncode == 1 and "kaboom" in p.stderr and p.stdout == ""
+    no_traceback(p)
+
+
+def test_a_hanging_workflow_is_stopped_by_the_synchronous_limit(tmp_path: Path) -> None:
+    wf = write(tmp_path / "hang.js", "export const meta = { name: 'h', description: 'd' }\nwhile (true) {}\n")
+    p = cli(
+        "run", str(wf), "--provider", "fake", "--sync-timeout-ms", "300", "--events", "none", cwd=tmp_path
+    )
+    assert p.returncode == 1 and "synchronously" in p.stderr
+    no_traceback(p)
+
+
+def test_a_saved_workflow_runs_by_name_from_the_project_directory(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".claude" / "workflows" / "greet.js", OK.replace("'ok'", "'greet'"))
+    p = cli("run", "greet", "--provider", "fake", "--events", "none", cwd=tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout) == {"r": "hi"}
+
+
+def test_validate_prints_json_and_exit_codes(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.js", OK)
+    bad = write(tmp_path / "bad.js", "export const meta = { name: '', description: 'd' }\n")
+    p = cli("validate", str(good), "--json", cwd=tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout)["meta"] == {
+        "name": "ok",
+        "description": "returns its args",
+    }
+    p = cli("validate", str(bad), "--json", cwd=tmp_path)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["valid"] is False and doc["errors"][0]["rule"] == "meta-name"
+    p = cli("validate", str(bad), cwd=tmp_path)
+    assert p.returncode == 1 and "bad.js:1:" in p.stderr
+
+
+def test_runs_list_show_and_events_read_the_store(tmp_path: Path) -> None:
+    wf = write(tmp_path / "ok.js", OK)
+    p = cli("run", str(wf), "--provider", "fake", "--events", "jsonl", cwd=tmp_path)
+    run_id = json.loads(p.stderr.splitlines()[0])["runId"]
+    listed = json.loads(cli("runs", "list", "--json", cwd=tmp_path).stdout)["runs"]
+    assert [(r["runId"], r["status"]) for r in listed] == [(run_id, "completed")]
+    shown = json.loads(cli("runs", "show", run_id, "--json", cwd=tmp_path).stdout)
+    assert shown["status"] == "completed" and shown["result"] == {"r": "hi"}
+    events = cli("runs", "events", run_id, "--after", "2", "--json", cwd=tmp_path).stdout.splitlines()
+    assert json.loads(events[0])["sequence"] == 3
+    assert len(events) == len(p.stderr.splitlines()) - 2
+
+
+def test_resume_replays_a_finished_run_without_calling_the_provider(tmp_path: Path) -> None:
+    wf = write(tmp_path / "ok.js", OK)
+    first = cli("run", str(wf), "--provider", "fake", "--events", "jsonl", cwd=tmp_path)
+    run_id = json.loads(first.stderr.splitlines()[0])["runId"]
+    again = cli("resume", run_id, "--events", "jsonl", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    types = [json.loads(line)["type"] for line in again.stderr.splitlines()]
+    assert "agent.cached" in types and "agent.started" not in types
+    assert json.loads(again.stdout) == json.loads(first.stdout)
+
+
+def test_the_shipped_examples_run_on_the_fake_provider(tmp_path: Path) -> None:
+    for example in sorted((REPO / "examples").glob("*.js")):
+        script = example.with_suffix(".fake.json")
+        argv = ["run", str(example), "--provider", "fake", "--events", "none"]
+        if script.exists():
+            argv += ["--fake-script", str(script)]
+        p = cli(*argv, cwd=tmp_path)
+        assert p.returncode == 0, (example.name, p.stderr)
+        json.loads(p.stdout)
