@@ -29,6 +29,7 @@ from .providers.base import AgentProvider
 from .realm.worker import RealmWorker
 from .state import RunState, project_state
 from .store.base import RunRecord, RunStore
+from .store.sqlite import default_home
 
 __all__ = ["RunSummary", "WorkflowService"]
 
@@ -156,6 +157,8 @@ class WorkflowService:
         opts = options or RunOptions(cwd=self.cwd, home=self.home)
         if opts.cwd is None:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
+        if opts.worktree_root is None:
+            opts = RunOptions(**{**opts.__dict__, "worktree_root": str(default_home() / "worktrees")})
         if resume_from is not None and replay is None:
             if policy not in ("content", "prefix"):
                 raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
@@ -169,7 +172,11 @@ class WorkflowService:
             source=workflow.source,
             created_at=utc_now(),
             args_json=None if args is MISSING else json.dumps(args, ensure_ascii=False),
-            options={k: v for k, v in opts.__dict__.items() if v is not None and k not in ("cwd", "home")},
+            options={
+                k: v
+                for k, v in opts.__dict__.items()
+                if v is not None and k not in ("cwd", "home", "worktree_root")
+            },
             provider=getattr(provider, "name", ""),
             profile=get_profile(opts.profile).name,
             cwd=opts.cwd,

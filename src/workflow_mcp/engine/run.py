@@ -24,6 +24,7 @@ import json
 import os
 import re
 import secrets
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from ..realm.worker import DEFAULT_HEAP_MB, RealmWorker
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key
 from .nested import ChildResolver
+from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
 __all__ = ["MISSING", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
 
@@ -73,7 +75,9 @@ class RunOptions:
     (``None``: ``budget.total`` is ``null``); ``sync_timeout_ms`` defaults to the profile's 30,000 ms;
     ``max_agents`` may lower (never raise) the profile's 1,000-call cap; ``agent_timeout_ms`` bounds
     one provider call (``None``: no bound beyond the stall window); ``heap_mb`` caps the realm's heap.
-    ``cwd``/``home`` anchor nested workflow discovery and provider working directories.
+    ``cwd``/``home`` anchor nested workflow discovery and provider working directories;
+    ``worktree_root`` holds the per-call worktrees of ``isolation: 'worktree'`` (default: a
+    ``workflow-mcp-worktrees`` folder in the system temporary directory).
     """
 
     concurrency: int | None = None
@@ -85,6 +89,7 @@ class RunOptions:
     profile: str | None = None
     cwd: str | None = None
     home: str | None = None
+    worktree_root: str | None = None
 
 
 @dataclass
@@ -220,6 +225,9 @@ class _Run:
         self.semaphore = asyncio.Semaphore(self.concurrency)
         self.sync_timeout_ms = options.sync_timeout_ms or self.profile.sync_timeout_ms
         self.cwd = options.cwd or os.getcwd()
+        self.worktree_root = options.worktree_root or os.path.join(
+            tempfile.gettempdir(), "workflow-mcp-worktrees"
+        )
         self.children = ChildResolver(self.cwd, options.home, self.profile)
         self.admitted = 0
         self.agent_seq = 0
@@ -548,6 +556,25 @@ class _Run:
         self.signals[agent_id] = signal
         totals = TokenUsage()
         feedback: str | None = None
+        cwd = self.cwd
+        tree: Worktree | None = None
+        if opts.get("isolation") == "worktree":
+            try:
+                tree = await create_worktree(self.cwd, self.worktree_root, self.run_id, agent_id)
+            except WorktreeError as exc:
+                self._agent_failed(agent_id, base, str(exc), totals, "error")
+                self.signals.pop(agent_id, None)
+                raise _RejectCall(str(exc)) from None
+            cwd = tree.path
+            if self.replay is not None:
+                self.log.emit(
+                    "warning",
+                    {
+                        "message": f"[{label}] has side effects (isolation: worktree) and runs live: "
+                        "no completed result of it was recorded"
+                    },
+                    agent_id=agent_id,
+                )
         try:
             failures = 0
             attempt = 0
@@ -565,7 +592,7 @@ class _Run:
                     isolation=opts.get("isolation"),
                     agent_type=opts.get("agentType"),
                     stall_ms=opts.get("stallMs"),
-                    cwd=self.cwd,
+                    cwd=cwd,
                     options={k: v for k, v in opts.items() if k not in ("label", "phase")},
                     attempt=attempt,
                     feedback=feedback,
@@ -622,6 +649,16 @@ class _Run:
                 feedback = f"Your structured output did not match the schema: {problem}. Answer again."
         finally:
             self.signals.pop(agent_id, None)
+            if tree is not None:
+                info = await asyncio.shield(finish_worktree(tree))
+                if info.get("kept"):
+                    # What the agent wrote is never thrown away: the worktree stays, and says where.
+                    self.log.emit(
+                        "artifact.created",
+                        {"kind": "worktree", "label": label, **info},
+                        agent_id=agent_id,
+                        phase_id=phase,
+                    )
 
     async def _call_provider(
         self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None
