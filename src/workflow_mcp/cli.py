@@ -129,23 +129,77 @@ def _read_args(args_json: str | None, args_file: str | None) -> Any:
 
 
 def _provider(name: str | None, fake_script: str | None) -> Any:
+    """The provider for a run: ``fake`` (optionally scripted) directly; anything else through the
+    registry and routing (workflow-mcp.toml, ``--provider`` overriding it; without either the
+    first ready of codex/claude/acp, announced on stderr). Bad configuration exits 2 naming the
+    file and key, before any agent runs."""
     from .providers.fake import FakeProvider
 
-    if name is None:
-        _fail(
-            "no agent provider chosen: pass --provider fake for a dry run with the deterministic fake "
-            "provider (add --fake-script FILE to script its answers)"
-        )
-    if name != "fake":
-        _fail(f"unknown provider {name!r}; available: fake")
-    if fake_script is not None:
+    if fake_script is not None and name != "fake":
+        _fail("--fake-script applies only to --provider fake")
+    if name == "fake":
+        if fake_script is None:
+            return FakeProvider()
         try:
             return FakeProvider.from_file(fake_script)
         except WorkflowMcpError as exc:
             _fail(str(exc))
-    elif fake_script is None:
-        return FakeProvider()
-    return None  # pragma: no cover
+    from .providers.routing import build_router
+
+    try:
+        # "routing" is what a configured run records as its provider: resume it through config.
+        return build_router(
+            provider=None if name == "routing" else name,
+            cwd=os.getcwd(),
+            on_pick=lambda notice: click.echo(notice, err=True),
+        )
+    except WorkflowMcpError as exc:
+        _fail(str(exc))
+
+
+@cli.command(name="providers")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document: config, default, providers.")
+def providers_(as_json: bool) -> None:
+    """List agent providers: availability (SDK or binary found, version), capabilities, whether
+    each looks logged in (never showing a secret), and what the configuration here chooses."""
+    from .providers.config import load_config
+    from .providers.registry import discover
+    from .providers.routing import AUTO_PICK_ORDER
+
+    try:
+        conf = load_config(os.getcwd())
+    except WorkflowMcpError as exc:
+        _fail(str(exc))
+    infos = discover(conf.settings)
+    auto = next(
+        (i.name for n in AUTO_PICK_ORDER for i in infos if i.name == n and i.availability.ready), None
+    )
+    doc = {
+        "config": conf.path,
+        "default": conf.default,
+        "autoPick": None if conf.configured else auto,
+        "policy": conf.policy.to_mapping(),
+        "providers": [i.to_json() for i in infos],
+    }
+    if as_json:
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    click.echo(
+        f"config: {conf.path or 'none'}; default: {conf.default or (auto and f'{auto} (auto)') or 'none'}"
+    )
+    for info in infos:
+        a = info.availability
+        caps = [k for k, v in info.to_json()["capabilities"].items() if v]
+        state = "ready" if a.ready else ("available" if a.available else "unavailable")
+        login = {True: "logged in", False: "not logged in", None: "login n/a"}[a.logged_in]
+        line = f"{info.name}\t{state}\t{a.version or '-'}\t{login}\t{','.join(caps)}"
+        if a.login:
+            line += f"\t({a.login})"
+        click.echo(line)
+        if a.problem:
+            click.echo(
+                f"  {a.problem}" + (f" — install: {a.install}" if a.install and not a.available else "")
+            )
 
 
 @cli.command()
@@ -491,6 +545,41 @@ def runs_cancel(run_id: str, reason: str) -> None:
     else:
         click.echo(f"{run_id}: already {outcome}; nothing to cancel")
         sys.exit(1)
+
+
+@cli.command()
+@click.option(
+    "--http", "use_http", is_flag=True, help="Serve Streamable HTTP (bearer token) instead of stdio."
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (keep it loopback).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP port.")
+@click.option(
+    "--trust",
+    "trust_dirs",
+    multiple=True,
+    metavar="DIR",
+    help="Run workflow files under DIR without asking the user to approve them (repeatable).",
+)
+def serve(use_http: bool, host: str, port: int, trust_dirs: tuple[str, ...]) -> None:
+    """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
+    HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
+    from .server import run_server
+    from .store.sqlite import default_home
+
+    for d in trust_dirs:
+        if not os.path.isdir(d):
+            _fail(f"--trust {d!r} is not a directory")
+    service = _service()
+    sys.exit(
+        run_server(
+            service,
+            http=use_http,
+            host=host,
+            port=port,
+            trust_dirs=trust_dirs,
+            state_dir=str(default_home()),
+        )
+    )
 
 
 def main() -> None:

@@ -10,10 +10,11 @@ earlier run from its journal.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -341,3 +342,182 @@ class WorkflowService:
             )
             marked.append(r.run_id)
         return marked
+
+    # -- additions for the MCP server: lookups, owner scoping, bounded waits ------------------
+    #: How often a wait on a run owned by another process re-reads the store.
+    STORE_POLL_S = 0.1
+
+    def load_source(
+        self, source: str, *, profile: str | None = None, label: str | None = None, check_syntax: bool = True
+    ) -> Workflow:
+        """Load an inline workflow ``source`` (``label`` names it in messages; ``check_syntax=False`` skips
+        the V8 compile as in :meth:`load`).
+
+        Raises:
+            WorkflowLoadError: the source breaks a loading rule.
+        """
+        return load_workflow(label, source=source, profile=get_profile(profile), check_syntax=check_syntax)
+
+    def load_stored(self, run_id: str) -> Workflow:
+        """The workflow a stored run ran: its recorded source, loaded again (for a resume).
+
+        Raises:
+            WorkflowNotFoundError: unknown run id.
+            WorkflowLoadError: the stored source no longer loads (e.g. under a newer profile).
+        """
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+        return load_workflow(record.workflow_path, source=record.source, profile=record.profile or None)
+
+    def make_options(
+        self,
+        *,
+        concurrency: int | None = None,
+        token_budget: int | None = None,
+        max_agents: int | None = None,
+        agent_timeout_ms: int | None = None,
+        profile: str | None = None,
+        cwd: str | None = None,
+    ) -> RunOptions:
+        """Run options for :meth:`start_run` (``cwd`` defaults to the service's; ``home`` is the service's),
+        so callers need not import the engine."""
+        return RunOptions(
+            concurrency=concurrency,
+            token_budget=token_budget,
+            max_agents=max_agents,
+            agent_timeout_ms=agent_timeout_ms,
+            profile=profile,
+            cwd=cwd or self.cwd,
+            home=self.home,
+        )
+
+    def owner_of(self, run_id: str) -> str | None:
+        """The ``owner`` a run was started with (``None``: the local user).
+
+        Raises:
+            WorkflowNotFoundError: unknown run id.
+        """
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
+        return record.owner
+
+    def find_idempotent_run(self, key: str, owner: str | None = None) -> str | None:
+        """The id of the run ``owner`` started with idempotency ``key``, or ``None``."""
+        record = self.store.find_idempotent(owner, key)
+        return record.run_id if record is not None else None
+
+    def list_runs_of(self, owner: str | None, limit: int = 50) -> list[RunSummary]:
+        """Recent runs started by ``owner`` (exactly; ``None`` is the local user), newest first."""
+        scan = min(max(limit * 20, 200), 5000)  # the store has no owner index yet: scan a bounded window
+        ids = [r.run_id for r in self.store.list_runs(scan) if r.owner == owner][:limit]
+        by_id = {s.run_id: s for s in self.list_runs(scan)}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def run_status(self, run_id: str) -> str:
+        """The run's status from its newest ``run.*`` event (cheaper than :meth:`status`).
+
+        Raises:
+            WorkflowNotFoundError: unknown run id.
+        """
+        handle = self.live.get(run_id)
+        if handle is not None and handle.status == "running":
+            return "running"
+        if self.store.get_run(run_id) is None:
+            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
+        return _STATUS_OF.get(self.store.last_run_event(run_id) or "", "queued")
+
+    def artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
+        """``(name, mime_type, data)`` of one stored artifact, or ``None``."""
+        return self.store.get_artifact(run_id, artifact_id)
+
+    def _has_ended(self, run_id: str) -> bool:
+        return self.run_status(run_id) in ("completed", "failed", "cancelled", "interrupted")
+
+    async def wait_events(
+        self, run_id: str, after: int = 0, limit: int | None = None, wait_ms: int = 0
+    ) -> list[Event]:
+        """The durable events with ``sequence > after`` (at most ``limit``); when there are none yet
+        and the run has not ended, wait up to ``wait_ms`` milliseconds for the next one.
+
+        Events always come from the store (persisted before published), so a cursor taken from one
+        answer never skips or repeats an event in the next, whichever process owns the run. A live run
+        of this process is followed through its event log; a run owned by another process is polled
+        every ``STORE_POLL_S``. Cancelling the wait never affects the run.
+
+        Raises:
+            WorkflowNotFoundError: unknown run id.
+        """
+        events = self.events(run_id, after, limit)
+        if events or wait_ms <= 0 or self._has_ended(run_id):
+            return events
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_ms / 1000
+        handle = self.live.get(run_id)
+        if handle is not None:
+            follow = handle.events(after)
+            try:
+                async with asyncio.timeout(wait_ms / 1000):
+                    await anext(follow, None)
+            except TimeoutError:
+                pass
+            finally:
+                await follow.aclose()  # type: ignore[attr-defined]  # an async generator underneath
+            return self.events(run_id, after, limit)
+        self.recover()  # a run whose process died is interrupted, not waited for
+        while True:
+            events = self.events(run_id, after, limit)
+            remaining = deadline - loop.time()
+            if events or remaining <= 0 or self._has_ended(run_id):
+                return events
+            await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+
+    async def await_run(
+        self,
+        run_id: str,
+        wait_ms: int,
+        *,
+        on_events: Callable[[list[Event]], Awaitable[None]] | None = None,
+    ) -> RunState:
+        """Wait up to ``wait_ms`` milliseconds for the run to end; return its projected state (terminal
+        or not). ``on_events`` is awaited with each batch of new events while waiting (progress).
+        Cancelling the wait never cancels the run.
+
+        Raises:
+            WorkflowNotFoundError: unknown run id.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, wait_ms) / 1000
+        cursor = self.store.last_sequence(run_id)
+        while not self._has_ended(run_id):
+            remaining_ms = int((deadline - loop.time()) * 1000)
+            if remaining_ms <= 0:
+                break
+            if on_events is None:
+                handle = self.live.get(run_id)
+                if handle is not None:
+                    try:
+                        async with asyncio.timeout(remaining_ms / 1000):
+                            await handle.wait()
+                    except TimeoutError:
+                        break
+                    continue
+            batch = await self.wait_events(run_id, cursor, 1000, remaining_ms)
+            if batch:
+                cursor = batch[-1].sequence
+                if on_events is not None:
+                    await on_events(batch)
+        return self.status(run_id)
+
+    async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:
+        """Cancel every run this process still runs (each ends ``cancelled`` and stays resumable) and
+        wait up to ``timeout_s`` for them to record their last event. Returns the cancelled run ids."""
+        running = [h for h in self.live.values() if h.status == "running"]
+        for handle in running:
+            handle.cancel(reason)
+        if running:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout_s):
+                    await asyncio.gather(*(h.wait() for h in running), return_exceptions=True)
+        return [h.run_id for h in running]

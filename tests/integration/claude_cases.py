@@ -111,3 +111,28 @@ def case_names(*, resumed_in_claude: bool | None = None) -> list[str]:
     if resumed_in_claude is None:
         return names
     return [n for n in names if ClaudeCase(n).resumed_in_claude == resumed_in_claude]
+
+
+def git_repo(path: Path) -> Path:
+    """Make ``path`` a git repository with one commit, like the oracle's project (worktree calls
+    need one)."""
+    import subprocess
+
+    path.mkdir(parents=True, exist_ok=True)
+    if not (path / ".git").exists():
+        for argv in (
+            ["init", "-q"],
+            [
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "init",
+            ],
+        ):
+            subprocess.run(["git", *argv], cwd=path, check=True, capture_output=True)
+    return path

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from claude_cases import ClaudeCase, case_names
+from claude_cases import ClaudeCase, case_names, git_repo
 
 from helpers import arun
 from workflow_mcp.definitions.load import load_workflow
@@ -46,7 +46,11 @@ def _cases() -> list[Any]:
 def _queued(case: ClaudeCase, root: Path) -> list[tuple[str, str]]:
     """(label, key) of every agent.queued event of our run of the case, in emission order."""
     workflow = load_workflow(case.script, profile=case.profile)
-    options = RunOptions(profile=case.profile, cwd=str(case.project(root)), home=str(root / "home"))
+    project = case.project(root)
+    git_repo(project)  # like the oracle's project: worktree calls need a repository
+    options = RunOptions(
+        profile=case.profile, cwd=str(project), home=str(root / "home"), worktree_root=str(root / "worktrees")
+    )
 
     async def go() -> list[tuple[str, str]]:
         handle = run_workflow(workflow, provider=FakeProvider(case.fake), args=case.args, options=options)

@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from claude_cases import ClaudeCase, case_names
+from claude_cases import ClaudeCase, case_names, git_repo
 
 from helpers import arun
 from workflow_mcp.engine.claude_import import (
@@ -76,7 +76,7 @@ class Resumed:
 
 def _service(case: ClaudeCase, root: Path, *, sqlite: bool = False) -> ClaudeAwareService:
     store = SqliteStore(str(root / "state.db")) if sqlite else MemoryStore()
-    return ClaudeAwareService(store, cwd=str(case.project(root)), home=str(root / "home"))
+    return ClaudeAwareService(store, cwd=str(git_repo(case.project(root))), home=str(root / "home"))
 
 
 def _resume(case: ClaudeCase, service: ClaudeAwareService, resume: ClaudeResume) -> Resumed:

@@ -278,6 +278,8 @@ class _Run:
             self._finish_cancelled()
         except WorkflowMcpError as exc:
             self._finish_failed("Error", str(exc))
+        except Exception as exc:  # the run's top-level handler: a bug must fail the run, not hang it
+            self._finish_failed("InternalError", f"{type(exc).__name__}: {exc}")
         finally:
             for task in list(self.tasks):
                 task.cancel()
@@ -361,7 +363,7 @@ class _Run:
         if msg.get("ok"):
             try:
                 value = json.loads(msg["value"])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):
                 self._finish_failed("Error", "the realm returned a final value that is not JSON")
                 return
             # Let in-flight calls that nobody awaits finish (Claude: calls already running finish).

@@ -29,6 +29,7 @@ __all__ = [
     "AgentResult",
     "AgentStalledError",
     "CancelSignal",
+    "ProviderAuthError",
     "ProviderCapabilities",
     "ProviderEvent",
     "TokenUsage",
@@ -150,6 +151,37 @@ class ProviderCapabilities:
 
 class AgentExecutionError(WorkflowMcpError):
     """Raised by a provider for an execution error: the workflow's agent() call rejects."""
+
+
+class ProviderAuthError(AgentExecutionError):
+    """Raised by a provider when its backend refuses the call for want of a valid login (missing or
+    expired credentials, HTTP 401): the run should pause until the user logs in, then resume.
+
+    ``backend`` names the provider (``codex``, ``claude``, an ACP agent); ``detail`` is the
+    backend's own non-secret reason; ``login_hint`` says how to log in (e.g. ``codex login``).
+    Nothing here may carry a secret. It subclasses :class:`AgentExecutionError`, so an engine that
+    does not pause yet rejects the agent() call with this message.
+    """
+
+    def __init__(self, backend: str, detail: str = "", *, login_hint: str | None = None) -> None:
+        self.backend = backend
+        self.detail = detail
+        self.login_hint = login_hint
+        message = f"{backend}: authentication required (missing or expired login)"
+        if detail:
+            message += f": {detail}"
+        if login_hint:
+            message += f"; log in with `{login_hint}`, then resume the run"
+        super().__init__(message)
+
+    def to_json(self) -> dict[str, str | None]:
+        """The non-secret pause context: ``{"reason": "auth_required", "backend", "detail", "loginHint"}``."""
+        return {
+            "reason": "auth_required",
+            "backend": self.backend,
+            "detail": self.detail,
+            "loginHint": self.login_hint,
+        }
 
 
 class AgentStalledError(WorkflowMcpError):

@@ -30,11 +30,21 @@ const cell = () => chainStore.getStore() || rootCell
 const forks = new Map()
 let nextFork = 0
 
-function sortKeys(v) {
-  if (Array.isArray(v)) return v.map(sortKeys)
+// Values crossing to the host are bounded in depth (the host's JSON parser is recursive).
+const MAX_DEPTH = 256
+function depthOf(v, d) {
+  if (d > MAX_DEPTH || v === null || typeof v !== 'object') return d
+  let max = d
+  for (const k in v) { const x = depthOf(v[k], d + 1); if (x > max) max = x; if (max > MAX_DEPTH) break }
+  return max
+}
+
+function sortKeys(v, depth = 0) {
+  if (depth > 2000) throw new RangeError('agent() options are nested too deeply to hash')
+  if (Array.isArray(v)) return v.map((x) => sortKeys(x, depth + 1))
   if (v && typeof v === 'object') {
     const o = {}
-    for (const k of Object.keys(v).sort()) o[k] = sortKeys(v[k])
+    for (const k of Object.keys(v).sort()) o[k] = sortKeys(v[k], depth + 1)
     return o
   }
   return v
@@ -52,7 +62,7 @@ function toolList(name, v) {
 
 // ---------------------------------------------------------------------------------------------
 // The realm. PRELUDE is evaluated inside the context and returns the realm-side API to this file.
-const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
+const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   'use strict'
   const G = globalThis
   const JSONparse = JSON.parse, JSONstringify = JSON.stringify
@@ -68,6 +78,19 @@ const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
   const wsAdd = WeakSet.prototype.add, wsHas = WeakSet.prototype.has
   const apply = Reflect.apply
   const ws = (s, v) => apply(wsAdd, s, [v]), wsh = (s, v) => apply(wsHas, s, [v])
+
+  // Host functions never throw a host object into the realm: an error raised on the host side
+  // (a stack overflow while encoding, a bug) becomes an Error made here, carrying only its message.
+  // A host error's constructor chain would otherwise lead to the worker's own Function.
+  function realmError(e) {
+    let message = 'internal error'
+    try { if (e !== null && typeof e === 'object' && typeof e.message === 'string') message = '' + e.message } catch (x) {}
+    return new ErrorCtor('workflow runtime error: ' + message)
+  }
+  const guard = (fn) => function (...argv) {
+    try { return apply(fn, undefined, argv) } catch (e) { throw realmError(e) }
+  }
+  const post = guard(hostPost), fork = guard(hostFork), join = guard(hostJoin)
 
   // Determinism (profile claude-code/2.1.332): Date.now(), argless Date()/new Date() and
   // Math.random() throw; they would make resume identity depend on the wall clock.
@@ -249,6 +272,7 @@ const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
           else send({ t: 'log', message: kind + '[' + i + '] failed: ' + describe(err), child: null })
         }
         let p
+        // A slot's failure only ever reaches the log as text, so a host error here leaks nothing.
         try { p = runSlot(forkId, i, runners[i]) } catch (err) { fail(err); if (--left === 0) finish(); continue }
         apply(promiseThen, PromiseCtor.resolve(p), [(v) => { results[i] = v; if (--left === 0) finish() },
           (err) => { fail(err); if (--left === 0) finish() }])
@@ -305,7 +329,8 @@ const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
   // fails the run, own __proto__ keys dropped at every depth).
   function finalClone(value) {
     const stack = new SetCtor()
-    function walk(v, top) {
+    function walk(v, top, depth) {
+      if (depth > 256) throw new RangeErrorCtor('the final value is nested deeper than 256 levels; flatten it')
       if (v !== null && typeof v === 'object' && typeof v.toJSON === 'function') v = v.toJSON()
       if (typeof v === 'function') {
         if (top) throw new TypeErrorCtor('the workflow returned a function; a final value must be JSON-serializable')
@@ -320,19 +345,19 @@ const PRELUDE = String.raw`(function (post, fork, runSlot, join) {
       let r
       if (ArrayIsArray(v)) {
         r = []
-        for (let i = 0; i < v.length; i++) { const x = walk(v[i], false); r.push(x === undefined ? null : x) }
+        for (let i = 0; i < v.length; i++) { const x = walk(v[i], false, depth + 1); r.push(x === undefined ? null : x) }
       } else {
         r = ObjectCreate(null)
         for (const k of ObjectKeys(v)) {
           if (k === '__proto__') continue
-          const x = walk(v[k], false)
+          const x = walk(v[k], false, depth + 1)
           if (x !== undefined) r[k] = x
         }
       }
       apply(setDelete, stack, [v])
       return r
     }
-    const r = walk(value, true)
+    const r = walk(value, true, 0)
     return r === undefined ? 'null' : JSONstringify(r)
   }
 
@@ -420,6 +445,9 @@ function guarded(fn) {
 function onPost(text) {
   const msg = JSON.parse(text)
   if (msg.t === 'call' && msg.fn === 'agent') {
+    if (depthOf(msg.opts, 0) > MAX_DEPTH) {
+      throw new RangeError('agent() options are nested deeper than ' + MAX_DEPTH + ' levels')
+    }
     const c = cell()
     const picked = {}
     let keyable = true

@@ -225,6 +225,8 @@ class RealmWorker:
             return None
         try:
             return check_worker_message(json.loads(line))
+        except RecursionError as exc:
+            raise RealmError("the realm sent a value nested too deeply to read") from exc
         except ValueError as exc:
             raise RealmError(f"the realm worker broke the protocol: {exc}") from exc
 

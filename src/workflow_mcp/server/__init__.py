@@ -1,0 +1,87 @@
+"""workflow-mcp over the Model Context Protocol.
+
+    create_server(service, policy=, trust=, principal=)   the MCP server (tools, resources, prompt)
+    run_server(service, http=, host=, port=, trust_dirs=, state_dir=)   what `workflow-mcp serve` runs
+    ServerPolicy, SourceTrust, Principal                   limits, source approval, the caller
+
+Stdio (the default) carries only JSON-RPC on stdout; diagnostics go to stderr. Streamable HTTP binds
+to loopback and requires a bearer token (see :mod:`workflow_mcp.server.http`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+
+from ..errors import WorkflowMcpError
+from ..service import WorkflowService
+from ._policy import LOCAL, Principal, ServerPolicy, SourceTrust
+from .mcp import WorkflowMcpServer, create_server
+
+__all__ = [
+    "LOCAL",
+    "Principal",
+    "ServerPolicy",
+    "SourceTrust",
+    "WorkflowMcpServer",
+    "create_server",
+    "run_server",
+    "serve_stdio",
+]
+
+APPROVALS_FILE = "approvals.json"
+
+
+async def serve_stdio(server: WorkflowMcpServer) -> None:
+    """Serve ``server`` on stdin/stdout until the client closes stdin (or SIGTERM), then cancel the runs
+    this process still runs; they stay resumable (``workflow_run`` with ``resumeFromRunId``)."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    if main is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX loops
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, main.cancel)
+    try:
+        await server.run_stdio_async()
+    finally:
+        await asyncio.shield(server.aclose("the MCP client disconnected (the server's stdin closed)"))
+
+
+def run_server(
+    service: WorkflowService,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    trust_dirs: tuple[str, ...] = (),
+    state_dir: str,
+    policy: ServerPolicy | None = None,
+) -> int:
+    """Run the server in this process until it stops; returns the exit status (0, or 2 for bad input).
+
+    ``state_dir`` (``$WORKFLOW_MCP_HOME``) holds the source approvals and the generated HTTP token.
+    """
+    try:
+        trust = SourceTrust(trusted_dirs=trust_dirs, approvals_path=os.path.join(state_dir, APPROVALS_FILE))
+        service.recover()
+        if http:
+            from .http import load_tokens, serve_http
+
+            tokens = load_tokens(state_dir)
+            server = create_server(service, policy=policy, trust=trust, principal=None)
+            asyncio.run(serve_http(server, host=host, port=port, tokens=tokens))
+        else:
+            server = create_server(service, policy=policy, trust=trust, principal=LOCAL)
+            where = getattr(service.store, "path", "memory")
+            print(f"workflow-mcp: serving MCP on stdio (state {where})", file=sys.stderr, flush=True)
+            with contextlib.suppress(asyncio.CancelledError):
+                asyncio.run(serve_stdio(server))
+    except WorkflowMcpError as exc:
+        print(f"workflow-mcp: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0

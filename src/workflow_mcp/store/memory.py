@@ -46,6 +46,8 @@ class MemoryStore:
 
     def append(self, event: Event) -> None:
         with self._lock:
+            if event.run_id not in self._runs:
+                raise StoreError(f"events refused by the store: no run {event.run_id}")
             events = self._events.setdefault(event.run_id, [])
             if events and event.sequence <= events[-1].sequence:
                 raise StoreError(
@@ -74,8 +76,18 @@ class MemoryStore:
                     rows[event.agent_id] = row
 
     def append_many(self, events: list[Event]) -> None:
-        for event in events:
-            self.append(event)
+        """All or none, like the SQLite transaction."""
+        with self._lock:
+            last: dict[str, int] = {}
+            for e in events:
+                if e.run_id not in self._runs:
+                    raise StoreError(f"events refused by the store: no run {e.run_id}")
+                before = last.get(e.run_id, self.last_sequence(e.run_id))
+                if e.sequence <= before:
+                    raise StoreError(f"run {e.run_id}: event sequence {e.sequence} is not after {before}")
+                last[e.run_id] = e.sequence
+            for event in events:
+                self.append(event)
 
     def flush(self) -> None:
         """Nothing is ever pending."""
@@ -111,6 +123,8 @@ class MemoryStore:
         return {r: self._cancels[r] for r in run_ids if r in self._cancels}
 
     def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None:
+        if (run_id, artifact_id) in self._artifacts:
+            raise StoreError(f"artifact {artifact_id} of run {run_id} cannot be stored: it already exists")
         self._artifacts[(run_id, artifact_id)] = (name, mime_type, data, utc_now())
 
     def get_artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:

@@ -8,10 +8,12 @@ Schema changes are numbered SQL files in ``migrations/``, applied in order and r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -67,10 +69,11 @@ class SqliteStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+            self._lock = threading.RLock()
+            self._check_version()  # before anything that could write: a refused database stays as it is
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._lock = threading.RLock()
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
@@ -78,17 +81,22 @@ class SqliteStore:
                 "Move it aside or point WORKFLOW_MCP_HOME elsewhere."
             ) from exc
         self._ordinals: dict[str, dict[str, int]] = {}
+        self._last_seq: dict[str, int] = {}
 
-    def _migrate(self) -> None:
+    def _check_version(self) -> None:
         current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
         steps = migrations()
         newest = steps[-1][0] if steps else 0
         if current > newest:
+            self._db.close()
             raise StoreError(
                 f"the state database {self.path} has schema version {current}, newer than this release "
                 f"understands ({newest}); upgrade workflow-mcp"
             )
-        for number, sql in steps:
+
+    def _migrate(self) -> None:
+        current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        for number, sql in migrations():
             if number <= current:
                 continue
             self._db.execute("BEGIN IMMEDIATE")
@@ -103,6 +111,17 @@ class SqliteStore:
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, record: RunRecord) -> None:
+        """Record a new run.
+
+        Raises:
+            StoreError: the run id, or the owner's idempotency key, is already used.
+        """
+        try:
+            self._insert_run(record)
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"run {record.run_id} cannot be created: {exc}") from exc
+
+    def _insert_run(self, record: RunRecord) -> None:
         with self._lock:
             self._db.execute(
                 f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 17)})",
@@ -186,6 +205,13 @@ class SqliteStore:
             for e in events
         ]
         with self._lock:
+            for e in events:  # sequences are strictly increasing per run
+                last = self._last_seq.get(e.run_id)
+                if last is None:
+                    last = self.last_sequence(e.run_id)
+                if e.sequence <= last:
+                    raise StoreError(f"run {e.run_id}: event sequence {e.sequence} is not after {last}")
+                self._last_seq[e.run_id] = e.sequence
             self._db.execute("BEGIN")
             try:
                 self._db.executemany(
@@ -195,9 +221,12 @@ class SqliteStore:
                 journal = [self._journal_row(e) for e in events if e.agent_id and e.type in _JOURNALED]
                 self._db.executemany(_UPSERT_JOURNAL, [j for j in journal if j is not None])
                 self._db.execute("COMMIT")
-            except sqlite3.DatabaseError:
+            except sqlite3.DatabaseError as exc:
                 self._db.execute("ROLLBACK")
                 self._ordinals.clear()
+                self._last_seq.clear()
+                if isinstance(exc, sqlite3.IntegrityError):
+                    raise StoreError(f"events refused by the store: {exc}") from exc
                 raise
 
     def _ordinal(self, event: Event) -> int:
@@ -335,7 +364,7 @@ class SqliteStore:
     def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None:
         from ..events import utc_now
 
-        with self._lock:
+        with self._lock, _integrity(f"artifact {artifact_id} of run {run_id}"):
             self._db.execute(
                 "INSERT INTO artifacts (run_id, artifact_id, name, mime_type, created_at, data) VALUES (?,?,?,?,?,?)",
                 (run_id, artifact_id, name, mime_type, utc_now(), data),
@@ -360,6 +389,14 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+@contextlib.contextmanager
+def _integrity(what: str) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise StoreError(f"{what} cannot be stored: {exc}") from exc
 
 
 def _split_sql(sql: str) -> list[str]:

@@ -1,0 +1,772 @@
+"""The ``codex`` provider: OpenAI Codex through its official Python SDK (``openai-codex``), which
+drives ``codex app-server`` over JSON-RPC. Install with ``pip install 'workflow-mcp[codex]'`` (the
+SDK bundles the ``codex`` binary through ``openai-codex-cli-bin``).
+
+One app-server process per provider instance, started on the first call and shared by every
+concurrent call; each agent() call is one Codex *thread* and one *turn*:
+
+- **Prompt and model.** The prompt is the turn's input. ``model`` passes through (routing has
+  already applied ``[providers.codex.models]``); a bare Claude alias (``sonnet``, ``opus``,
+  ``haiku``) is refused, never guessed. ``effort`` maps through the ``efforts`` setting (default:
+  the same name: low, medium, high, xhigh, max).
+- **Structured output.** The portable schema goes through :func:`~.schema.to_strict` as the turn's
+  ``output_schema``; the final message is parsed as JSON and projected back. The engine validates
+  the result against the portable schema; a re-ask (``attempt > 1``) continues the same thread
+  with the engine's feedback, so the model sees its previous answer.
+- **Events.** ``item/agentMessage/delta`` → ``output.delta``; items started and completed →
+  ``progress`` (the engine's stall watchdog counts them).
+- **Usage.** The thread's token counters, per turn: input, output (reasoning included, as charged),
+  cached input → ``cache_read``.
+- **Session.** The thread id is ``AgentResult.session``; a request with ``session`` resumes that
+  thread (``thread/resume``).
+- **Cancellation.** When ``context.signal`` fires (or the call's task is cancelled, e.g. by the
+  stall watchdog), the turn is interrupted (``turn/interrupt``) and the call ends with
+  :class:`asyncio.CancelledError`.
+- **Policy.** Sandbox, network and writable roots from :class:`~.policy.Policy` (default
+  workspace-write, no network) become the thread's sandbox mode and ``sandbox_workspace_write``
+  config; approvals ``never`` means Codex asks nobody and every approval request is declined (fail
+  closed). The app-server sees only the allowlisted environment (:func:`~.policy.allowed_env` plus
+  Codex's own names): the rest is unset through ``env -u`` (names only, never a value, on the
+  command line).
+- **Outcomes.** A turn that fails on an API or transport problem (5xx, overload, rate or usage
+  limit, connection) after Codex's own retries → ``provider_failed``; HTTP 401 or ``unauthorized``
+  → :class:`~.base.ProviderAuthError` (the run should pause for a login); any other failure (bad
+  request, context window, sandbox, policy) → :class:`~.base.AgentExecutionError`; a turn
+  interrupted by someone else → ``skipped``.
+
+Settings (``[providers.codex]``): ``bin`` (a codex binary; default the bundled one), ``codex_home``
+(``CODEX_HOME``), ``model``, ``effort`` (default effort), ``efforts`` (table), ``config`` (table of
+Codex config overrides, ``-c key=value``), ``env`` (extra environment names to pass),
+``ephemeral`` (bool: threads not saved, so not resumable), ``developer_instructions``,
+``rpc_timeout_s`` (bound on each app-server request, default 60), ``interrupt_timeout_s`` (bound on
+an interrupt taking effect, default 15), ``max_workers`` (threads for app-server requests, 32).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import threading
+import tomllib
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final, TypeVar
+
+from .base import (
+    AgentContext,
+    AgentExecutionError,
+    AgentRequest,
+    AgentResult,
+    ProviderAuthError,
+    ProviderCapabilities,
+    ProviderEvent,
+    TokenUsage,
+)
+from .config import ProviderConfigError
+from .policy import DEFAULT_POLICY, Policy, allowed_env
+from .registry import Availability, ProviderUnavailableError
+from .routing import CLAUDE_ALIASES, ModelAliasError
+from .schema import StrictSchema, to_strict
+
+# The SDK is an optional extra, imported only when a call needs it; its objects are typed ``Any``
+# here so that type-checking this package never requires the extra.
+Codex = Any
+Thread = Any
+TurnHandle = Any
+
+__all__ = ["CodexProvider"]
+
+T = TypeVar("T")
+
+INSTALL: Final = "pip install 'workflow-mcp[codex]'"
+LOGIN_HINT: Final = "codex login"
+CREDENTIAL_ENV: Final = (
+    "CODEX_HOME",
+    "CODEX_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT",
+    "RUST_LOG",
+)
+"""Environment names the codex process may see besides the policy's base set."""
+_SETTINGS: Final = (
+    "bin",
+    "codex_home",
+    "model",
+    "effort",
+    "efforts",
+    "config",
+    "env",
+    "ephemeral",
+    "developer_instructions",
+    "rpc_timeout_s",
+    "interrupt_timeout_s",
+    "max_workers",
+)
+_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+# Codex error kinds (codexErrorInfo) that are API/transport failures: agent() resolves null.
+_API_FAILURES: Final = frozenset(
+    {
+        "internalServerError",
+        "serverOverloaded",
+        "rateLimitExceeded",
+        "usageLimitExceeded",
+        "flexUnavailable",
+        "httpConnectionFailed",
+        "responseStreamConnectionFailed",
+        "responseStreamDisconnected",
+        "responseTooManyFailedAttempts",
+    }
+)
+_REMEMBERED_THREADS: Final = 4096
+_APPROVAL_METHODS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
+
+
+class CodexProvider:
+    """An :class:`~workflow_mcp.providers.base.AgentProvider` running Codex turns (module docstring).
+
+    Construct directly or through the registry (``get_provider("codex", settings)``). Nothing starts
+    until the first :meth:`execute`; :meth:`aclose` stops the app-server. Use one instance per event
+    loop. Raises :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
+    """
+
+    name: Final = "codex"
+    capabilities: Final = ProviderCapabilities(
+        structured_output=True,
+        images=False,
+        sandbox_control=True,
+        session_resume=True,
+        streaming=True,
+        cancellation=True,
+    )
+    accepts_claude_models: Final = False
+    install_hint: Final = INSTALL
+
+    def __init__(
+        self,
+        *,
+        bin: str | None = None,
+        codex_home: str | None = None,
+        model: str | None = None,
+        effort: str | None = None,
+        efforts: Mapping[str, str] | None = None,
+        config: Mapping[str, Any] | None = None,
+        env: tuple[str, ...] | list[str] = (),
+        ephemeral: bool = False,
+        developer_instructions: str | None = None,
+        rpc_timeout_s: float = 60.0,
+        interrupt_timeout_s: float = 15.0,
+        max_workers: int = 32,
+        policy: Policy = DEFAULT_POLICY,
+        source: str = "provider settings",
+    ) -> None:
+        self.bin = bin
+        self.codex_home = os.path.expanduser(codex_home) if codex_home else None
+        self.model = model
+        self.effort = effort
+        self.efforts = dict(efforts or {})
+        self.config = dict(config or {})
+        self.env_names = tuple(env)
+        self.ephemeral = ephemeral
+        self.developer_instructions = developer_instructions
+        self.rpc_timeout_s = rpc_timeout_s
+        self.interrupt_timeout_s = interrupt_timeout_s
+        self.policy = policy
+        self.source = source
+        for key, value in (("effort", effort), *((f"efforts.{k}", v) for k, v in self.efforts.items())):
+            if value is not None and value not in _EFFORTS:
+                raise ProviderConfigError(
+                    source, f"providers.codex.{key}", f"must be one of {', '.join(_EFFORTS)}, got {value!r}"
+                )
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="workflow-mcp-codex")
+        self._codex: Codex | None = None
+        self._start_lock = threading.Lock()
+        self._threads: OrderedDict[tuple[str, str], Thread] = OrderedDict()
+        self._totals: dict[str, TokenUsage] = {}
+        self._active: dict[str, TurnHandle] = {}
+        self._closed = False
+
+    # -- registry ------------------------------------------------------------------------------
+    @classmethod
+    def probe(cls, settings: Mapping[str, Any]) -> Availability:
+        """Availability without starting Codex: the SDK importable, the binary present (its
+        version from the bundling package, or ``--version`` for a configured ``bin``), and a login
+        seen from file and variable *names* only (``$CODEX_HOME/auth.json``, ``CODEX_API_KEY``,
+        ``OPENAI_API_KEY``, or a custom model provider in Codex's config)."""
+        if importlib.util.find_spec("openai_codex") is None:
+            return Availability(False, problem="the openai-codex SDK is not installed", install=INSTALL)
+        binary = settings.get("bin")
+        version: str | None
+        if binary:
+            path = shutil.which(str(binary)) or str(binary)
+            if not os.path.isfile(path) or not os.access(path, os.X_OK):
+                return Availability(
+                    False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
+                )
+            version = _run_version(path)
+        else:
+            try:
+                path = str(_module("codex_cli_bin").bundled_codex_path())
+            except (ImportError, FileNotFoundError) as exc:
+                return Availability(
+                    False, problem=f"the bundled codex binary is missing ({exc})", install=INSTALL
+                )
+            version = _dist_version("openai-codex-cli-bin")
+        logged_in, login, problem = _login_state(settings)
+        return Availability(
+            True,
+            version=version,
+            location=path,
+            logged_in=logged_in,
+            login=login,
+            problem=problem,
+            install=INSTALL,
+        )
+
+    @classmethod
+    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> CodexProvider:
+        """A provider from ``[providers.codex]`` settings (module docstring); raises
+        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
+        for key in settings:
+            if key not in _SETTINGS:
+                raise ProviderConfigError(
+                    source,
+                    f"providers.codex.{key}",
+                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
+                )
+        kinds: dict[str, tuple[type, ...]] = {
+            "bin": (str,),
+            "codex_home": (str,),
+            "model": (str,),
+            "effort": (str,),
+            "efforts": (dict,),
+            "config": (dict,),
+            "env": (list,),
+            "ephemeral": (bool,),
+            "developer_instructions": (str,),
+            "rpc_timeout_s": (int, float),
+            "interrupt_timeout_s": (int, float),
+            "max_workers": (int,),
+        }
+        for key, value in settings.items():
+            if not isinstance(value, kinds[key]) or isinstance(value, bool) is not (kinds[key] == (bool,)):
+                raise ProviderConfigError(
+                    source, f"providers.codex.{key}", f"must be {' or '.join(k.__name__ for k in kinds[key])}"
+                )
+        if "env" in settings and not all(isinstance(n, str) and n for n in settings["env"]):
+            raise ProviderConfigError(
+                source, "providers.codex.env", "must be a list of environment variable names"
+            )
+        return cls(**dict(settings), policy=policy, source=source)
+
+    # -- the AgentProvider call ------------------------------------------------------------------
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        """Run one Codex turn for ``request`` (module docstring for the mapping of outcomes).
+
+        Raises :class:`~workflow_mcp.providers.base.ProviderAuthError`,
+        :class:`~workflow_mcp.providers.base.AgentExecutionError`,
+        :class:`~workflow_mcp.providers.registry.ProviderUnavailableError` (Codex cannot start), or
+        :class:`asyncio.CancelledError` (the signal fired; the turn was interrupted).
+        """
+        if context.signal.cancelled:
+            raise asyncio.CancelledError(context.signal.reason)
+        model = self._model(request.model)
+        effort = self._effort(request.effort)
+        strict = to_strict(request.schema) if request.schema is not None else None
+        codex = await self._client()
+        thread, prompt, resumed = await self._thread(codex, request, model)
+        if resumed is not None:
+            await context.emit(ProviderEvent(kind="progress", text=resumed))
+        handle = await self._call(
+            lambda: thread.turn(
+                prompt,
+                model=model,
+                effort=_effort_enum(effort),
+                output_schema=strict.schema if strict is not None else None,
+            )
+        )
+        self._active[handle.id] = handle
+        try:
+            return await self._follow(thread, handle, strict, request, context)
+        finally:
+            self._active.pop(handle.id, None)
+
+    async def aclose(self) -> None:
+        """Stop the app-server (idempotent). In-flight calls end with a provider failure."""
+        self._closed = True
+        codex, self._codex = self._codex, None
+        if codex is not None:
+            await asyncio.get_running_loop().run_in_executor(None, codex.close)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def interrupt_turn(self, thread_id: str, turn_id: str) -> None:
+        """Interrupt a running turn from outside its agent() call (an operator's *skip*): that call
+        resolves ``skipped``. Raises :class:`~workflow_mcp.providers.base.AgentExecutionError` when
+        Codex refuses (no such turn)."""
+        handle = self._active.get(turn_id)
+        if handle is None or handle.thread_id != thread_id:
+            raise AgentExecutionError(f"codex turn {turn_id} of thread {thread_id} is not running here")
+        try:
+            await self._call(handle.interrupt, timeout=self.interrupt_timeout_s)
+        except _sdk().CodexError as exc:
+            raise AgentExecutionError(f"codex could not interrupt turn {turn_id}: {exc}") from exc
+
+    # -- internals -------------------------------------------------------------------------------
+    def _model(self, model: str | None) -> str | None:
+        if model is None:
+            return self.model
+        if model in CLAUDE_ALIASES:
+            raise ModelAliasError(model, "codex", self.source)
+        return model
+
+    def _effort(self, effort: str | None) -> str | None:
+        if effort is None:
+            return self.effort
+        return self.efforts.get(effort, effort if effort in _EFFORTS else self.effort)
+
+    async def _call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
+        """Run a blocking SDK request on our own executor (never the loop's default one, so that
+        many waiting turns cannot starve an interrupt), bounded by ``rpc_timeout_s``."""
+        loop = asyncio.get_running_loop()
+        limit = self.rpc_timeout_s if timeout is None else timeout
+        try:
+            return await asyncio.wait_for(loop.run_in_executor(self._executor, fn), limit)
+        except TimeoutError as exc:
+            raise AgentExecutionError(f"codex app-server did not answer within {limit:g} s") from exc
+
+    async def _client(self) -> Codex:
+        if self._closed:
+            raise AgentExecutionError("the codex provider is closed")
+        if self._codex is not None:
+            return self._codex
+        return await self._call(self._start)
+
+    def _start(self) -> Codex:
+        with self._start_lock:
+            if self._codex is not None:
+                return self._codex
+            try:
+                sdk = _sdk()
+            except ImportError as exc:
+                raise ProviderUnavailableError(
+                    "codex", f"the openai-codex SDK does not import ({exc})", install=INSTALL
+                ) from exc
+            config = self._codex_config(sdk.CodexConfig)
+            try:
+                codex = sdk.Codex(config)
+            except FileNotFoundError as exc:
+                raise ProviderUnavailableError("codex", str(exc), install=INSTALL) from exc
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ProviderUnavailableError("codex", f"codex app-server did not start: {exc}") from exc
+            _fail_closed_approvals(codex)
+            self._codex = codex
+            return codex
+
+    def _codex_config(self, config_cls: Any) -> Any:
+        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.env_names))
+        if self.codex_home:
+            env["CODEX_HOME"] = self.codex_home
+        binary = self.bin
+        if binary is None:
+            bundled = _module("codex_cli_bin")
+            binary = str(bundled.bundled_codex_path())
+            extra = bundled.bundled_path_dir()
+            if extra is not None:
+                env["PATH"] = os.pathsep.join(p for p in (str(extra), env.get("PATH", "")) if p)
+        overrides = tuple(f"{k}={_toml_value(v)}" for k, v in _flatten(self.config))
+        argv = [binary]
+        for kv in overrides:
+            argv += ["--config", kv]
+        argv += ["app-server", "--listen", "stdio://"]
+        # The SDK starts the process with os.environ plus `env`: unset everything else by name.
+        env_tool = shutil.which("env")
+        if env_tool is not None:
+            drop = sorted((set(os.environ) | set(env)) - set(env))
+            unset = [a for name in drop for a in ("-u", name)]
+            argv = [env_tool, *unset, *argv]
+        return config_cls(launch_args_override=tuple(argv), env=env, cwd=None)
+
+    def _sandbox(self) -> Any:
+        sandbox = _sdk().Sandbox
+        return {
+            "read-only": sandbox.read_only,
+            "workspace-write": sandbox.workspace_write,
+            "danger-full-access": sandbox.full_access,
+        }[self.policy.sandbox]
+
+    def _approvals(self) -> Any:
+        mode = _sdk().ApprovalMode
+        return mode.deny_all if self.policy.approvals == "never" else mode.auto_review
+
+    def _thread_config(self) -> dict[str, Any]:
+        return {
+            "sandbox_workspace_write": {
+                "network_access": self.policy.network,
+                "writable_roots": list(self.policy.writable_roots),
+            }
+        }
+
+    async def _thread(
+        self, codex: Codex, request: AgentRequest, model: str | None
+    ) -> tuple[Thread, str, str | None]:
+        """(thread, prompt, progress note): a re-ask continues its thread with the feedback; a
+        ``session`` resumes that thread; otherwise a new thread."""
+        codex_error = _sdk().CodexError
+        key = (request.run_id, request.agent_id)
+        if request.attempt > 1 and request.feedback:
+            known = self._threads.get(key) if request.agent_id else None
+            if known is not None:
+                return known, request.feedback, None
+        prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
+        common: dict[str, Any] = {
+            "model": model,
+            "cwd": request.cwd,
+            "sandbox": self._sandbox(),
+            "approval_mode": self._approvals(),
+            "config": self._thread_config(),
+            "developer_instructions": self.developer_instructions,
+        }
+        note = None
+        thread: Thread | None = None
+        if request.session:
+            session = request.session
+            try:
+                thread = await self._call(lambda: codex.thread_resume(session, **common))
+                note = f"resumed codex thread {session}"
+            except codex_error as exc:
+                note = f"could not resume codex thread {session} ({exc}); starting a new one"
+        if thread is None:
+            try:
+                thread = await self._call(lambda: codex.thread_start(ephemeral=self.ephemeral, **common))
+            except codex_error as exc:
+                raise AgentExecutionError(f"codex could not start a thread: {exc}") from exc
+        if request.agent_id:
+            self._threads[key] = thread
+            while len(self._threads) > _REMEMBERED_THREADS:
+                self._threads.popitem(last=False)
+        return thread, prompt, note
+
+    async def _follow(
+        self,
+        thread: Thread,
+        handle: TurnHandle,
+        strict: StrictSchema | None,
+        request: AgentRequest,
+        context: AgentContext,
+    ) -> AgentResult:
+        """Consume the turn's notifications until it completes, forwarding progress; interrupt
+        the turn when the signal fires or this task is cancelled."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+        _start_consumer(handle, loop, queue, done)
+        messages: list[tuple[str, str | None]] = []
+        usage_total: TokenUsage | None = None
+        completed: Any = None
+        cancel_wait = asyncio.ensure_future(context.signal.wait())
+        interrupted_by_us = False
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                finished, _ = await asyncio.wait({getter, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in finished:
+                    getter.cancel()
+                    interrupted_by_us = True
+                    await self._interrupt(handle)
+                    await self._drain(queue, done)
+                    raise asyncio.CancelledError(context.signal.reason)
+                item = getter.result()
+                if item is done:
+                    break
+                if isinstance(item, BaseException):
+                    return self._transport_failure(item)
+                method, payload = item.method, item.payload
+                if method == "item/agentMessage/delta":
+                    await context.emit(ProviderEvent(kind="output.delta", text=payload.delta))
+                elif method in ("item/started", "item/completed"):
+                    root = getattr(payload.item, "root", payload.item)
+                    kind = str(getattr(root, "type", "item"))
+                    if method == "item/completed" and kind == "agentMessage":
+                        phase = getattr(root, "phase", None)
+                        messages.append((root.text, getattr(phase, "value", phase)))
+                    if kind not in ("userMessage", "agentMessage"):
+                        await context.emit(
+                            ProviderEvent(
+                                kind="progress",
+                                text=f"codex {method.split('/')[1]}: {kind}",
+                                data={"item": kind},
+                            )
+                        )
+                elif method == "thread/tokenUsage/updated":
+                    usage_total = _usage(payload.token_usage.total)
+                elif method == "turn/completed":
+                    completed = payload.turn
+        except asyncio.CancelledError:
+            if not interrupted_by_us:
+                # Cancelled from outside (run cancellation, the stall watchdog): stop the turn too.
+                self._interrupt_soon(handle)
+            raise
+        finally:
+            cancel_wait.cancel()
+        usage = self._turn_usage(thread.id, usage_total)
+        return self._result(thread.id, completed, messages, usage, strict, context)
+
+    def _turn_usage(self, thread_id: str, total: TokenUsage | None) -> TokenUsage:
+        if total is None:
+            return TokenUsage()
+        before = self._totals.get(thread_id, TokenUsage())
+        self._totals[thread_id] = total
+        return TokenUsage(
+            input=max(0, total.input - before.input),
+            output=max(0, total.output - before.output),
+            cache_read=max(0, total.cache_read - before.cache_read),
+            cache_write=max(0, total.cache_write - before.cache_write),
+        )
+
+    def _result(
+        self,
+        thread_id: str,
+        turn: Any,
+        messages: list[tuple[str, str | None]],
+        usage: TokenUsage,
+        strict: StrictSchema | None,
+        context: AgentContext,
+    ) -> AgentResult:
+        status = getattr(getattr(turn, "status", None), "value", None)
+        if status == "failed" or turn is None:
+            error = getattr(turn, "error", None)
+            kind, http = _error_kind(error)
+            detail = _error_message(error) if error is not None else "the turn ended without completing"
+            if kind == "unauthorized" or http == 401:
+                raise ProviderAuthError("codex", detail, login_hint=LOGIN_HINT)
+            if kind in _API_FAILURES:
+                return AgentResult(outcome="provider_failed", message=detail, usage=usage, session=thread_id)
+            raise AgentExecutionError(f"codex: {detail}")
+        if status == "interrupted":
+            if context.signal.cancelled:
+                raise asyncio.CancelledError(context.signal.reason)
+            return AgentResult(
+                outcome="skipped",
+                message="the codex turn was interrupted outside this run",
+                usage=usage,
+                session=thread_id,
+            )
+        final = _final_message(messages)
+        if strict is None:
+            return AgentResult(text=final or "", usage=usage, session=thread_id)
+        if final is None:
+            return AgentResult(text="", usage=usage, session=thread_id, message="codex gave no final message")
+        try:
+            value = json.loads(final)
+        except ValueError:
+            return AgentResult(
+                text=final, usage=usage, session=thread_id, message="codex's final message is not JSON"
+            )
+        return AgentResult(
+            structured=strict.project(value), has_structured=True, usage=usage, session=thread_id
+        )
+
+    def _transport_failure(self, exc: BaseException) -> AgentResult:
+        """The app-server died or closed the turn's stream: a terminal failure (agent() → null).
+        The next call starts a new app-server."""
+        codex, self._codex = self._codex, None
+        if codex is not None:
+            self._executor.submit(codex.close)
+        return AgentResult(outcome="provider_failed", message=f"codex app-server failed: {exc}")
+
+    async def _interrupt(self, handle: TurnHandle) -> None:
+        with contextlib.suppress(_sdk().CodexError, AgentExecutionError):
+            await self._call(handle.interrupt, timeout=self.interrupt_timeout_s)
+
+    def _interrupt_soon(self, handle: TurnHandle) -> None:
+        def interrupt() -> None:
+            with contextlib.suppress(Exception):  # best effort from a worker thread; nobody waits
+                handle.interrupt()
+
+        with contextlib.suppress(RuntimeError):  # the executor is already shut down
+            self._executor.submit(interrupt)
+
+    async def _drain(self, queue: asyncio.Queue[Any], done: object) -> None:
+        """Wait (bounded) for the interrupted turn's stream to end, so its thread is released."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.interrupt_timeout_s):
+                while True:
+                    item = await queue.get()
+                    if item is done or isinstance(item, BaseException):
+                        return
+
+
+def _start_consumer(
+    handle: TurnHandle, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any], done: object
+) -> None:
+    """Read the turn's notifications on a dedicated thread (the SDK's stream blocks) and hand
+    each to the loop. The thread ends with the turn (``turn/completed``) or the transport."""
+
+    def post(item: Any) -> bool:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+            return True
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            return False
+
+    def consume() -> None:
+        try:
+            for notification in handle.stream():
+                if not post(notification):
+                    return
+        except Exception as exc:  # the transport failed: report it to the waiting call
+            post(exc)
+            return
+        post(done)
+
+    threading.Thread(target=consume, name=f"codex-turn-{handle.id}", daemon=True).start()
+
+
+def _fail_closed_approvals(codex: Codex) -> None:
+    """Decline every approval request. With approvals ``never`` Codex asks none; should it ask
+    anyway, nobody here can approve, so the answer is no (the SDK's default handler says yes)."""
+
+    def decline(method: str, params: Any) -> dict[str, Any]:
+        return {"decision": "decline"} if method in _APPROVAL_METHODS else {}
+
+    client = getattr(codex, "_client", None)
+    if client is not None and hasattr(client, "_approval_handler"):
+        client._approval_handler = decline
+
+
+def _usage(breakdown: Any) -> TokenUsage:
+    cached = int(getattr(breakdown, "cached_input_tokens", 0) or 0)
+    return TokenUsage(
+        input=max(0, int(breakdown.input_tokens) - cached),
+        output=int(breakdown.output_tokens),
+        cache_read=cached,
+        cache_write=int(getattr(breakdown, "cache_write_input_tokens", 0) or 0),
+    )
+
+
+def _final_message(messages: list[tuple[str, str | None]]) -> str | None:
+    for text, phase in reversed(messages):
+        if phase == "final_answer":
+            return text
+    for text, phase in reversed(messages):
+        if phase is None:
+            return text
+    return messages[-1][0] if messages else None
+
+
+def _error_kind(error: Any) -> tuple[str | None, int | None]:
+    """(codexErrorInfo kind, HTTP status) of a ``TurnError``."""
+    info = getattr(error, "codex_error_info", None)
+    if info is None:
+        return None, None
+    raw = info.model_dump(by_alias=True, mode="json") if hasattr(info, "model_dump") else info
+    if isinstance(raw, str):
+        return raw, None
+    if isinstance(raw, dict) and raw:
+        kind = next(iter(raw))
+        inner = raw[kind]
+        status = inner.get("httpStatusCode") if isinstance(inner, dict) else None
+        return str(kind), int(status) if isinstance(status, int) else None
+    return None, None
+
+
+def _error_message(error: Any) -> str:
+    """The error's message; an upstream JSON error body is reduced to its ``error.message``."""
+    message = str(getattr(error, "message", "") or "codex turn failed")
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        body = json.loads(message)
+        inner = body.get("error", {}).get("message")
+        if isinstance(inner, str) and inner:
+            return inner
+    return message
+
+
+def _effort_enum(effort: str | None) -> Any:
+    if effort is None:
+        return None
+    return _module("openai_codex.generated.v2_all").ReasoningEffort(effort)
+
+
+def _module(name: str) -> ModuleType:
+    import importlib
+
+    return importlib.import_module(name)
+
+
+def _sdk() -> Any:
+    """The ``openai_codex`` module (raises ImportError without the ``[codex]`` extra)."""
+    return _module("openai_codex")
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out += _flatten(value, full + ".")
+        else:
+            out.append((full, value))
+    return out
+
+
+def _toml_value(value: Any) -> str:
+    # JSON scalars and arrays are valid TOML values (strings, numbers, booleans, arrays).
+    return json.dumps(value)
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _run_version(path: str) -> str | None:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = done.stdout.strip().split()
+    return words[-1] if words else None
+
+
+def _login_state(settings: Mapping[str, Any]) -> tuple[bool | None, str | None, str | None]:
+    """(logged_in, what was seen, problem) from names and files only; never reads a secret."""
+    home = Path(
+        os.path.expanduser(str(settings.get("codex_home") or os.environ.get("CODEX_HOME") or "~/.codex"))
+    )
+    auth = home / "auth.json"
+    if auth.is_file():
+        return True, f"auth file {auth}", None
+    for name in ("CODEX_API_KEY", "OPENAI_API_KEY"):
+        if os.environ.get(name):
+            return True, f"{name} is set", None
+    provider = _custom_model_provider(home, settings)
+    if provider is not None:
+        return None, f"custom model provider {provider!r} (its own credentials)", None
+    return False, None, f"installed but not logged in: run `{LOGIN_HINT}` or set OPENAI_API_KEY"
+
+
+def _custom_model_provider(home: Path, settings: Mapping[str, Any]) -> str | None:
+    config = settings.get("config")
+    if isinstance(config, Mapping) and isinstance(config.get("model_provider"), str):
+        name = config["model_provider"]
+        return None if name == "openai" else name
+    try:
+        with open(home / "config.toml", "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    name = data.get("model_provider")
+    return name if isinstance(name, str) and name != "openai" else None

@@ -1,0 +1,334 @@
+"""Provider configuration: ``workflow-mcp.toml`` (project) and ``~/.workflow-mcp/config.toml`` (user).
+
+Where it is read from (:func:`find_config`):
+
+1. the nearest ``workflow-mcp.toml`` from the working directory up to the filesystem root (the
+   *project* file) — it decides routing;
+2. otherwise ``$WORKFLOW_MCP_HOME/config.toml`` (default ``~/.workflow-mcp/config.toml``, the *user*
+   file).
+
+The user file's ``[policy]`` is the ceiling for every run; a project file's ``[policy]`` can only
+narrow it (a repository cannot grant itself network access or a wider sandbox).
+
+Format (every key optional)::
+
+    default = "codex"                  # provider for calls no rule matches
+    fallback = ["claude", "acp"]       # tried in order when a provider fails (see routing.py)
+
+    [policy]                           # callers may narrow, never widen (policy.py)
+    sandbox = "workspace-write"        # read-only | workspace-write | danger-full-access
+    network = false
+    writable_roots = []                # absolute paths writable besides the working directory
+    approvals = "never"                # never | auto-review
+    env = []                           # extra environment names (globs) providers may see
+
+    [[rules]]                          # first match wins; each given key must hold (globs: * and ?)
+    phase = "Review*"
+    label = "security-*"
+    model = "opus"
+    agentType = "reviewer"
+    provider = "claude"
+
+    [providers.codex]                  # settings handed to that provider (its docstring lists them)
+    model = "gpt-5.5"
+    [providers.codex.models]           # model alias map: workflow model -> provider model
+    sonnet = "gpt-5.5"
+    opus = "gpt-5.5"
+    haiku = "gpt-5.5-mini"
+
+Errors: :class:`ProviderConfigError` names the file and the key (``rules[1].provider``), before any
+agent runs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import InvalidInputError
+from .policy import DEFAULT_POLICY, Policy, PolicyError
+
+__all__ = [
+    "CONFIG_FILE_NAME",
+    "USER_CONFIG_NAME",
+    "ProviderConfig",
+    "ProviderConfigError",
+    "Rule",
+    "find_config",
+    "load_config",
+    "parse_config",
+    "user_config_path",
+]
+
+CONFIG_FILE_NAME: Final = "workflow-mcp.toml"
+USER_CONFIG_NAME: Final = "config.toml"
+_TOP_KEYS: Final = ("default", "fallback", "policy", "rules", "providers")
+_RULE_KEYS: Final = ("phase", "label", "model", "agentType", "provider")
+_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class ProviderConfigError(InvalidInputError):
+    """Raised when provider configuration is unusable; the message names ``path`` and ``key``."""
+
+    def __init__(self, path: str, key: str, problem: str) -> None:
+        self.path = path
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{path}: {key}: {problem}" if key else f"{path}: {problem}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One routing rule: each given glob (``*``, ``?``; case-sensitive) must match the call's
+    value; a glob never matches a call without that value. ``index`` is its place in ``rules``."""
+
+    provider: str
+    index: int
+    phase: str | None = None
+    label: str | None = None
+    model: str | None = None
+    agent_type: str | None = None
+
+    def matches(self, *, phase: str | None, label: str, model: str | None, agent_type: str | None) -> bool:
+        for pattern, value in (
+            (self.phase, phase),
+            (self.label, label),
+            (self.model, model),
+            (self.agent_type, agent_type),
+        ):
+            if pattern is not None and (value is None or not _glob(pattern, value)):
+                return False
+        return True
+
+    @property
+    def key(self) -> str:
+        return f"rules[{self.index}]"
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """Parsed configuration. ``path`` is the file routing came from (``None``: no file);
+    ``settings`` maps a provider name to the settings handed to it; ``models`` to its alias map;
+    ``policy`` is the effective server/user policy."""
+
+    path: str | None = None
+    default: str | None = None
+    fallback: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    models: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    policy: Policy = DEFAULT_POLICY
+
+    @property
+    def where(self) -> str:
+        """The file name for messages (``"no configuration file"`` when there is none)."""
+        return self.path or "no configuration file"
+
+    @property
+    def configured(self) -> bool:
+        """Whether the file chooses a provider (a ``default`` or any rule)."""
+        return self.default is not None or bool(self.rules)
+
+
+def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$WORKFLOW_MCP_HOME/config.toml``, default ``~/.workflow-mcp/config.toml``."""
+    env = os.environ if environ is None else environ
+    home = env.get("WORKFLOW_MCP_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".workflow-mcp"
+    )
+    return Path(home) / USER_CONFIG_NAME
+
+
+def find_config(
+    cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """The project file (nearest ``workflow-mcp.toml`` from ``cwd`` up), else the user file if it
+    exists, else ``None``."""
+    here = Path(cwd or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_FILE_NAME
+        if candidate.is_file():
+            return candidate
+    user = user_config_path(environ)
+    return user if user.is_file() else None
+
+
+def load_config(
+    cwd: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+) -> ProviderConfig:
+    """Read the configuration that applies in ``cwd`` (or the file ``path``).
+
+    The user file's policy is the ceiling; a project file's policy narrows it. Returns an empty
+    :class:`ProviderConfig` when no file exists. Raises :class:`ProviderConfigError` (file, key)
+    for malformed TOML, unknown keys or wrong types.
+    """
+    user = user_config_path(environ)
+    ceiling = DEFAULT_POLICY
+    user_data: Mapping[str, Any] | None = None
+    if user.is_file():
+        user_data = _read(user)
+        ceiling = _policy(user_data, str(user), DEFAULT_POLICY, narrow=False)
+    chosen = Path(path) if path is not None else find_config(cwd, environ)
+    if chosen is None:
+        return ProviderConfig(policy=ceiling)
+    if user_data is not None and chosen.resolve() == user.resolve():
+        return parse_config(user_data, str(user), ceiling=DEFAULT_POLICY, narrow=False)
+    return parse_config(_read(chosen), str(chosen), ceiling=ceiling, narrow=True)
+
+
+def parse_config(
+    data: Mapping[str, Any], source: str, *, ceiling: Policy = DEFAULT_POLICY, narrow: bool = False
+) -> ProviderConfig:
+    """Validate one parsed TOML document from ``source``. ``ceiling`` is the policy it may narrow
+    (``narrow=True``) or replace (``narrow=False``, the user file). Provider names are checked
+    for shape here and for existence by the registry (routing.py)."""
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ProviderConfigError(
+                source, str(key), f"unknown key; expected one of {', '.join(_TOP_KEYS)}"
+            )
+    default = data.get("default")
+    if default is not None:
+        _name(default, source, "default")
+    fallback = data.get("fallback", [])
+    if not isinstance(fallback, list):
+        raise ProviderConfigError(
+            source, "fallback", f"must be a list of provider names, got {_kind(fallback)}"
+        )
+    for i, name in enumerate(fallback):
+        _name(name, source, f"fallback[{i}]")
+    rules = tuple(
+        _rule(raw, i, source) for i, raw in enumerate(_list(data.get("rules", []), source, "rules"))
+    )
+    providers = data.get("providers", {})
+    if not isinstance(providers, Mapping):
+        raise ProviderConfigError(
+            source, "providers", f"must be a table of provider tables, got {_kind(providers)}"
+        )
+    settings: dict[str, dict[str, Any]] = {}
+    models: dict[str, dict[str, str]] = {}
+    for name, table in providers.items():
+        key = f"providers.{name}"
+        _name(name, source, key)
+        if not isinstance(table, Mapping):
+            raise ProviderConfigError(source, key, f"must be a table, got {_kind(table)}")
+        body = dict(table)
+        aliases = body.pop("models", {})
+        if not isinstance(aliases, Mapping):
+            raise ProviderConfigError(
+                source, f"{key}.models", f"must be a table of model names, got {_kind(aliases)}"
+            )
+        for alias, target in aliases.items():
+            if not isinstance(target, str) or not target:
+                raise ProviderConfigError(
+                    source, f"{key}.models.{alias}", f"must be a non-empty model name, got {target!r}"
+                )
+        settings[name] = body
+        models[name] = dict(aliases)
+    policy = _policy(data, source, ceiling, narrow=narrow)
+    return ProviderConfig(
+        path=source,
+        default=default,
+        fallback=tuple(fallback),
+        rules=rules,
+        settings=settings,
+        models=models,
+        policy=policy,
+    )
+
+
+def _read(path: Path) -> Mapping[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProviderConfigError(str(path), "", f"not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ProviderConfigError(str(path), "", f"cannot read the file: {exc.strerror or exc}") from exc
+
+
+def _policy(data: Mapping[str, Any], source: str, ceiling: Policy, *, narrow: bool) -> Policy:
+    raw = data.get("policy")
+    if raw is None:
+        return ceiling
+    if not isinstance(raw, Mapping):
+        raise ProviderConfigError(source, "policy", f"must be a table, got {_kind(raw)}")
+    try:
+        parsed = Policy.from_mapping(raw, source=source, base=ceiling)
+    except PolicyError as exc:
+        raise ProviderConfigError(source, f"policy.{exc.key}", exc.problem) from exc
+    if not narrow:
+        return parsed
+    try:
+        return ceiling.narrow(raw)
+    except PolicyError as exc:
+        raise ProviderConfigError(
+            source,
+            f"policy.{exc.key}",
+            f"{exc.problem} by {exc.source}; a project file can only narrow the user policy "
+            f"(allow it in {user_config_path()} or remove it here)",
+        ) from exc
+
+
+def _rule(raw: Any, index: int, source: str) -> Rule:
+    key = f"rules[{index}]"
+    if not isinstance(raw, Mapping):
+        raise ProviderConfigError(source, key, f"must be a table, got {_kind(raw)}")
+    for k in raw:
+        if k not in _RULE_KEYS:
+            raise ProviderConfigError(
+                source, f"{key}.{k}", f"unknown key; expected one of {', '.join(_RULE_KEYS)}"
+            )
+    if "provider" not in raw:
+        raise ProviderConfigError(source, f"{key}.provider", "is required")
+    _name(raw["provider"], source, f"{key}.provider")
+    globs: dict[str, str | None] = {}
+    for k in ("phase", "label", "model", "agentType"):
+        value = raw.get(k)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ProviderConfigError(
+                source, f"{key}.{k}", f"must be a non-empty string (a glob), got {value!r}"
+            )
+        globs[k] = value
+    if not any(globs.values()):
+        raise ProviderConfigError(
+            source, key, "matches every call; give phase, label, model or agentType (or use `default`)"
+        )
+    return Rule(
+        provider=raw["provider"],
+        index=index,
+        phase=globs["phase"],
+        label=globs["label"],
+        model=globs["model"],
+        agent_type=globs["agentType"],
+    )
+
+
+def _list(value: Any, source: str, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ProviderConfigError(source, key, f"must be a list (use [[{key}]] tables), got {_kind(value)}")
+    return value
+
+
+def _name(value: Any, source: str, key: str) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise ProviderConfigError(source, key, f"must be a provider name like 'codex', got {value!r}")
+    return value
+
+
+def _glob(pattern: str, value: str) -> bool:
+    # `[` is literal (like the fake provider's label globs); only * and ? are wildcards.
+    return fnmatch.fnmatchcase(value, pattern.replace("[", "[[]"))
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__

@@ -1,0 +1,235 @@
+"""Execution policy for agent providers: sandbox, network, writable roots, approvals, environment.
+
+Two layers meet here (DESIGN.md, "Security defaults"): the *server/user policy* from configuration
+and what a *caller* asks for (an MCP client, a CLI flag). :meth:`Policy.narrow` intersects them: a
+caller can narrow every limit, never widen one; asking for more raises :class:`PolicyError` naming
+the limit and where it comes from. The default is workspace-write, no network, no approvals.
+
+Credentials stay in the provider process: a provider starts its agent program with only the
+environment names of :func:`allowed_env` (a base set, the provider's own credential names and the
+policy's ``env`` names; ``*`` globs allowed) and never hands any of them to the realm.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from ..errors import InvalidInputError
+
+__all__ = [
+    "APPROVALS",
+    "BASE_ENV",
+    "DEFAULT_POLICY",
+    "SANDBOX_MODES",
+    "Policy",
+    "PolicyError",
+    "allowed_env",
+]
+
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+Approvals = Literal["never", "auto-review"]
+
+SANDBOX_MODES: Final[tuple[SandboxMode, ...]] = ("read-only", "workspace-write", "danger-full-access")
+"""Sandbox modes, narrowest first."""
+APPROVALS: Final[tuple[Approvals, ...]] = ("never", "auto-review")
+"""Approval modes, narrowest first: ``never`` asks nobody and refuses every escalation (fail
+closed); ``auto-review`` lets the agent's own reviewer approve escalations."""
+
+BASE_ENV: Final[tuple[str, ...]] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "ALL_PROXY",
+    "SYSTEMROOT",
+    "COMSPEC",
+    "PATHEXT",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "USERPROFILE",
+)
+"""Environment names every provider process may see: what a program needs to run, no secrets."""
+
+
+class PolicyError(InvalidInputError):
+    """Raised when a policy is malformed or a caller asks for more than the server policy allows.
+
+    ``key`` names the limit (``sandbox``, ``network``, ``writable_roots``, ``approvals``, ``env``);
+    ``source`` says where the limit comes from (a config file, or ``default policy``).
+    """
+
+    def __init__(self, key: str, problem: str, *, source: str = "default policy") -> None:
+        self.key = key
+        self.source = source
+        self.problem = problem
+        super().__init__(f"{source}: policy.{key}: {problem}")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What an agent may do.
+
+    ``sandbox``: one of :data:`SANDBOX_MODES`. ``network``: outbound network from the agent's
+    commands. ``writable_roots``: absolute directories writable besides the working directory
+    (workspace-write only). ``approvals``: one of :data:`APPROVALS`. ``env``: extra environment
+    names (globs) the provider process may see, e.g. a custom model provider's key name.
+    ``source`` names where the policy came from, for error messages.
+    """
+
+    sandbox: SandboxMode = "workspace-write"
+    network: bool = False
+    writable_roots: tuple[str, ...] = ()
+    approvals: Approvals = "never"
+    env: tuple[str, ...] = ()
+    source: str = field(default="default policy", compare=False)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any], *, source: str, base: Policy | None = None) -> Policy:
+        """Parse a ``[policy]`` table (keys ``sandbox``, ``network``, ``writable_roots``,
+        ``approvals``, ``env``) over ``base`` (default: :data:`DEFAULT_POLICY`).
+
+        Raises :class:`PolicyError` naming ``source`` and the key for an unknown key or a bad value.
+        """
+        start = base or DEFAULT_POLICY
+        known = {"sandbox", "network", "writable_roots", "approvals", "env"}
+        for key in raw:
+            if key not in known:
+                raise PolicyError(
+                    str(key), f"unknown key; expected one of {', '.join(sorted(known))}", source=source
+                )
+        sandbox = raw.get("sandbox", start.sandbox)
+        if sandbox not in SANDBOX_MODES:
+            raise PolicyError(
+                "sandbox", f"must be one of {', '.join(SANDBOX_MODES)}, got {sandbox!r}", source=source
+            )
+        network = raw.get("network", start.network)
+        if not isinstance(network, bool):
+            raise PolicyError("network", f"must be true or false, got {network!r}", source=source)
+        approvals = raw.get("approvals", start.approvals)
+        if approvals not in APPROVALS:
+            raise PolicyError(
+                "approvals", f"must be one of {', '.join(APPROVALS)}, got {approvals!r}", source=source
+            )
+        roots = _strings(raw.get("writable_roots", list(start.writable_roots)), "writable_roots", source)
+        for root in roots:
+            if not os.path.isabs(os.path.expanduser(root)):
+                raise PolicyError("writable_roots", f"{root!r} is not an absolute path", source=source)
+        env = _strings(raw.get("env", list(start.env)), "env", source)
+        return cls(
+            sandbox=sandbox,
+            network=network,
+            writable_roots=tuple(os.path.normpath(os.path.expanduser(r)) for r in roots),
+            approvals=approvals,
+            env=tuple(env),
+            source=source,
+        )
+
+    def narrow(self, asked: Mapping[str, Any] | Policy | None) -> Policy:
+        """The intersection of this (server) policy with what a caller ``asked`` for.
+
+        Keys the caller leaves out keep this policy's value. Raises :class:`PolicyError` when the
+        caller asks for more: a wider sandbox, network this policy denies, a writable root outside
+        this policy's roots, approvals this policy does not allow, or environment names it does not
+        pass.
+        """
+        if asked is None:
+            return self
+        raw = asked.to_mapping() if isinstance(asked, Policy) else dict(asked)
+        wanted = Policy.from_mapping(raw, source="caller", base=self)
+        where = self.source
+        if SANDBOX_MODES.index(wanted.sandbox) > SANDBOX_MODES.index(self.sandbox):
+            raise PolicyError(
+                "sandbox",
+                f"{wanted.sandbox!r} was asked for, wider than the allowed {self.sandbox!r}",
+                source=where,
+            )
+        if wanted.network and not self.network:
+            raise PolicyError(
+                "network", "network access was asked for, and this policy denies it", source=where
+            )
+        if APPROVALS.index(wanted.approvals) > APPROVALS.index(self.approvals):
+            raise PolicyError(
+                "approvals",
+                f"{wanted.approvals!r} was asked for, wider than the allowed {self.approvals!r}",
+                source=where,
+            )
+        for root in wanted.writable_roots:
+            if not any(_within(root, allowed) for allowed in self.writable_roots):
+                raise PolicyError(
+                    "writable_roots",
+                    f"writing {root!r} was asked for, outside the allowed roots",
+                    source=where,
+                )
+        for name in wanted.env:
+            if name not in self.env:
+                raise PolicyError(
+                    "env", f"passing {name!r} was asked for, and this policy does not pass it", source=where
+                )
+        return Policy(
+            sandbox=wanted.sandbox,
+            network=wanted.network,
+            writable_roots=wanted.writable_roots if "writable_roots" in raw else self.writable_roots,
+            approvals=wanted.approvals,
+            env=wanted.env if "env" in raw else self.env,
+            source=f"{self.source} narrowed by the caller",
+        )
+
+    def to_mapping(self) -> dict[str, Any]:
+        """``{"sandbox", "network", "writable_roots", "approvals", "env"}`` (JSON-ready)."""
+        return {
+            "sandbox": self.sandbox,
+            "network": self.network,
+            "writable_roots": list(self.writable_roots),
+            "approvals": self.approvals,
+            "env": list(self.env),
+        }
+
+
+DEFAULT_POLICY: Final = Policy()
+"""workspace-write, no network, no approvals, no extra environment (DESIGN.md)."""
+
+
+def allowed_env(
+    policy: Policy, provider_names: Iterable[str] = (), environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment a provider process may see: the names in :data:`BASE_ENV`,
+    ``provider_names`` (the provider's own credential names) and ``policy.env``, taken from
+    ``environ`` (default ``os.environ``). Names may be ``fnmatch`` globs (``LC_*``)."""
+    source = os.environ if environ is None else environ
+    patterns = [*BASE_ENV, *provider_names, *policy.env]
+    return {k: v for k, v in source.items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
+
+
+def _strings(value: Any, key: str, source: str) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+        raise PolicyError(key, f"must be a list of non-empty strings, got {value!r}", source=source)
+    return list(value)
+
+
+def _within(path: str, root: str) -> bool:
+    path, root = os.path.normpath(path), os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

@@ -1,0 +1,333 @@
+"""Routing: one :class:`AgentProvider` that sends each agent() call to the provider configuration
+chooses, so the engine never changes.
+
+For each :class:`AgentRequest` (:meth:`RoutingProvider.execute`):
+
+1. **Choose.** The first rule of ``[[rules]]`` whose globs all match the call's phase, label,
+   model and agentType names a provider; otherwise ``default``. ``--provider NAME`` (``forced``)
+   overrides both.
+2. **Check before spawning.** A schema call to a provider without structured output is refused
+   (:class:`CapabilityError`), before that provider starts anything.
+3. **Map the model.** ``[providers.NAME.models]`` maps a workflow model name to the provider's.
+   Claude's aliases (``sonnet``, ``opus``, ``haiku``) are never guessed: a provider that does not
+   take Claude model names needs a mapping, else :class:`ModelAliasError` names the file and the
+   key to add. Other names pass unchanged.
+4. **Fall back.** When the provider answers ``provider_failed`` or cannot start
+   (:class:`~workflow_mcp.providers.registry.ProviderUnavailableError`), the ``fallback`` providers
+   are tried in order (those unable to take the call — no structured output for a schema call, no
+   mapping for a Claude alias — are passed over), each attempt reported as a ``progress`` event.
+   An execution error, an auth error (the run should pause, not switch accounts) or cancellation
+   never falls back.
+
+:func:`build_router` validates everything it can before any agent runs: unknown providers, missing
+SDKs or binaries, settings the provider rejects, rules routing a Claude alias to a provider with no
+mapping for it. Each error names the configuration file and key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from ..errors import InvalidInputError
+from .base import (
+    AgentContext,
+    AgentExecutionError,
+    AgentProvider,
+    AgentRequest,
+    AgentResult,
+    ProviderCapabilities,
+    ProviderEvent,
+)
+from .config import ProviderConfig, ProviderConfigError, load_config
+from .policy import Policy
+from .registry import (
+    ProviderInfo,
+    ProviderUnavailableError,
+    UnknownProviderError,
+    get_provider,
+    probe,
+    provider_names,
+)
+
+__all__ = [
+    "AUTO_PICK_ORDER",
+    "CLAUDE_ALIASES",
+    "CapabilityError",
+    "ModelAliasError",
+    "NoProviderAvailableError",
+    "RoutingProvider",
+    "build_router",
+]
+
+CLAUDE_ALIASES: Final = frozenset({"sonnet", "opus", "haiku"})
+"""Claude Code's model aliases; never mapped to another vendor's model by guesswork."""
+AUTO_PICK_ORDER: Final = ("codex", "claude", "acp")
+"""Without configuration, the first ready provider of these is used (issue 4)."""
+
+
+class CapabilityError(AgentExecutionError):
+    """Raised (the agent() call rejects) when the routed provider cannot honour the call, e.g. a
+    schema call to a provider without structured output. Raised before the provider is called."""
+
+
+class ModelAliasError(AgentExecutionError):
+    """Raised when a call names a Claude model alias and the routed provider has no mapping for it.
+    The message names the configuration file and the key to add."""
+
+    def __init__(self, alias: str, provider: str, where: str) -> None:
+        self.alias = alias
+        self.provider = provider
+        super().__init__(
+            f"model {alias!r} is a Claude model alias and provider {provider!r} does not run Claude models; "
+            f"it is never guessed: map it in {where} under [providers.{provider}.models], "
+            f'e.g. {alias} = "<a {provider} model>"'
+        )
+
+
+class NoProviderAvailableError(InvalidInputError):
+    """Raised when nothing chooses a provider and none of :data:`AUTO_PICK_ORDER` is ready; the
+    message says, for each, what is missing and how to install or log in."""
+
+
+@dataclass
+class _Route:
+    name: str
+    provider: AgentProvider
+    info: ProviderInfo
+    models: Mapping[str, str]
+
+
+class RoutingProvider:
+    """An :class:`AgentProvider` dispatching each call by configuration (module docstring).
+
+    ``routes`` maps provider names to built providers; ``config`` the parsed configuration;
+    ``forced`` a provider chosen by the caller (CLI ``--provider``). Build it with
+    :func:`build_router`. :meth:`aclose` closes every provider that has an ``aclose``.
+    """
+
+    def __init__(
+        self, routes: Mapping[str, _Route], config: ProviderConfig, *, forced: str | None = None
+    ) -> None:
+        self._routes = dict(routes)
+        self.config = config
+        self.forced = forced
+        self.default = forced or config.default
+        used = list(self._routes.values())
+        if forced is not None or (len(used) == 1 and not config.fallback):
+            self.name = self.default or used[0].name
+        else:
+            self.name = "routing"
+        caps = [r.provider.capabilities for r in used]
+        self.capabilities = ProviderCapabilities(
+            structured_output=any(c.structured_output for c in caps),
+            images=all(c.images for c in caps),
+            sandbox_control=all(c.sandbox_control for c in caps),
+            session_resume=all(c.session_resume for c in caps),
+            # The engine's stall watchdog judges silence only for streaming providers: claim it only
+            # when every route streams, so a silent provider is never killed for being silent.
+            streaming=all(c.streaming for c in caps),
+            cancellation=all(c.cancellation for c in caps),
+        )
+
+    @property
+    def providers(self) -> dict[str, AgentProvider]:
+        """The built providers by name."""
+        return {name: r.provider for name, r in self._routes.items()}
+
+    def choose(self, request: AgentRequest) -> tuple[str, str]:
+        """The provider name for ``request`` and the configuration key that chose it."""
+        if self.forced is not None:
+            return self.forced, "--provider"
+        for rule in self.config.rules:
+            if rule.matches(
+                phase=request.phase, label=request.label, model=request.model, agent_type=request.agent_type
+            ):
+                return rule.provider, rule.key
+        if self.default is None:  # build_router never builds this; kept for direct construction
+            raise CapabilityError(f"{self.config.where}: no rule matches this call and there is no `default`")
+        return self.default, "default"
+
+    def map_model(self, provider: str, model: str | None) -> str | None:
+        """``model`` as provider ``provider`` names it. Raises :class:`ModelAliasError` for an
+        unmapped Claude alias on a provider that does not take Claude model names."""
+        if model is None:
+            return None
+        route = self._routes[provider]
+        if model in route.models:
+            return route.models[model]
+        if model in CLAUDE_ALIASES and not route.info.accepts_claude_models:
+            raise ModelAliasError(model, provider, self.config.where)
+        return model
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        """Route ``request`` (module docstring). Returns the first non-``provider_failed`` result, or
+        the last ``provider_failed`` one; raises :class:`CapabilityError`, :class:`ModelAliasError`,
+        or whatever the provider raises (never falling back on those)."""
+        first, key = self.choose(request)
+        self._check(first, key, request)
+        chain = [first, *(n for n in self.config.fallback if n != first)] if self.forced is None else [first]
+        last: AgentResult | None = None
+        failure: str | None = None
+        for index, name in enumerate(chain):
+            if index > 0:
+                try:
+                    self._check(name, "fallback", request)
+                except AgentExecutionError as exc:
+                    await context.emit(ProviderEvent(kind="progress", text=f"fallback {name} skipped: {exc}"))
+                    continue
+                await context.emit(
+                    ProviderEvent(
+                        kind="progress",
+                        text=f"provider {chain[index - 1]} failed ({failure}); falling back to {name}",
+                        data={"fallback": name},
+                    )
+                )
+            routed = replace(
+                request,
+                model=self.map_model(name, request.model),
+                session=request.session if index == 0 else None,
+            )
+            try:
+                result = await self._routes[name].provider.execute(routed, context)
+            except ProviderUnavailableError as exc:
+                if index + 1 >= len(chain):
+                    raise
+                failure = str(exc)
+                continue
+            if result.outcome != "provider_failed":
+                return result
+            last, failure = result, result.message or "provider failure"
+        if last is None:  # every fallback was unusable and the first could not start
+            raise CapabilityError(f"no provider could take this call ({failure})")
+        return last
+
+    def _check(self, name: str, key: str, request: AgentRequest) -> None:
+        route = self._routes[name]
+        if request.schema is not None and not route.provider.capabilities.structured_output:
+            raise CapabilityError(
+                f"agent() asked for structured output (a schema) but provider {name!r} (chosen by {key} in "
+                f"{self.config.where}) cannot produce structured output; route schema calls to a provider that can"
+            )
+        self.map_model(name, request.model)
+
+    async def aclose(self) -> None:
+        """Close every provider that holds a process (idempotent)."""
+        for route in self._routes.values():
+            close = getattr(route.provider, "aclose", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    await close()
+
+
+def build_router(
+    *,
+    provider: str | None = None,
+    cwd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    config: ProviderConfig | None = None,
+    policy: Mapping[str, Any] | Policy | None = None,
+    on_pick: Callable[[str], None] | None = None,
+) -> RoutingProvider:
+    """Build the routing provider for ``cwd`` from configuration (:func:`load_config`).
+
+    ``provider`` (the CLI's ``--provider``) overrides the configured choice; its settings, alias
+    map and policy still apply. ``policy`` is what the caller asks for: it narrows the configured
+    policy and may never widen it. Without configuration and ``provider``, the first ready provider
+    of :data:`AUTO_PICK_ORDER` is used and ``on_pick`` hears a one-line notice saying which.
+
+    Raises (all before any agent runs): :class:`~workflow_mcp.providers.config.ProviderConfigError`,
+    :class:`~workflow_mcp.providers.registry.UnknownProviderError`,
+    :class:`~workflow_mcp.providers.registry.ProviderUnavailableError`,
+    :class:`~workflow_mcp.providers.policy.PolicyError`, :class:`NoProviderAvailableError`.
+    """
+    conf = config if config is not None else load_config(cwd or os.getcwd(), environ)
+    effective = conf.policy.narrow(policy)
+    where = conf.where
+    wanted: dict[str, str] = {}  # provider name -> the key that names it
+    forced = provider
+    if forced is not None:
+        wanted[forced] = "--provider"
+    else:
+        if conf.default is not None:
+            wanted[conf.default] = "default"
+        for rule in conf.rules:
+            wanted.setdefault(rule.provider, f"{rule.key}.provider")
+        if not conf.configured:
+            picked = _auto_pick(conf)
+            if on_pick is not None:
+                on_pick(picked[1])
+            conf = replace(conf, default=picked[0])
+            wanted[picked[0]] = "default"
+        for i, name in enumerate(conf.fallback):
+            wanted.setdefault(name, f"fallback[{i}]")
+        if conf.default is None:
+            raise ProviderConfigError(
+                where,
+                "default",
+                'is required when rules do not cover every call (add default = "<provider>")',
+            )
+    known = provider_names()
+    for name, key in wanted.items():
+        if name not in known:
+            if key == "--provider":
+                raise UnknownProviderError(name, known)
+            raise UnknownProviderError(name, known, where=f"{where}: {key}")
+    for name in conf.settings:
+        if name not in known:
+            raise UnknownProviderError(name, known, where=f"{where}: providers.{name}")
+    routes: dict[str, _Route] = {}
+    for name, key in wanted.items():
+        settings = conf.settings.get(name, {})
+        info = probe(name, settings)
+        if not info.availability.available:
+            raise ProviderUnavailableError(
+                name,
+                info.availability.problem or "not installed",
+                install=info.availability.install,
+                where="--provider" if key == "--provider" else f"{where}: {key}",
+            )
+        built = get_provider(name, settings, policy=effective, source=where)
+        routes[name] = _Route(name, built, info, conf.models.get(name, {}))
+    for rule in conf.rules if forced is None else ():
+        if rule.model in CLAUDE_ALIASES:
+            route = routes[rule.provider]
+            if rule.model not in route.models and not route.info.accepts_claude_models:
+                raise ProviderConfigError(
+                    where,
+                    f"{rule.key}.model",
+                    f"routes Claude alias {rule.model!r} to {rule.provider!r}, which has no mapping for it; "
+                    f'add [providers.{rule.provider}.models] {rule.model} = "<a {rule.provider} model>"',
+                )
+    return RoutingProvider(routes, conf, forced=forced)
+
+
+def _auto_pick(conf: ProviderConfig) -> tuple[str, str]:
+    """(name, notice) for the first ready provider of :data:`AUTO_PICK_ORDER`."""
+    known = provider_names()
+    notes: list[str] = []
+    for name in AUTO_PICK_ORDER:
+        if name not in known:
+            notes.append(f"{name}: not installed")
+            continue
+        info = probe(name, conf.settings.get(name, {}))
+        a = info.availability
+        if a.ready:
+            version = f" {a.version}" if a.version else ""
+            return name, (
+                f"workflow-mcp: no provider configured; using {name}{version} (the first available of "
+                f"{', '.join(AUTO_PICK_ORDER)}); choose one with --provider or `default` in workflow-mcp.toml"
+            )
+        notes.append(
+            f"{name}: {a.problem or 'not available'}" + (f" (install: {a.install})" if a.install else "")
+        )
+    raise NoProviderAvailableError(
+        "no agent provider is available: "
+        + "; ".join(notes)
+        + ". Install one (e.g. pip install 'workflow-mcp[codex]' and log in with `codex login` or set "
+        "OPENAI_API_KEY), configure one in workflow-mcp.toml, or pass --provider fake for a dry run "
+        "with the deterministic fake provider"
+    )

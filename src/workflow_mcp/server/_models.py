@@ -1,0 +1,222 @@
+"""The structured results of the MCP tools: one pydantic model per tool, published as its
+``outputSchema`` and returned as ``structuredContent``.
+
+Wire names are camelCase (``runId``, ``tokenUsage``); Python code builds the models with snake_case
+names. Optional fields are left out of the wire form when they were not set, so ``result`` appears
+exactly when a run completed (a workflow may legitimately return ``null``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AgentCall",
+    "CancelOutcome",
+    "Dependencies",
+    "DiagnosticOut",
+    "EventOut",
+    "EventsPage",
+    "PhaseOut",
+    "ProblemOut",
+    "ProviderOut",
+    "ProvidersList",
+    "RunError",
+    "RunOutcome",
+    "RunSnapshot",
+    "RunStatus",
+    "TokenUsageOut",
+    "WarningOut",
+    "WorkflowDescription",
+    "WorkflowList",
+    "WorkflowSummary",
+    "WorkflowValidation",
+    "dump",
+]
+
+RunStatus = Literal["queued", "running", "paused", "completed", "failed", "cancelled", "interrupted"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """The wire form: camelCase keys, unset optional fields left out."""
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+# -- definitions -------------------------------------------------------------------------------
+class WorkflowSummary(_Model):
+    name: str
+    description: str
+    source: Literal["personal", "project"] = Field(description="Where discovery found it.")
+    path: str
+    tags: list[str] = Field(description="Sidecar library tags (none until the workflow library exists).")
+
+
+class DiagnosticOut(_Model):
+    path: str
+    kind: str = Field(description="near-miss, invalid, shadowed or unreadable.")
+    message: str
+
+
+class WorkflowList(_Model):
+    cwd: str = Field(description="The directory discovery started from.")
+    workflows: list[WorkflowSummary]
+    diagnostics: list[DiagnosticOut]
+
+
+class ProblemOut(_Model):
+    rule: str = Field(description="Stable rule id, e.g. meta-first-statement or syntax.")
+    message: str
+    path: str | None = None
+    line: int | None = Field(default=None, description="1-based.")
+    column: int | None = Field(default=None, description="1-based, in UTF-16 code units.")
+
+
+class WarningOut(_Model):
+    rule: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+
+class WorkflowValidation(_Model):
+    valid: bool
+    meta: dict[str, Any] | None = Field(description="Normalized meta when the meta statement itself is fine.")
+    errors: list[ProblemOut]
+    warnings: list[WarningOut]
+    source_hash: str | None = Field(default=None, description="SHA-256 of the source bytes.")
+
+
+class Dependencies(_Model):
+    workflows: list[str] = Field(description="Nested workflow names it calls (must be discoverable).")
+    script_paths: list[str] = Field(description="Nested workflow({scriptPath}) files it calls.")
+    agent_types: list[str] = Field(description="agentType values it asks for.")
+
+
+class WorkflowDescription(_Model):
+    name: str
+    description: str
+    meta: dict[str, Any] = Field(
+        description="Normalized meta: name, description, title?, whenToUse?, phases?."
+    )
+    origin: Literal["personal", "project", "file", "inline"]
+    path: str | None
+    source_hash: str
+    profile: str
+    dependencies: Dependencies
+    warnings: list[WarningOut]
+    sidecar: dict[str, Any] = Field(
+        description="Library metadata kept outside the .js file (tags, versions)."
+    )
+    approved: bool = Field(description="Whether workflow_run may run this exact source without asking.")
+
+
+# -- runs --------------------------------------------------------------------------------------
+class TokenUsageOut(_Model):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    replayed_output: int = Field(default=0, description="Output tokens of replayed (cached) calls.")
+
+
+class RunError(_Model):
+    name: str | None = None
+    message: str
+
+
+class RunOutcome(_Model):
+    run_id: str
+    status: RunStatus
+    terminal: bool = Field(
+        description="True once the run has ended (completed, failed, cancelled, interrupted)."
+    )
+    workflow: str | None = None
+    result: Any = Field(default=None, description="The workflow's return value; present only when completed.")
+    error: RunError | None = None
+    token_usage: TokenUsageOut | None = None
+    logs: list[str] | None = Field(default=None, description="The last log lines (bounded).")
+    deduplicated: bool | None = Field(
+        default=None, description="True when idempotencyKey matched an earlier run (no new run started)."
+    )
+    resumed_from: str | None = None
+
+
+class PhaseOut(_Model):
+    title: str
+    status: str
+
+
+class AgentCall(_Model):
+    agent_id: str
+    label: str
+    phase: str | None
+    state: str = Field(description="queued, running, completed, failed or cached.")
+    cached: bool
+    preview: str | None = Field(description="A compact preview of the result or failure (bounded).")
+
+
+class RunSnapshot(_Model):
+    run_id: str
+    status: RunStatus
+    workflow: str | None
+    started_at: str | None
+    ended_at: str | None
+    phases: list[PhaseOut]
+    current_phase: str | None
+    counts: dict[str, int] = Field(description="Agent calls by state.")
+    recent_calls: list[AgentCall]
+    log_tail: list[str]
+    token_usage: TokenUsageOut
+    error: RunError | None = None
+    paused_reason: str | None = None
+    last_sequence: int = Field(description="Sequence of the newest event: a cursor for workflow_run_events.")
+    truncated: bool = Field(description="True when calls or log lines were dropped to respect the size caps.")
+
+
+class EventOut(_Model):
+    schema_version: int
+    run_id: str
+    sequence: int
+    event_id: str
+    timestamp: str
+    type: str
+    phase_id: str | None = None
+    node_id: str | None = None
+    agent_id: str | None = None
+    parent_id: str | None = None
+    payload: dict[str, Any]
+
+
+class EventsPage(_Model):
+    run_id: str
+    events: list[EventOut]
+    next_cursor: int = Field(description="Pass as `after` to get the events that follow.")
+    status: RunStatus
+    terminal: bool
+    has_more: bool = Field(description="More events are already stored after next_cursor.")
+
+
+class CancelOutcome(_Model):
+    run_id: str
+    outcome: str = Field(
+        description="cancelling (this server stops it), requested (another process owns it) or the status "
+        "it had already ended with."
+    )
+    status: RunStatus
+
+
+class ProviderOut(_Model):
+    name: str
+    description: str
+    available: bool
+
+
+class ProvidersList(_Model):
+    providers: list[ProviderOut]

@@ -1,0 +1,1137 @@
+"""The MCP surface of workflow-mcp: tools, resources and the ``author-workflow`` prompt, on the
+official ``mcp`` SDK (``mcp.server.mcpserver.MCPServer``).
+
+Everything reaches the runtime through :class:`~workflow_mcp.service.WorkflowService`. Runs belong to
+the service (the server process and the store), never to a request: a client that disconnects, or
+cancels a waiting call, leaves its runs running.
+
+Two error planes (STYLE.md 7): arguments that break a tool's input schema (or name no tool, or combine
+targets wrongly) are JSON-RPC invalid-params errors; workflow and run failures are ``isError`` results
+whose text says what to call next.
+
+Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``,
+``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
+``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
+``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
+the list of recent runs, with ``resources/updated`` for subscribed runs (``subscriptions/listen`` on
+2026-07-28 connections, ``resources/subscribe`` on earlier ones). Prompt: ``author-workflow``.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
+
+import anyio.to_thread
+from mcp.server.context import ServerRequestContext
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolResult,
+    EmptyResult,
+    InputRequiredResult,
+    SubscribeRequestParams,
+    TextContent,
+    ToolAnnotations,
+    UnsubscribeRequestParams,
+)
+from mcp.types import Resource as MCPResource
+from pydantic import AnyUrl, BaseModel, Field, ValidationError
+
+from .. import __version__
+from ..definitions.load import Workflow
+from ..errors import InvalidInputError, WorkflowLoadError, WorkflowMcpError, WorkflowNotFoundError
+from ..events import Event
+from ..providers.base import AgentProvider
+from ..providers.fake import FakeProvider
+from ..service import WorkflowService
+from ._models import (
+    CancelOutcome,
+    Dependencies,
+    DiagnosticOut,
+    EventOut,
+    EventsPage,
+    ProblemOut,
+    ProviderOut,
+    ProvidersList,
+    RunOutcome,
+    RunSnapshot,
+    RunStatus,
+    WarningOut,
+    WorkflowDescription,
+    WorkflowList,
+    WorkflowSummary,
+    WorkflowValidation,
+    dump,
+)
+from ._policy import LOCAL, Principal, ServerPolicy, SourceTrust, ceiling
+from ._prompt import author_workflow_guide
+from ._render import (
+    MAX_EVENTS_BYTES,
+    TERMINAL,
+    event_out,
+    outcome_of,
+    outcome_text,
+    preview,
+    snapshot_of,
+    snapshot_text,
+)
+
+__all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
+
+PRINCIPAL_SCOPE_KEY = "workflow_mcp.principal"
+"""Key under the ASGI ``scope["state"]`` where the HTTP guard puts the request's :class:`Principal`."""
+
+RUN_URI = re.compile(r"^workflow://runs/(?P<run>[^/?#]+)(?:/(?P<rest>.*))?$")
+
+_PRINCIPAL: ContextVar[Principal | None] = ContextVar("workflow_mcp_principal", default=None)
+_APPROVAL: ContextVar[_Approval | None] = ContextVar("workflow_mcp_approval", default=None)
+
+_INSTRUCTIONS = """\
+workflow-mcp runs Claude Code dynamic-workflow files (.claude/workflows/<name>.js) durably on \
+interchangeable agent providers. Find workflows with workflow_list, check one with workflow_validate, \
+start it with workflow_run (waitMs 0 returns the run id at once), follow it with workflow_run_events \
+(a durable cursor: pass nextCursor back as after) or workflow_run_await, stop it with \
+workflow_run_cancel, and continue a failed or interrupted run with workflow_run resumeFromRunId. \
+The author-workflow prompt explains how to write a workflow."""
+
+_RO = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+class SourceApproval(BaseModel):
+    """What the user answers when asked to approve a workflow source (form elicitation)."""
+
+    approve: bool = Field(
+        description="Run this workflow source? It executes JavaScript on this machine and starts agents."
+    )
+
+
+@dataclass(frozen=True)
+class _Approval:
+    """What the approval resolver found before ``workflow_run``'s body ran (same request)."""
+
+    status: Literal["trusted", "ask", "unavailable", "unknown", "existing"]
+    source_hash: str | None = None
+
+
+# -- argument types (the input schemas) --------------------------------------------------------
+Name = Annotated[
+    str | None, Field(description="A workflow name, resolved like Claude Code (project beats personal).")
+]
+PathArg = Annotated[str | None, Field(description="A workflow file path (relative to cwd).")]
+Script = Annotated[str | None, Field(description="Inline workflow source (`export const meta = {…}` first).")]
+Cwd = Annotated[
+    str | None,
+    Field(description="Directory to resolve names and relative paths from (default: the server's)."),
+]
+RunId = Annotated[str, Field(min_length=1, max_length=200, description="A run id returned by workflow_run.")]
+WaitMs = Annotated[int, Field(ge=0, le=25_000, description="Longest wait in milliseconds (at most 25,000).")]
+
+
+class WorkflowMcpServer(MCPServer[Any]):
+    """The workflow-mcp MCP server. Build it with :func:`create_server`."""
+
+    def __init__(
+        self,
+        service: WorkflowService,
+        *,
+        policy: ServerPolicy | None = None,
+        trust: SourceTrust | None = None,
+        principal: Principal | None = LOCAL,
+    ) -> None:
+        self._bus = InMemorySubscriptionBus()
+        super().__init__(
+            name="workflow-mcp",
+            version=__version__,
+            instructions=_INSTRUCTIONS,
+            log_level="WARNING",
+            subscriptions=self._bus,
+        )
+        self.service = service
+        self.policy = policy or ServerPolicy()
+        self.trust = trust or SourceTrust()
+        self.default_principal = principal
+        self._legacy_subscribers: dict[str, set[ServerSession]] = {}
+        self._pending_updates: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.middleware.append(self._principal_middleware)
+        self._tool_names: set[str] = set()
+        self._register_tools()
+        self._register_resources()
+        self._register_prompt()
+        # resources/subscribe is removed from the 2026-07-28 protocol (subscriptions/listen replaces
+        # it and MCPServer serves that); handshake-era clients still use it, and MCPServer has no
+        # public way to serve it, so it is added on the low-level server the SDK documents for this.
+        lowlevel = self._lowlevel_server
+        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self._on_subscribe)
+        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._on_unsubscribe)
+
+    # -- the caller -------------------------------------------------------------------------
+    async def _principal_middleware(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        principal = _principal_of_request(ctx.request) or self.default_principal
+        token = _PRINCIPAL.set(principal)
+        try:
+            return await call_next(ctx)
+        finally:
+            _PRINCIPAL.reset(token)
+
+    def _principal(self) -> Principal:
+        principal = _PRINCIPAL.get() or self.default_principal
+        if principal is None:
+            raise MCPError(code=INVALID_REQUEST, message="unauthenticated: send the server's bearer token")
+        return principal
+
+    def _visible(self, run_id: str) -> str | None:
+        """``None`` when the caller may see ``run_id``; else the message explaining why not."""
+        principal = self._principal()
+        try:
+            owner = self.service.owner_of(run_id)
+        except WorkflowNotFoundError:
+            owner, exists = None, False
+        else:
+            exists = True
+        if exists and principal.may_see(owner):
+            return None
+        return (
+            f"No run {run_id!r} is visible to this client: it does not exist, or another client started "
+            "it (each HTTP token sees only its own runs). Call workflow_run to start one; the resource "
+            "list shows your recent runs."
+        )
+
+    # -- tool plumbing ----------------------------------------------------------------------
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Arguments that break a tool's input schema, and unknown tools, are invalid-params errors."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError):
+                raise
+            if isinstance(exc.__cause__, ValidationError):
+                errors = exc.__cause__.errors(include_url=False, include_input=False)
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message=f"invalid arguments for {name}: {_describe_errors(errors)}",
+                    data={"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in errors]},
+                ) from exc
+            if name not in self._tool_names:
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message=f"unknown tool {name!r}; available: {', '.join(sorted(self._tool_names))}",
+                ) from exc
+            raise
+
+    def _add(self, fn: Any, name: str, title: str, description: str, annotations: ToolAnnotations) -> None:
+        self.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+        self._tool_names.add(name)
+
+    def _register_tools(self) -> None:
+        self._add(
+            self.workflow_list,
+            "workflow_list",
+            "List workflows",
+            "Workflows visible from the server's working directory (or `cwd`): personal "
+            "(~/.claude/workflows) and project (.claude/workflows up to the repository root), with Claude "
+            "Code's precedence. Filters: `query` (case-insensitive, name/description), `tags` (all must "
+            "match). Invalid, shadowed and near-miss files come back as diagnostics.",
+            _RO,
+        )
+        self._add(
+            self.workflow_describe,
+            "workflow_describe",
+            "Describe a workflow",
+            "One workflow's normalized meta, source hash, dependencies (nested workflows, script paths, "
+            "agent types), warnings, sidecar metadata, and whether workflow_run may run it without asking. "
+            "Give exactly one of `name`, `path` or `script`.",
+            _RO,
+        )
+        self._add(
+            self.workflow_validate,
+            "workflow_validate",
+            "Validate a workflow",
+            "Check a workflow against Claude Code's loading rules without running it: errors with rule and "
+            "line:column, and warnings. Give exactly one of `name`, `path` or `script` (inline source). An "
+            "invalid workflow is a normal result with valid=false.",
+            _RO,
+        )
+        self._add(
+            self.workflow_run,
+            "workflow_run",
+            "Run a workflow",
+            "Start a workflow run by `name`, `path` or inline `script` with `args` (any JSON) on a "
+            "`provider` (see providers_list; `fake` is a deterministic dry run, optionally scripted with "
+            "`fakeScript`). Limits are ceilings intersected with the server's policy. `waitMs` 0 returns "
+            "{runId, status} at once; up to 25,000 waits in the foreground (with progress notifications when "
+            "you pass a progress token) and returns the outcome if the run ends in time. `idempotencyKey` "
+            "makes a retried call return the same run. `resumeFromRunId` replays the finished calls of an "
+            "earlier run (omit name/path/script to rerun its stored source). A source that was never "
+            "approved is first shown to the user for approval.",
+            ToolAnnotations(
+                read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+            ),
+        )
+        self._add(
+            self.workflow_run_status,
+            "workflow_run_status",
+            "Run status",
+            "A bounded snapshot of a run: status, phases, current phase, the last `lastN` agent calls "
+            "(optionally filtered by `labelGlob`) with compact result previews, the last `logLines` log "
+            "lines and token usage. Never includes the script, prompts or args.",
+            _RO,
+        )
+        self._add(
+            self.workflow_run_events,
+            "workflow_run_events",
+            "Run events",
+            "The run's durable event log from a cursor: events with sequence > `after` (at most `limit`), "
+            "and `nextCursor` to pass back as `after`. With `waitMs`, waits for the next event when none is "
+            "there yet. A client that reconnects and continues from its last cursor misses nothing and sees "
+            "nothing twice.",
+            _RO,
+        )
+        self._add(
+            self.workflow_run_await,
+            "workflow_run_await",
+            "Await a run",
+            "Wait up to `waitMs` for a run to end and return its outcome (result when completed, error when "
+            "failed), or its current status if it is still running. Cancelling this call never cancels the run.",
+            _RO,
+        )
+        self._add(
+            self.workflow_run_cancel,
+            "workflow_run_cancel",
+            "Cancel a run",
+            "Stop a running run. In-flight agent calls are stopped; the run ends `cancelled` and can be "
+            "continued later with workflow_run resumeFromRunId.",
+            ToolAnnotations(
+                read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+            ),
+        )
+        self._add(
+            self.providers_list,
+            "providers_list",
+            "List providers",
+            "The agent providers workflow_run accepts.",
+            _RO,
+        )
+
+    # -- definitions tools ------------------------------------------------------------------
+    async def workflow_list(
+        self,
+        cwd: Cwd = None,
+        query: Annotated[
+            str | None, Field(description="Case-insensitive text to find in name or description.")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Sidecar tags that must all be present.")] = None,
+    ) -> Annotated[CallToolResult, WorkflowList]:
+        base = cwd or self.service.cwd
+        try:
+            found = await anyio.to_thread.run_sync(self.service.list_workflows, base)
+        except WorkflowMcpError as exc:
+            return _error_result(
+                f"Cannot list workflows from {base!r}: {exc}. Pass an existing directory as cwd."
+            )
+        needle = (query or "").casefold()
+        items = []
+        for w in found.workflows:
+            haystack = f"{w.name}\n{w.description}\n{w.meta.when_to_use or ''}".casefold()
+            sidecar_tags: list[str] = []  # the workflow library (versions, tags) is not in the service yet
+            if needle and needle not in haystack:
+                continue
+            if tags and not set(tags) <= set(sidecar_tags):
+                continue
+            items.append(
+                WorkflowSummary(
+                    name=w.name, description=w.description, source=w.source, path=w.path, tags=sidecar_tags
+                )
+            )
+        out = WorkflowList(
+            cwd=os.path.abspath(base),
+            workflows=items,
+            diagnostics=[
+                DiagnosticOut(path=d.path, kind=d.kind, message=d.message) for d in found.diagnostics
+            ],
+        )
+        lines = [f"{len(items)} workflow(s) visible from {out.cwd}" + (":" if items else ".")]
+        lines += [f"- {w.name} ({w.source}): {preview(w.description, 160)}" for w in items]
+        if out.diagnostics:
+            lines.append(f"{len(out.diagnostics)} file(s) skipped (see diagnostics).")
+        return _result("\n".join(lines), out)
+
+    async def workflow_describe(
+        self, name: Name = None, path: PathArg = None, script: Script = None, cwd: Cwd = None
+    ) -> Annotated[CallToolResult, WorkflowDescription]:
+        _one_target(name, path, script)
+        try:
+            workflow, origin = await self._load(name, path, script, cwd)
+        except WorkflowMcpError as exc:
+            return _load_error(exc)
+        deps = _dependencies(workflow)
+        out = WorkflowDescription(
+            name=workflow.meta.name,
+            description=workflow.meta.description,
+            meta=dict(workflow.meta.to_json()),
+            origin=origin,
+            path=workflow.path,
+            source_hash=workflow.source_hash,
+            profile=workflow.profile,
+            dependencies=deps,
+            warnings=[WarningOut.model_validate(w.to_json()) for w in workflow.warnings],
+            sidecar={},
+            approved=self.trust.allows(workflow.source_hash, workflow.path),
+        )
+        text = (
+            f"{out.name} ({origin}{', ' + out.path if out.path else ''}): {preview(out.description, 300)}\n"
+            f"sha256 {out.source_hash[:16]}…; {len(out.warnings)} warning(s); "
+            f"nested workflows: {', '.join(deps.workflows) or 'none'}; "
+            f"{'approved to run' if out.approved else 'not approved yet (workflow_run will ask)'}."
+        )
+        return _result(text, out)
+
+    async def workflow_validate(
+        self, name: Name = None, path: PathArg = None, script: Script = None, cwd: Cwd = None
+    ) -> Annotated[CallToolResult, WorkflowValidation]:
+        _one_target(name, path, script)
+        base = cwd or self.service.cwd
+        try:
+            if name is not None:
+                target, _ = await self._load(name, None, None, cwd, check_syntax=False)
+                file: str | None = target.path
+            else:
+                file = str(Path(base, path).expanduser()) if path is not None else None
+            report = await anyio.to_thread.run_sync(lambda: self.service.validate(file, source=script))
+        except WorkflowLoadError as exc:  # a named workflow resolves only when it loads
+            return _load_error(exc)
+        except WorkflowMcpError as exc:
+            return _error_result(f"{exc}. Call workflow_list to see the workflows visible from {base!r}.")
+        out = WorkflowValidation(
+            valid=report.valid,
+            meta=dict(report.meta.to_json()) if report.meta is not None else None,
+            errors=[ProblemOut.model_validate(e.to_json()) for e in report.errors],
+            warnings=[WarningOut.model_validate(w.to_json()) for w in report.warnings],
+            source_hash=_hash_of(file, script),
+        )
+        label = file or "<inline>"
+        if report.valid:
+            meta = report.meta
+            text = f"valid: {meta.name if meta else label} — {preview(meta.description if meta else '', 200)}"
+        else:
+            text = f"invalid ({len(out.errors)} error(s)):\n" + "\n".join(
+                f"{e.path or label}:{e.line or '?'}:{e.column or '?'}: {e.message} [{e.rule}]"
+                for e in out.errors
+            )
+        if out.warnings:
+            text += f"\n{len(out.warnings)} warning(s): " + "; ".join(
+                f"[{w.rule}] line {w.line}" for w in out.warnings
+            )
+        return _result(text, out)
+
+    # -- runs -------------------------------------------------------------------------------
+    async def _approval_for(
+        self,
+        ctx: Context[Any, Any],
+        name: str | None = None,
+        path: str | None = None,
+        script: str | None = None,
+        cwd: str | None = None,
+        resumeFromRunId: str | None = None,
+        idempotencyKey: str | None = None,
+        provider: str = "",
+    ) -> Any:
+        """Resolver of workflow_run's ``approval``: runs before the body (and again on each retry of
+        the 2026-07-28 input-required flow). Returns an :class:`_Approval`, or ``Elicit`` to ask the
+        user when the source is neither trusted nor approved and the client can ask."""
+        principal = self._principal()
+        if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
+            decision = _Approval("existing")
+        else:
+            try:
+                source_hash, file, label = await self._identify(name, path, script, cwd, resumeFromRunId)
+            except WorkflowMcpError:
+                decision = _Approval("unknown")  # the body loads it again and reports the problem
+            else:
+                if self.trust.allows(source_hash, file):
+                    decision = _Approval("trusted", source_hash)
+                elif _can_elicit(ctx):
+                    _APPROVAL.set(_Approval("ask", source_hash))
+                    return Elicit(
+                        f"Run workflow {label} (sha256 {source_hash[:16]}…) with provider {provider!r}? "
+                        "Its JavaScript runs on this machine and starts agents. Approving remembers this "
+                        "exact source; a changed file asks again.",
+                        SourceApproval,
+                    )
+                else:
+                    decision = _Approval("unavailable", source_hash)
+        _APPROVAL.set(decision)
+        return decision
+
+    async def workflow_run(
+        self,
+        ctx: Context[Any, Any],
+        approval: Annotated[ElicitationResult[SourceApproval], Resolve(_approval_resolver)],
+        provider: Annotated[
+            str, Field(min_length=1, description="Agent provider name (see providers_list).")
+        ],
+        name: Name = None,
+        path: PathArg = None,
+        script: Script = None,
+        cwd: Cwd = None,
+        args: Annotated[
+            Any, Field(description="The workflow's `args`: any JSON value (omit for undefined).")
+        ] = None,
+        fakeScript: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Fake provider script: {rules: [{match, respond}], default} (provider fake only)."
+            ),
+        ] = None,
+        concurrency: Annotated[
+            int | None, Field(ge=1, description="Agents running at once (ceiling).")
+        ] = None,
+        tokenBudget: Annotated[int | None, Field(ge=0, description="budget.total in output tokens.")] = None,
+        maxAgents: Annotated[int | None, Field(ge=1, description="Lower the 1,000 agent-call cap.")] = None,
+        agentTimeoutMs: Annotated[int | None, Field(ge=1, description="Bound each agent call.")] = None,
+        idempotencyKey: Annotated[
+            str | None,
+            Field(min_length=1, max_length=200, description="Retries with this key return the same run."),
+        ] = None,
+        resumeFromRunId: Annotated[
+            str | None,
+            Field(min_length=1, description="Replay the finished agent calls of this earlier run."),
+        ] = None,
+        resumePolicy: Annotated[
+            Literal["content", "prefix"],
+            Field(
+                description="content: reuse any call with the same prompt and options; prefix: Claude's rule."
+            ),
+        ] = "content",
+        waitMs: Annotated[
+            int,
+            Field(ge=0, le=25_000, description="0: return the run id at once; else wait up to this long."),
+        ] = 0,
+    ) -> Annotated[CallToolResult, RunOutcome]:
+        principal = self._principal()
+        targets = sum(x is not None for x in (name, path, script))
+        if targets > 1 or (targets == 0 and resumeFromRunId is None):
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="give exactly one of name, path or script (or resumeFromRunId alone to rerun a stored run)",
+            )
+        agent_provider = self._provider(provider, fakeScript)
+        wait_ms = min(waitMs, self.policy.max_wait_ms)
+        args_given = "args" in _raw_arguments(ctx)
+
+        existing = (
+            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
+        )
+        if existing is not None:
+            return await self._finish(ctx, existing, wait_ms, deduplicated=True)
+        if resumeFromRunId is not None and (problem := self._visible(resumeFromRunId)) is not None:
+            return _error_result(problem)
+
+        try:
+            if targets:
+                workflow, _ = await self._load(name, path, script, cwd)
+            else:
+                assert resumeFromRunId is not None
+                workflow = await anyio.to_thread.run_sync(self.service.load_stored, resumeFromRunId)
+        except WorkflowMcpError as exc:
+            return _load_error(exc)
+        refused = self._approve(workflow, approval, principal)
+        if refused is not None:
+            return _error_result(refused)
+
+        if not args_given and resumeFromRunId is not None:
+            run_args = self.service.args_of(resumeFromRunId)
+            kwargs: dict[str, Any] = {"args": run_args}
+        else:
+            kwargs = {"args": args} if args_given else {}
+        options = self.service.make_options(
+            concurrency=ceiling(concurrency, self.policy.max_concurrency),
+            token_budget=ceiling(tokenBudget, self.policy.max_token_budget),
+            max_agents=ceiling(maxAgents, self.policy.max_agents),
+            agent_timeout_ms=ceiling(agentTimeoutMs, self.policy.max_agent_timeout_ms),
+            profile=workflow.profile,
+            cwd=cwd,
+        )
+        # No await between this check and start_run: concurrent calls with one key start one run.
+        existing = (
+            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
+        )
+        if existing is not None:
+            return await self._finish(ctx, existing, wait_ms, deduplicated=True)
+        try:
+            handle = self.service.start_run(
+                workflow,
+                provider=agent_provider,
+                options=options,
+                resume_from=resumeFromRunId,
+                policy=resumePolicy,
+                idempotency_key=idempotencyKey,
+                owner=principal.owner,
+                on_event=self._on_event,
+                **kwargs,
+            )
+        except WorkflowMcpError as exc:
+            return _error_result(f"The run could not start: {exc}")
+        self._publish_later(None)
+        return await self._finish(
+            ctx,
+            handle.run_id,
+            wait_ms,
+            deduplicated=False if idempotencyKey else None,
+            resumed_from=resumeFromRunId,
+        )
+
+    def _approve(
+        self, workflow: Workflow, approval: ElicitationResult[SourceApproval], principal: Principal
+    ) -> str | None:
+        """``None`` when ``workflow`` may run; else the isError text explaining what to do."""
+        if self.trust.allows(workflow.source_hash, workflow.path):
+            return None
+        decision = _APPROVAL.get() or _Approval("unknown")
+        label = f"{workflow.meta.name!r}" + (f" ({workflow.path})" if workflow.path else " (inline script)")
+        if decision.status == "ask" and isinstance(approval, AcceptedElicitation):
+            answer = approval.data
+            if isinstance(answer, SourceApproval) and answer.approve:
+                if decision.source_hash != workflow.source_hash:
+                    return (
+                        f"The source of {label} changed while you were asked to approve it; call workflow_run "
+                        "again to approve the current source."
+                    )
+                self.trust.approve(
+                    workflow.source_hash, name=workflow.meta.name, path=workflow.path, by=principal.owner
+                )
+                return None
+        if decision.status == "unknown":
+            return f"Workflow {label} could not be identified for approval; call workflow_run again."
+        if decision.status == "ask":
+            return (
+                f"The user did not approve running {label}; nothing was started. Ask the user before calling "
+                "workflow_run again."
+            )
+        return (
+            f"Workflow {label} (sha256 {workflow.source_hash[:16]}…) has never been approved, and this client "
+            "cannot ask the user (it declares no form elicitation). Ask the user to approve it from a client "
+            "that supports elicitation, or to restart the server with `workflow-mcp serve --trust DIR` for "
+            "the directory that holds the workflow file (inline scripts then need a file under that directory)."
+        )
+
+    def _provider(self, name: str, fake_script: Mapping[str, Any] | None) -> AgentProvider:
+        """The provider for one run. Swap point: once ``workflow_mcp.providers.registry`` lands this body
+        becomes ``return get_provider(name, {"script": fake_script})`` (same InvalidInputError contract)."""
+        if name not in self.policy.providers:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown provider {name!r}; available: {', '.join(self.policy.providers)} (see providers_list)",
+            )
+        if fake_script is not None and name != "fake":
+            raise MCPError(code=INVALID_PARAMS, message="fakeScript is only for provider 'fake'")
+        try:
+            return FakeProvider(fake_script)
+        except InvalidInputError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=f"invalid fakeScript: {exc}") from exc
+
+    async def _finish(
+        self,
+        ctx: Context[Any, Any],
+        run_id: str,
+        wait_ms: int,
+        *,
+        deduplicated: bool | None = None,
+        resumed_from: str | None = None,
+    ) -> CallToolResult:
+        """Wait (bounded, with progress) and render the run's outcome."""
+        state = await self.service.await_run(
+            run_id, wait_ms, on_events=_progress_reporter(ctx, self.service, run_id)
+        )
+        outcome = outcome_of(state, deduplicated=deduplicated, resumed_from=resumed_from)
+        return _result(outcome_text(outcome), outcome, is_error=outcome.status == "failed")
+
+    async def workflow_run_status(
+        self,
+        runId: RunId,
+        lastN: Annotated[int, Field(ge=0, le=200, description="Most recent agent calls to include.")] = 20,
+        labelGlob: Annotated[
+            str | None, Field(description="Only calls whose label matches this glob.")
+        ] = None,
+        logLines: Annotated[int, Field(ge=0, le=200, description="Most recent log lines to include.")] = 20,
+    ) -> Annotated[CallToolResult, RunSnapshot]:
+        if (problem := self._visible(runId)) is not None:
+            return _error_result(problem)
+        snap = snapshot_of(self.service.status(runId), last_n=lastN, label_glob=labelGlob, log_lines=logLines)
+        return _result(snapshot_text(snap), snap)
+
+    async def workflow_run_events(
+        self,
+        runId: RunId,
+        after: Annotated[int, Field(ge=0, description="Cursor: only events with a greater sequence.")] = 0,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most events to return.")] = 200,
+        waitMs: WaitMs = 0,
+    ) -> Annotated[CallToolResult, EventsPage]:
+        if (problem := self._visible(runId)) is not None:
+            return _error_result(problem)
+        events = await self.service.wait_events(runId, after, limit, min(waitMs, self.policy.max_wait_ms))
+        page: list[EventOut] = []
+        size = 0
+        for event in events:
+            item = event_out(event)
+            size += len(json.dumps(event.to_json(), ensure_ascii=False).encode())
+            if page and size > MAX_EVENTS_BYTES:
+                break
+            page.append(item)
+        cursor = page[-1].sequence if page else after
+        status = self.service.run_status(runId)
+        out = EventsPage(
+            run_id=runId,
+            events=page,
+            next_cursor=cursor,
+            status=cast(RunStatus, status),
+            terminal=status in TERMINAL,
+            has_more=bool(self.service.events(runId, cursor, 1)),
+        )
+        kinds = ", ".join(sorted({e.type for e in page})) or "none"
+        text = (
+            f"{len(page)} event(s) of run {runId} after {after} (types: {kinds}); nextCursor {cursor}; "
+            f"run {status}" + ("; more are stored" if out.has_more else "")
+        )
+        return _result(text, out)
+
+    async def workflow_run_await(
+        self, ctx: Context[Any, Any], runId: RunId, waitMs: WaitMs = 25_000
+    ) -> Annotated[CallToolResult, RunOutcome]:
+        if (problem := self._visible(runId)) is not None:
+            return _error_result(problem)
+        return await self._finish(ctx, runId, min(waitMs, self.policy.max_wait_ms))
+
+    async def workflow_run_cancel(
+        self,
+        runId: RunId,
+        reason: Annotated[str, Field(max_length=500, description="Recorded with the cancellation.")] = (
+            "cancelled through MCP"
+        ),
+    ) -> Annotated[CallToolResult, CancelOutcome]:
+        if (problem := self._visible(runId)) is not None:
+            return _error_result(problem)
+        outcome = self.service.cancel(runId, reason)
+        state = (
+            await self.service.await_run(runId, 2_000)
+            if outcome == "cancelling"
+            else self.service.status(runId)
+        )
+        out = CancelOutcome(run_id=runId, outcome=outcome, status=cast(RunStatus, state.status))
+        if outcome in ("cancelling", "requested"):
+            text = f"Run {runId}: cancellation {'requested' if outcome == 'requested' else 'done'}; status {state.status}."
+        else:
+            text = f"Run {runId} had already ended ({outcome}); nothing to cancel."
+        return _result(text, out)
+
+    async def providers_list(self) -> Annotated[CallToolResult, ProvidersList]:
+        descriptions = {
+            "fake": "Deterministic fake: text calls echo the prompt, schema calls get a minimal valid answer; "
+            "script it with fakeScript. No model, no network, no cost."
+        }
+        out = ProvidersList(
+            providers=[
+                ProviderOut(name=p, description=descriptions.get(p, ""), available=True)
+                for p in self.policy.providers
+            ]
+        )
+        return _result("Providers: " + ", ".join(p.name for p in out.providers), out)
+
+    # -- loading ----------------------------------------------------------------------------
+    async def _load(
+        self,
+        name: str | None,
+        path: str | None,
+        script: str | None,
+        cwd: str | None,
+        *,
+        check_syntax: bool = True,
+    ) -> tuple[Workflow, Literal["personal", "project", "file", "inline"]]:
+        """Load one target in a worker thread (discovery and the V8 syntax check block)."""
+        base = cwd or self.service.cwd
+        if script is not None:
+            return await anyio.to_thread.run_sync(
+                lambda: self.service.load_source(script, check_syntax=check_syntax)
+            ), "inline"
+        if path is not None:
+            file = str(Path(base, path).expanduser())
+            if not os.path.isfile(file):
+                raise WorkflowNotFoundError(f"workflow file {path!r} does not exist (relative to {base})")
+            return await anyio.to_thread.run_sync(
+                lambda: self.service.load(file, cwd=base, check_syntax=check_syntax)
+            ), "file"
+        assert name is not None
+        if os.sep in name or name.endswith(".js"):
+            raise WorkflowNotFoundError(f"{name!r} is not a workflow name; pass a file as `path` instead")
+        workflow = await anyio.to_thread.run_sync(
+            lambda: self.service.load(name, cwd=base, check_syntax=check_syntax)
+        )
+        personal = os.path.realpath(
+            os.path.join(self.service.home or str(Path.home()), ".claude", "workflows")
+        )
+        origin: Literal["personal", "project"] = (
+            "personal" if os.path.realpath(workflow.path or "").startswith(personal + os.sep) else "project"
+        )
+        return workflow, origin
+
+    async def _identify(
+        self, name: str | None, path: str | None, script: str | None, cwd: str | None, resume: str | None
+    ) -> tuple[str, str | None, str]:
+        """``(source_hash, file, label)`` of what workflow_run would run, cheaply (no V8)."""
+        if script is not None:
+            inline = await anyio.to_thread.run_sync(
+                lambda: self.service.load_source(script, check_syntax=False)
+            )
+            return inline.source_hash, None, f"{inline.meta.name!r} (inline script)"
+        if path is None and name is None:
+            assert resume is not None
+            workflow = await anyio.to_thread.run_sync(self.service.load_stored, resume)
+            return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} (stored source of {resume})"
+        workflow, _ = await self._load(name, path, None, cwd, check_syntax=False)
+        return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} ({workflow.path})"
+
+    # -- notifications ----------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        """Called by the service for every committed event of a run this server started."""
+        self._publish_later(event.run_id)
+
+    def _publish_later(self, run_id: str | None) -> None:
+        key = run_id or ""
+        if key in self._pending_updates:
+            return
+        first = not self._pending_updates
+        self._pending_updates.add(key)
+        if first:
+            asyncio.get_running_loop().call_soon(self._flush_updates)
+
+    def _flush_updates(self) -> None:
+        pending, self._pending_updates = self._pending_updates, set()
+        task = asyncio.get_running_loop().create_task(self._publish(pending))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _publish(self, run_ids: Iterable[str]) -> None:
+        for run_id in run_ids:
+            if not run_id:
+                await self._bus.publish(ResourcesListChanged())
+                continue
+            for uri in (f"workflow://runs/{run_id}", f"workflow://runs/{run_id}/events"):
+                await self._bus.publish(ResourceUpdated(uri=uri))
+                for session in list(self._legacy_subscribers.get(uri, ())):
+                    try:
+                        await session.send_resource_updated(uri)
+                    except Exception:  # fan-out boundary: a gone client must not stop the others
+                        self._legacy_subscribers[uri].discard(session)
+
+    async def _on_subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
+    ) -> EmptyResult:
+        uri = str(params.uri)
+        match = RUN_URI.match(uri)
+        if match is None:
+            raise MCPError(
+                code=INVALID_PARAMS, message=f"only run resources (workflow://runs/…) send updates, not {uri}"
+            )
+        if (problem := self._visible(match["run"])) is not None:
+            raise MCPError(code=INVALID_PARAMS, message=problem)
+        self._legacy_subscribers.setdefault(uri, set()).add(ctx.session)
+        return EmptyResult()
+
+    async def _on_unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
+        self._legacy_subscribers.get(str(params.uri), set()).discard(ctx.session)
+        return EmptyResult()
+
+    # -- resources --------------------------------------------------------------------------
+    def _register_resources(self) -> None:
+        self.resource(
+            "workflow://definitions/{name}",
+            name="workflow-definition",
+            title="Workflow definition",
+            description="The source of a workflow visible from the server's working directory.",
+            mime_type="text/javascript",
+        )(self._definition_resource)
+        self.resource(
+            "workflow://runs/{runId}",
+            name="run",
+            title="Run snapshot",
+            description="A bounded, redacted snapshot of a run (as workflow_run_status returns).",
+            mime_type="application/json",
+        )(self._run_resource)
+        self.resource(
+            "workflow://runs/{runId}/events{?after}",
+            name="run-events",
+            title="Run events",
+            description="A page of the run's durable event log after the cursor `after` (default 0).",
+            mime_type="application/json",
+        )(self._events_resource)
+        self.resource(
+            "workflow://runs/{runId}/artifacts/{artifactId}",
+            name="run-artifact",
+            title="Run artifact",
+            description="One artifact a run produced.",
+            mime_type="application/octet-stream",
+        )(self._artifact_resource)
+
+    async def _definition_resource(self, name: str) -> str:
+        try:
+            workflow, _ = await self._load(name, None, None, None, check_syntax=False)
+        except WorkflowMcpError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        return workflow.source
+
+    async def _run_resource(self, runId: str) -> str:
+        if (problem := self._visible(runId)) is not None:
+            raise ResourceNotFoundError(problem)
+        return json.dumps(dump(snapshot_of(self.service.status(runId))), ensure_ascii=False)
+
+    async def _events_resource(self, runId: str, after: int = 0) -> str:
+        if (problem := self._visible(runId)) is not None:
+            raise ResourceNotFoundError(problem)
+        events = self.service.events(runId, after, 1000)
+        cursor = events[-1].sequence if events else after
+        return json.dumps(
+            {
+                "runId": runId,
+                "events": [e.to_json() for e in events],
+                "nextCursor": cursor,
+                "hasMore": bool(self.service.events(runId, cursor, 1)),
+            },
+            ensure_ascii=False,
+        )
+
+    async def _artifact_resource(self, runId: str, artifactId: str) -> bytes:
+        return (await self._artifact(runId, artifactId))[2]
+
+    async def _artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes]:
+        if (problem := self._visible(run_id)) is not None:
+            raise ResourceNotFoundError(problem)
+        found = self.service.artifact(run_id, artifact_id)
+        if found is None:
+            raise ResourceNotFoundError(f"run {run_id} has no artifact {artifact_id!r}")
+        return found
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """Artifacts keep their own MIME type (a template declares one type for all)."""
+        match = RUN_URI.match(str(uri))
+        if (
+            match is not None
+            and (rest := match["rest"] or "").startswith("artifacts/")
+            and "/" not in rest[10:]
+        ):
+            _, mime, data = await self._artifact(match["run"], rest[10:])
+            return [ReadResourceContents(content=data, mime_type=mime)]
+        return await super().read_resource(uri, context)
+
+    async def list_resources(self) -> list[MCPResource]:
+        """The static resources plus the caller's recent runs."""
+        resources = await super().list_resources()
+        principal = _PRINCIPAL.get() or self.default_principal
+        if principal is None:
+            return resources
+        runs = (
+            self.service.list_runs(50)
+            if not principal.scoped
+            else self.service.list_runs_of(principal.owner, 50)
+        )
+        for r in runs:
+            resources.append(
+                MCPResource(
+                    uri=f"workflow://runs/{r.run_id}",
+                    name=f"run {r.run_id}",
+                    title=f"{r.workflow} — {r.status}",
+                    description=f"Run of {r.workflow} on {r.provider or 'unknown provider'}, started {r.created_at}.",
+                    mime_type="application/json",
+                )
+            )
+        return resources
+
+    # -- prompt -----------------------------------------------------------------------------
+    def _register_prompt(self) -> None:
+        def author_workflow(
+            task: Annotated[str | None, Field(description="What the workflow should do.")] = None,
+        ) -> str:
+            return author_workflow_guide(task)
+
+        self.prompt(
+            name="author-workflow",
+            title="Author a workflow",
+            description="A self-contained guide to writing a Claude Code-compatible workflow file for this "
+            "runtime's profile, optionally for a given task.",
+        )(author_workflow)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def aclose(self, reason: str = "the MCP server stopped") -> list[str]:
+        """Stop: cancel the runs this process still runs (they stay resumable). Returns their ids."""
+        stopped = await self.service.shutdown(reason)
+        for task in list(self._tasks):
+            task.cancel()
+        return stopped
+
+
+async def _approval_resolver(
+    ctx: Context[Any, Any],
+    name: str | None = None,
+    path: str | None = None,
+    script: str | None = None,
+    cwd: str | None = None,
+    resumeFromRunId: str | None = None,
+    idempotencyKey: str | None = None,
+    provider: str = "",
+) -> Any:
+    """The ``Resolve`` of workflow_run's ``approval`` parameter (module level: the SDK inspects it
+    before any server exists); delegates to the server the request reached."""
+    server = ctx.mcp_server
+    assert isinstance(server, WorkflowMcpServer)
+    return await server._approval_for(ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider)
+
+
+def create_server(
+    service: WorkflowService,
+    *,
+    policy: ServerPolicy | None = None,
+    trust: SourceTrust | None = None,
+    principal: Principal | None = LOCAL,
+) -> WorkflowMcpServer:
+    """The MCP server over ``service``.
+
+    ``principal`` is who calls when the transport says nothing (stdio: the local user, who sees every
+    run); the HTTP transport sets a per-request principal from the bearer token, and passes ``None``
+    here so a request without one is refused.
+    """
+    return WorkflowMcpServer(service, policy=policy, trust=trust, principal=principal)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _principal_of_request(request: Any) -> Principal | None:
+    scope = getattr(request, "scope", None)
+    if not isinstance(scope, Mapping):
+        return None
+    state = scope.get("state")
+    found = state.get(PRINCIPAL_SCOPE_KEY) if isinstance(state, Mapping) else None
+    return found if isinstance(found, Principal) else None
+
+
+def _raw_arguments(ctx: Context[Any, Any]) -> Mapping[str, Any]:
+    params = ctx.request_context.params or {}
+    raw = params.get("arguments") if isinstance(params, Mapping) else None
+    return raw if isinstance(raw, Mapping) else {}
+
+
+def _can_elicit(ctx: Context[Any, Any]) -> bool:
+    caps = ctx.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    # A bare `elicitation: {}` (before modes existed) means form support; url-only does not.
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def _progress_reporter(ctx: Context[Any, Any], service: WorkflowService, run_id: str) -> Any:
+    async def report(batch: list[Event]) -> None:
+        state = service.status(run_id)
+        c = state.counts()
+        done = c.get("completed", 0) + c.get("cached", 0) + c.get("failed", 0)
+        total = done + c.get("running", 0) + c.get("queued", 0)
+        where = f"phase {state.current_phase}: " if state.current_phase else ""
+        await ctx.report_progress(
+            batch[-1].sequence, None, f"{where}{done}/{total} agent calls done; last event {batch[-1].type}"
+        )
+
+    return report
+
+
+def _one_target(name: str | None, path: str | None, script: str | None) -> None:
+    if sum(x is not None for x in (name, path, script)) != 1:
+        raise MCPError(code=INVALID_PARAMS, message="give exactly one of name, path or script")
+
+
+def _result(text: str, model: BaseModel, *, is_error: bool = False) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=dump(model), is_error=is_error
+    )
+
+
+def _error_result(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def _load_error(exc: WorkflowMcpError) -> CallToolResult:
+    if isinstance(exc, WorkflowLoadError):
+        return _error_result(
+            f"The workflow does not load: {exc}\nNext: fix that line (workflow_validate lists every problem "
+            "with its rule), then call again."
+        )
+    return _error_result(f"{exc}\nNext: call workflow_list to see the workflows this server can find.")
+
+
+def _describe_errors(errors: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for e in errors[:5]:
+        loc = ".".join(str(p) for p in e.get("loc", ())) or "(arguments)"
+        parts.append(f"{loc}: {e.get('msg')}")
+    more = f" (+{len(errors) - 5} more)" if len(errors) > 5 else ""
+    return "; ".join(parts) + more
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _hash_of(file: str | None, script: str | None) -> str | None:
+    if script is not None:
+        return _sha256(script.encode("utf-8", "surrogatepass"))
+    if file is not None:
+        with contextlib.suppress(OSError):
+            return _sha256(Path(file).read_bytes())
+    return None
+
+
+_QUOTED = r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+_DEPENDENCY_PATTERNS = {
+    "nested-workflow": re.compile(r"^workflow\(" + _QUOTED + r"\)"),
+    "nested-script-path": re.compile(r"^workflow\(\{ scriptPath: " + _QUOTED + r" \}\)"),
+    "agent-type": re.compile(r"agentType " + _QUOTED),
+}
+
+
+def _dependencies(workflow: Workflow) -> Dependencies:
+    """Nested workflows, script paths and agent types, read from the loader's dependency warnings."""
+    found: dict[str, list[str]] = {rule: [] for rule in _DEPENDENCY_PATTERNS}
+    for w in workflow.warnings:
+        pattern = _DEPENDENCY_PATTERNS.get(w.rule)
+        match = pattern.search(w.message) if pattern is not None else None
+        if match is not None:
+            with contextlib.suppress(ValueError, SyntaxError):
+                value = ast.literal_eval(match.group(1))
+                if isinstance(value, str) and value not in found[w.rule]:
+                    found[w.rule].append(value)
+    return Dependencies(
+        workflows=found["nested-workflow"],
+        script_paths=found["nested-script-path"],
+        agent_types=found["agent-type"],
+    )

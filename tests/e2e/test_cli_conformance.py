@@ -1,0 +1,50 @@
+"""Every shared conformance case, run through the installed ``workflow-mcp`` executable by the
+shared conformance tool (``conformance_tool.py``, a verbatim copy of ``shared/tools/conformance.py``),
+exactly as a user would run it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+TOOL = HERE / "conformance_tool.py"
+CASES = (HERE.parent / "conformance" / "cases").resolve()
+SHARED_TOOL = Path("/work/shared/tools/conformance.py")
+OUR_HEADER_LINES = 3  # lines 2-4 of the copy are ours (ruff/format opt-outs and a note)
+
+
+def cli() -> Path:
+    path = Path(sys.executable).parent / "workflow-mcp"
+    assert path.is_file(), f"the workflow-mcp executable is not installed next to {sys.executable}"
+    return path
+
+
+@pytest.mark.skipif(not SHARED_TOOL.is_file(), reason="the shared tool is not on this machine")
+def test_the_copied_tool_is_the_shared_tool_verbatim_apart_from_its_header() -> None:
+    ours = TOOL.read_text().splitlines()
+    shared = SHARED_TOOL.read_text().splitlines()
+    assert ours[0] == shared[0]
+    assert ours[1 + OUR_HEADER_LINES :] == shared[1:]
+
+
+@pytest.mark.timeout(900)
+def test_the_installed_cli_passes_every_shared_conformance_case() -> None:
+    done = subprocess.run(
+        [sys.executable, str(TOOL), str(cli()), str(CASES)],
+        capture_output=True,
+        text=True,
+        timeout=840,
+        cwd=HERE,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert lines, done.stderr[-2000:]
+    summary = re.fullmatch(r"(\d+) passed, (\d+) failed", lines[-1])
+    assert summary is not None, done.stdout[-2000:]
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert summary.group(2) == "0", done.stdout[-4000:]
+    assert int(summary.group(1)) >= 78

@@ -1,0 +1,164 @@
+"""Shared helpers for the realm and engine tests: load an inline workflow, run it through the public
+engine API with a bounded wait, and look at what came out.
+
+Imported as ``helpers`` (the ``conftest.py`` of each test folder that uses it puts ``tests/`` on
+``sys.path``). Everything here drives real parts: the real Node worker and the real engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from workflow_mcp.definitions.load import Workflow, load_workflow
+from workflow_mcp.engine.run import MISSING, RunHandle, RunOptions, run_workflow
+from workflow_mcp.errors import RunFailedError
+from workflow_mcp.events import Event
+from workflow_mcp.providers import (
+    AgentContext,
+    AgentRequest,
+    AgentResult,
+    FakeProvider,
+    ProviderCapabilities,
+)
+
+__all__ = [
+    "MISSING",
+    "Outcome",
+    "RecordingProvider",
+    "arun",
+    "count",
+    "logs",
+    "pid_alive",
+    "run_source",
+    "start",
+    "workflow",
+]
+
+T = TypeVar("T")
+
+# Every wait in these tests is bounded; a run that needs longer than this is a failure, not a hang.
+RUN_TIMEOUT_S = 60.0
+
+
+def arun(coro: Coroutine[Any, Any, T], timeout: float = RUN_TIMEOUT_S) -> T:
+    """``asyncio.run`` with a bound: the coroutine fails with ``TimeoutError`` after ``timeout`` s."""
+
+    async def bounded() -> T:
+        return await asyncio.wait_for(coro, timeout)
+
+    return asyncio.run(bounded())
+
+
+def workflow(body: str, name: str = "test-workflow") -> Workflow:
+    """Load ``body`` (plain JavaScript, no meta) as an inline workflow with a generated meta line."""
+    source = f"export const meta = {{ name: {name!r}, description: 'a test workflow' }}\n{body}\n"
+    return load_workflow(source=source)
+
+
+@dataclass
+class Outcome:
+    """What one finished run left behind."""
+
+    handle: RunHandle
+    status: str
+    result: Any
+    error: str | None
+    events: list[Event] = field(default_factory=list)
+
+    def types(self) -> list[str]:
+        return [e.type for e in self.events]
+
+    def of(self, event_type: str) -> list[Event]:
+        return [e for e in self.events if e.type == event_type]
+
+    @property
+    def logs(self) -> list[str]:
+        return logs(self.events)
+
+    @property
+    def failure(self) -> dict[str, Any]:
+        (failed,) = self.of("run.failed")
+        error: dict[str, Any] = failed.payload["error"]
+        return error
+
+
+def logs(events: list[Event]) -> list[str]:
+    return [str(e.payload.get("message", "")) for e in events if e.type == "log"]
+
+
+def count(events: list[Event], event_type: str) -> int:
+    return sum(1 for e in events if e.type == event_type)
+
+
+def start(
+    source: str | Workflow,
+    *,
+    provider: Any = None,
+    args: Any = MISSING,
+    **options: Any,
+) -> RunHandle:
+    """Start a run (needs a running loop). ``source`` is a body for :func:`workflow` or a loaded
+    workflow; ``options`` are :class:`RunOptions` fields."""
+    wf = source if isinstance(source, Workflow) else workflow(source)
+    return run_workflow(
+        wf,
+        provider=provider if provider is not None else FakeProvider(),
+        args=args,
+        options=RunOptions(**options),
+    )
+
+
+async def finish(handle: RunHandle, timeout: float = RUN_TIMEOUT_S) -> Outcome:
+    """Wait (bounded) for the run to end and collect its outcome."""
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout)
+        error = None
+    except RunFailedError as exc:
+        result, error = None, exc.message
+    return Outcome(handle, handle.status, result, error, handle.log.events)
+
+
+async def run_async(source: str | Workflow, **kw: Any) -> Outcome:
+    return await finish(start(source, **kw))
+
+
+def run_source(source: str | Workflow, *, timeout: float = RUN_TIMEOUT_S, **kw: Any) -> Outcome:
+    """Run ``source`` to its end in a fresh event loop (see :func:`start` for the keywords)."""
+    return arun(run_async(source, **kw), timeout + 5)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (a reaped or zombie process counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class RecordingProvider:
+    """A provider built from a plain async function, recording every request it is given."""
+
+    name = "recording"
+
+    def __init__(
+        self,
+        answer: Callable[[AgentRequest, AgentContext], Awaitable[AgentResult]],
+        *,
+        streaming: bool = False,
+    ) -> None:
+        self._answer = answer
+        self.capabilities = ProviderCapabilities(streaming=streaming)
+        self.calls: list[AgentRequest] = []
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        self.calls.append(request)
+        return await self._answer(request, context)

@@ -1,0 +1,282 @@
+"""agent() semantics beyond the conformance cases (profile claude-code/2.1.332): what reaches the
+provider, stalls, schema re-asks, invalid schemas, the 1,000-call cap and budget admission."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import count, run_source
+from workflow_mcp.providers import FakeProvider
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}
+SCHEMA_JS = "{ type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }"
+
+
+def test_every_recognised_option_reaches_the_provider_and_unknown_ones_do_not() -> None:
+    provider = FakeProvider({"default": {"result": {"n": 1}}})
+    body = (
+        "return await agent('the prompt', { label: 'L1', phase: 'Custom', model: 'sonnet', effort: 'high',\n"
+        f"  agentType: 'general-purpose', isolation: 'worktree', stallMs: 60000, schema: {SCHEMA_JS},\n"
+        "  disallowedTools: ['Bash'], bashCommandClamp: ['Bash(ls)'], sharedHeadLength: 12,\n"
+        "  totallyUnknown: { x: 1 } })"
+    )
+    outcome = run_source(body, provider=provider)
+    assert outcome.result == {"n": 1}
+    (request,) = provider.calls
+    (queued,) = outcome.of("agent.queued")
+    assert request.prompt == "the prompt"
+    assert request.label == "L1"
+    assert request.phase == "Custom"
+    assert request.model == "sonnet"
+    assert request.effort == "high"
+    assert request.agent_type == "general-purpose"
+    assert request.isolation == "worktree"
+    assert request.stall_ms == 60000
+    assert request.schema == SCHEMA
+    assert request.attempt == 1 and request.feedback is None
+    assert request.run_id == outcome.handle.run_id
+    assert request.agent_id == queued.agent_id
+    assert request.options["disallowedTools"] == ["Bash"]
+    assert request.options["bashCommandClamp"] == ["Bash(ls)"]
+    assert request.options["sharedHeadLength"] == 12
+    assert "totallyUnknown" not in request.options
+    assert "label" not in request.options and "phase" not in request.options
+
+
+@pytest.mark.parametrize("effort", ["'ludicrous'", "42", "''", "'HIGH'"])
+def test_an_invalid_effort_is_ignored_and_the_call_still_runs(effort: str) -> None:
+    provider = FakeProvider({"default": {"text": "effort={effort}"}})
+    outcome = run_source(f"return await agent('p', {{ effort: {effort} }})", provider=provider)
+    assert outcome.result == "effort="
+    (request,) = provider.calls
+    assert request.effort is None
+    assert "effort" not in request.options
+
+
+@pytest.mark.parametrize("effort", ["low", "medium", "high", "xhigh", "max"])
+def test_each_valid_effort_reaches_the_provider(effort: str) -> None:
+    provider = FakeProvider()
+    run_source(f"return await agent('p', {{ effort: '{effort}' }})", provider=provider)
+    assert provider.calls[0].effort == effort
+
+
+def test_the_provider_sees_the_coerced_prompt_and_the_fallback_label() -> None:
+    provider = FakeProvider()
+    run_source(
+        "await agent({ toString() { return 'never called' } })\nawait agent(7)\n"
+        "await agent('  many\\n\\n spaces\\there ' + 'x'.repeat(80))",
+        provider=provider,
+    )
+    prompts = [c.prompt for c in provider.calls]
+    assert prompts[:2] == ["[object]", "7"]
+    raw = "  many\n\n spaces\there " + "x" * 80
+    assert provider.calls[2].prompt == raw
+    # the first 60 raw characters, whitespace runs collapsed, trimmed; no ellipsis
+    assert provider.calls[2].label == "many spaces here " + "x" * 39
+
+
+def test_agents_before_the_first_phase_have_none_and_later_ones_take_the_current_phase() -> None:
+    provider = FakeProvider()
+    run_source(
+        "await agent('a')\nphase('One')\nawait agent('b')\nawait agent('c', { phase: 'Other' })\n"
+        "phase('Two')\nawait agent('d')",
+        provider=provider,
+    )
+    assert [c.phase for c in provider.calls] == [None, "One", "Other", "Two"]
+
+
+# -- stalls ------------------------------------------------------------------------------------
+
+STALL_BODY = (
+    "try { return 'resolved: ' + await agent('x', { label: 'slow', stallMs: 50 }) }\n"
+    "catch (e) { return 'rejected: ' + e.message }"
+)
+
+
+def test_a_call_that_makes_no_progress_within_stall_ms_is_retried_five_times_then_rejects() -> None:
+    provider = FakeProvider({"default": {"text": "late", "delayMs": 1000}})
+    outcome = run_source(STALL_BODY, provider=provider)
+    assert outcome.status == "completed", outcome.error
+    assert re.match(r"rejected: .*stall", outcome.result), outcome.result
+    assert len(provider.calls) == 6  # the first attempt and 5 retries
+    assert count(outcome.events, "warning") == 5
+    (failed,) = outcome.of("agent.failed")
+    assert failed.payload["reason"] == "stalled"
+    assert count(outcome.events, "agent.started") == 1
+
+
+def test_a_stalled_call_that_answers_on_a_retry_resolves() -> None:
+    provider = FakeProvider(
+        {"default": {"sequence": [{"text": "late", "delayMs": 1000}, {"text": "on time"}]}}
+    )
+    outcome = run_source(STALL_BODY, provider=provider)
+    assert outcome.result == "resolved: on time"
+    assert len(provider.calls) == 2
+    assert count(outcome.events, "warning") == 1
+
+
+# -- structured output -------------------------------------------------------------------------
+
+SCHEMA_BODY = (
+    f"try {{ return await agent('x', {{ label: 's', schema: {SCHEMA_JS} }}) }}\n"
+    "catch (e) { return 'rejected: ' + e.message }"
+)
+
+
+def test_an_answer_that_always_fails_the_schema_is_asked_exactly_five_times_then_rejects() -> None:
+    provider = FakeProvider({"default": {"result": {"n": "not a number"}}})
+    outcome = run_source(SCHEMA_BODY, provider=provider)
+    assert str(outcome.result).startswith("rejected: ")
+    assert "5" in outcome.result
+    assert [c.attempt for c in provider.calls] == [1, 2, 3, 4, 5]
+    assert provider.calls[0].feedback is None
+    assert all(c.feedback for c in provider.calls[1:])
+    assert len({c.agent_id for c in provider.calls}) == 1
+    (failed,) = outcome.of("agent.failed")
+    assert failed.payload["reason"] == "schema_validation"
+
+
+def test_an_answer_that_passes_the_schema_on_a_re_ask_resolves_with_it() -> None:
+    provider = FakeProvider(
+        {"default": {"sequence": [{"result": {"n": "x"}}, {"result": {}}, {"result": {"n": 3}}]}}
+    )
+    outcome = run_source(SCHEMA_BODY, provider=provider)
+    assert outcome.result == {"n": 3}
+    assert len(provider.calls) == 3
+
+
+@pytest.mark.parametrize("schema", ["5", "'object'", "[1]", "true"])
+def test_a_non_object_schema_rejects_with_a_type_error_before_the_provider_is_called(schema: str) -> None:
+    provider = FakeProvider()
+    body = (
+        f"try {{ await agent('x', {{ schema: {schema} }}); return 'resolved' }}\n"
+        "catch (e) { return [e instanceof TypeError, e.name] }"
+    )
+    outcome = run_source(body, provider=provider)
+    assert outcome.result == [True, "TypeError"]
+    assert provider.calls == []
+    assert count(outcome.events, "agent.started") == 0
+
+
+@pytest.mark.parametrize("schema", ["{ type: 'bogus-type' }", "{ required: 'n' }", "{}"])
+def test_an_object_schema_that_fails_the_meta_schema_rejects_with_an_error_before_the_provider(
+    schema: str,
+) -> None:
+    provider = FakeProvider()
+    body = (
+        f"try {{ await agent('x', {{ schema: {schema} }}); return 'resolved' }}\n"
+        "catch (e) { return [e instanceof TypeError, e instanceof Error, e.message] }"
+    )
+    outcome = run_source(body, provider=provider)
+    is_type_error, is_error, message = outcome.result
+    assert (is_type_error, is_error) == (False, True)
+    assert "schema" in message
+    assert provider.calls == []
+
+
+def test_a_null_schema_runs_as_a_plain_text_call() -> None:
+    provider = FakeProvider({"default": {"text": "plain"}})
+    outcome = run_source("return await agent('x', { schema: null })", provider=provider)
+    assert outcome.result == "plain"
+    assert provider.calls[0].schema is None
+
+
+def test_a_call_rejected_for_its_schema_still_counts_toward_the_call_cap() -> None:
+    provider = FakeProvider()
+    body = (
+        "const out = []\n"
+        "for (const opts of [{ schema: 5 }, {}, {}]) {\n"
+        "  try { await agent('x', opts); out.push('ok') } catch (e) { out.push(e.message) }\n"
+        "}\n"
+        "return out"
+    )
+    outcome = run_source(body, provider=provider, max_agents=2)
+    first, second, third = outcome.result
+    assert "schema" in first
+    assert second == "ok"
+    assert "limit" in third
+    assert len(provider.calls) == 1
+
+
+# -- the 1,000-call cap ------------------------------------------------------------------------
+
+CHILD = (
+    "export const meta = { name: 'child-fan', description: 'fans out args.n agent calls' }\n"
+    "const r = await parallel(\n"
+    "  Array.from({ length: args.n }, (_, i) => () => agent('c' + i, { label: 'c' })))\n"
+    "return r.filter((x) => x === null).length\n"
+)
+
+
+def test_the_1000_call_cap_counts_the_calls_of_nested_children(tmp_path: Path) -> None:
+    (tmp_path / ".claude" / "workflows").mkdir(parents=True)
+    (tmp_path / ".claude" / "workflows" / "child-fan.js").write_text(CHILD)
+    provider = FakeProvider({"default": {"text": "ok"}})
+    body = (
+        "const a = await parallel(\n"
+        "  Array.from({ length: 600 }, (_, i) => () => agent('p' + i, { label: 'p' })))\n"
+        "const childNulls = await workflow('child-fan', { n: 600 })\n"
+        "let direct\n"
+        "try { await agent('one more'); direct = 'resolved' } catch (e) { direct = e.message }\n"
+        "return { parentNulls: a.filter((x) => x === null).length, childNulls, direct }"
+    )
+    outcome = run_source(
+        body, provider=provider, cwd=str(tmp_path), home=str(tmp_path / "home"), concurrency=16
+    )
+    assert outcome.status == "completed", outcome.error
+    result: dict[str, Any] = outcome.result
+    assert result["parentNulls"] == 0
+    assert result["childNulls"] == 200
+    assert "1,000" in result["direct"]
+    assert len(provider.calls) == 1000
+    assert count(outcome.events, "agent.started") == 1000
+
+
+# -- budget admission --------------------------------------------------------------------------
+
+BUDGET_SCRIPT = {"rules": [{"match": {"label": "big"}, "respond": {"text": "s", "tokens": {"output": 100}}}]}
+
+
+def test_budget_admission_logs_one_line_per_fan_out_for_its_dropped_slots() -> None:
+    provider = FakeProvider(BUDGET_SCRIPT)
+    body = (
+        "await agent('spend', { label: 'big' })\n"
+        "const r = await parallel([1, 2, 3, 4, 5].map((i) => () => agent('s' + i)))\n"
+        "const q = await pipeline([1, 2, 3], (x) => agent('q' + x))\n"
+        "const mixed = await parallel([() => 'plain', () => agent('m')])\n"
+        "return [r, q, mixed]"
+    )
+    outcome = run_source(body, provider=provider, token_budget=50)
+    assert outcome.result == [[None] * 5, [None] * 3, ["plain", None]]
+    assert len(provider.calls) == 1
+    lines = outcome.logs
+    assert len(lines) == 3, lines
+    assert re.search(r"parallel.*\b5\b.*budget", lines[0]), lines[0]
+    assert re.search(r"pipeline.*\b3\b.*budget", lines[1]), lines[1]
+    assert re.search(r"parallel.*\b1\b.*budget", lines[2]), lines[2]
+    assert not any("failed" in line for line in lines)
+
+
+def test_a_budget_of_zero_admits_every_call() -> None:
+    provider = FakeProvider({"default": {"text": "ok", "tokens": {"output": 10}}})
+    outcome = run_source(
+        "await agent('a')\nreturn [await agent('b'), budget.total]", provider=provider, token_budget=0
+    )
+    assert outcome.result == ["ok", 0]
+    assert len(provider.calls) == 2
+
+
+def test_only_output_tokens_are_charged_to_the_budget() -> None:
+    provider = FakeProvider({"default": {"text": "ok", "tokens": {"input": 1000, "output": 7}}})
+    outcome = run_source(
+        "await agent('a')\nawait agent('b')\nreturn [budget.spent(), budget.remaining()]",
+        provider=provider,
+        token_budget=100,
+    )
+    assert outcome.result == [14, 86]
+    (completed,) = outcome.of("run.completed")
+    assert completed.payload["tokenUsage"]["spent"] == 14

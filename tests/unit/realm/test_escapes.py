@@ -1,0 +1,507 @@
+"""Forbidden snippets: classic ``vm`` escapes, nondeterministic globals and runaway code, each run as
+a real workflow in the real Node worker.
+
+Every attempt must be contained: it throws inside the realm (with a realm-made error) or yields
+nothing from the host. After each case the worker of that run is gone and a fresh run in the same
+process still works (the host is unaffected). Node's ``vm`` is not a security boundary (see the
+README), but nothing the runtime itself hands to the realm may open a door.
+
+The probe reports one of:
+    ``threw:<ErrorName>``      the attempt threw a realm error
+    ``ok:<value or typeof>``   the attempt returned something harmless
+    ``LEAK:<what>``            a host-realm error or object reached workflow code (never expected)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from helpers import MISSING, Outcome, pid_alive, run_source, workflow
+from workflow_mcp.errors import WorkflowLoadError
+
+PROBE = r"""
+const __foreign = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') &&
+  Object.getPrototypeOf(v) !== null && !(v instanceof Object)
+const __hostish = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') &&
+  (typeof v.pid === 'number' || typeof v.binding === 'function' || typeof v.mainModule === 'object')
+function probe(fn) {
+  let v
+  try { v = fn() } catch (e) { return __foreign(e) ? 'LEAK:foreign-error' : 'threw:' + (e && e.name) }
+  if (__foreign(v)) return 'LEAK:foreign-value'
+  if (__hostish(v)) return 'LEAK:host-object'
+  return 'ok:' + (v !== null && (typeof v === 'object' || typeof v === 'function') ? typeof v : String(v))
+}
+"""
+
+CODEGEN = "threw:EvalError"  # string code generation is disabled in the realm
+
+INJECTED_FUNCTIONS = [
+    "agent",
+    "parallel",
+    "pipeline",
+    "workflow",
+    "phase",
+    "log",
+    "setTimeout",
+    "clearTimeout",
+    "budget.spent",
+    "budget.remaining",
+    "console.log",
+    "console.error",
+]
+
+
+def constructor_chains() -> list[Any]:
+    cases = []
+    for name in INJECTED_FUNCTIONS:
+        cases.append(
+            pytest.param(f"{name}.constructor('return process')()", CODEGEN, id=f"{name}.constructor")
+        )
+        cases.append(
+            pytest.param(
+                f"{name}.constructor.constructor('return process')()",
+                CODEGEN,
+                id=f"{name}.constructor.constructor",
+            )
+        )
+        cases.append(
+            pytest.param(
+                f"Object.getPrototypeOf({name}).constructor('return process')()",
+                CODEGEN,
+                id=f"getPrototypeOf({name}).constructor",
+            )
+        )
+    return cases
+
+
+# Walks every prototype of a value and calls each own `constructor` with code; joins what happened.
+WALK = r"""(start) => {
+  const out = []
+  for (let o = start; o !== null && o !== undefined; o = Object.getPrototypeOf(o)) {
+    const c = Object.getOwnPropertyDescriptor(o, 'constructor')
+    if (c && typeof c.value === 'function') {
+      let r
+      try { r = c.value('return process') } catch (e) { out.push(e.name); continue }
+      if (__foreign(r) || __hostish(r)) return r
+      out.push(typeof r)
+    }
+  }
+  return out.join(',')
+}"""
+
+ESCAPES = [
+    *constructor_chains(),
+    # objects injected with null prototypes
+    pytest.param("Object.getPrototypeOf(budget) === null", "ok:true", id="budget-prototype-null"),
+    pytest.param("Object.getPrototypeOf(console) === null", "ok:true", id="console-prototype-null"),
+    pytest.param("budget.constructor('return process')()", "threw:TypeError", id="budget.constructor"),
+    pytest.param(
+        "Object.getOwnPropertyDescriptor(budget, 'total').get.constructor('return process')()",
+        CODEGEN,
+        id="budget-total-getter.constructor",
+    ),
+    pytest.param(
+        "Object.isFrozen(budget) && Object.isFrozen(console)", "ok:true", id="budget-console-frozen"
+    ),
+    # prototype walks
+    pytest.param(f"({WALK})(agent)", "ok:EvalError,object", id="walk-agent"),
+    pytest.param(f"({WALK})(log)", "ok:EvalError,object", id="walk-log"),
+    pytest.param(f"({WALK})(budget)", "ok:", id="walk-budget"),
+    pytest.param(f"({WALK})(console)", "ok:", id="walk-console"),
+    pytest.param(f"({WALK})(globalThis)", "ok:object,object", id="walk-global"),
+    pytest.param(f"({WALK})(agent('x'))", "ok:TypeError,object", id="walk-agent-promise"),
+    pytest.param(f"({WALK})(parallel([]))", "ok:TypeError,object", id="walk-parallel-promise"),
+    # `this` and friends
+    pytest.param("this.constructor.constructor('return process')()", CODEGEN, id="this.constructor"),
+    pytest.param("this === globalThis", "ok:true", id="top-level-this-is-the-realm-global"),
+    pytest.param(
+        "Object.getPrototypeOf(globalThis).constructor.constructor('return process')()",
+        CODEGEN,
+        id="global-prototype.constructor",
+    ),
+    pytest.param("(function () { return this })()", "ok:undefined", id="strict-function-this"),
+    pytest.param("(function () { return arguments.callee })()", "threw:TypeError", id="arguments.callee"),
+    pytest.param("(function f() { return f.caller })()", "threw:TypeError", id="function.caller"),
+    pytest.param("Function.prototype.caller", "threw:TypeError", id="Function.prototype.caller"),
+    pytest.param(
+        "agent('x').constructor.constructor('return process')()", CODEGEN, id="agent-promise.constructor"
+    ),
+    pytest.param(
+        "(() => { try { null.x } catch (e) { return e.constructor.constructor('return process')() } })()",
+        CODEGEN,
+        id="realm-error.constructor",
+    ),
+    # code generation in every form
+    pytest.param("eval('1 + 1')", CODEGEN, id="eval"),
+    pytest.param("(0, eval)('1 + 1')", CODEGEN, id="indirect-eval"),
+    pytest.param("new Function('return 1')()", CODEGEN, id="new-Function"),
+    pytest.param("Function('return 1')()", CODEGEN, id="Function-call"),
+    pytest.param(
+        "Function.prototype.constructor('return process')()", CODEGEN, id="Function.prototype.constructor"
+    ),
+    pytest.param("(async () => {}).constructor('return process')", CODEGEN, id="async-function-constructor"),
+    pytest.param(
+        "(function* () {}).constructor('return process')", CODEGEN, id="generator-function-constructor"
+    ),
+    pytest.param(
+        "(async function* () {}).constructor('return process')",
+        CODEGEN,
+        id="async-generator-function-constructor",
+    ),
+    pytest.param(
+        "Reflect.construct(Function, ['return process'])()", CODEGEN, id="Reflect.construct-Function"
+    ),
+    # stack-trace hooks
+    pytest.param(
+        "(() => { let frames; Error.prepareStackTrace = (e, f) => { frames = f; return '' };"
+        " new Error('x').stack; delete Error.prepareStackTrace;"
+        " return frames.filter((f) => f.getFunction() !== undefined"
+        " || f.getThis() !== undefined).length })()",
+        "ok:0",
+        id="prepareStackTrace-frames-hold-no-functions-or-receivers",
+    ),
+    pytest.param(
+        "(() => { const o = {}; Error.captureStackTrace(o, agent); return typeof o.stack })()",
+        "ok:string",
+        id="captureStackTrace",
+    ),
+    # symbols
+    pytest.param(
+        "Reflect.ownKeys(agent).filter((k) => typeof k === 'symbol').length", "ok:0", id="agent-symbols"
+    ),
+    pytest.param(
+        "agent[Symbol.for('nodejs.util.inspect.custom')]", "ok:undefined", id="inspect-custom-symbol"
+    ),
+    pytest.param(
+        "Reflect.ownKeys(globalThis).filter((k) => typeof k === 'symbol').length", "ok:0", id="global-symbols"
+    ),
+    # proxies and hostile option objects handed to the runtime
+    pytest.param(
+        "agent('x', new Proxy({}, { ownKeys() { throw new Error('trap') } }))",
+        "threw:Error",
+        id="proxy-options",
+    ),
+    pytest.param(
+        "agent('x', { get model() { throw new TypeError('getter') } })",
+        "threw:TypeError",
+        id="getter-options",
+    ),
+    pytest.param(
+        "(() => { const r = Proxy.revocable({}, {}); r.revoke(); return agent('x', r.proxy) })()",
+        "threw:TypeError",
+        id="revoked-proxy-options",
+    ),
+    pytest.param(
+        "workflow('nope', new Proxy({}, { get() { throw new RangeError('trap') } }))",
+        "threw:RangeError",
+        id="proxy-child-args",
+    ),
+    pytest.param(
+        "parallel(new Proxy([() => 1], {"
+        " get(t, k) { return k === 'map' ? () => { throw new SyntaxError('m') } : t[k] } }))",
+        "threw:SyntaxError",
+        id="proxy-thunk-array",
+    ),
+    # absent and refused globals
+    pytest.param("typeof WebAssembly", "ok:undefined", id="WebAssembly"),
+    pytest.param("typeof SharedArrayBuffer", "ok:undefined", id="SharedArrayBuffer"),
+    pytest.param("Atomics.wait(new Int32Array(4), 0, 0, 10)", "threw:ReferenceError", id="Atomics.wait"),
+    pytest.param("typeof setInterval", "ok:undefined", id="setInterval"),
+    pytest.param("typeof setImmediate", "ok:undefined", id="setImmediate"),
+    pytest.param("typeof queueMicrotask", "ok:undefined", id="queueMicrotask"),
+    pytest.param("typeof process", "ok:undefined", id="process"),
+    pytest.param("typeof require", "ok:undefined", id="require"),
+    pytest.param("typeof globalThis.process", "ok:undefined", id="globalThis.process"),
+    pytest.param(
+        "typeof module + typeof exports + typeof Buffer", "ok:undefinedundefinedundefined", id="module"
+    ),
+    pytest.param("typeof fetch + typeof performance", "ok:undefinedundefined", id="fetch-performance"),
+    # determinism
+    pytest.param("new Date(0).toISOString()", "ok:1970-01-01T00:00:00.000Z", id="new-Date-0"),
+    pytest.param("Date.UTC(2020, 0, 1)", "ok:1577836800000", id="Date.UTC"),
+    pytest.param("Reflect.construct(Date, [])", "threw:Error", id="Reflect.construct-Date"),
+    pytest.param("Reflect.apply(Date, undefined, [])", "threw:Error", id="Reflect.apply-Date"),
+    pytest.param("new Date(0).constructor.now()", "threw:Error", id="Date-instance-constructor.now"),
+    pytest.param(
+        "Object.getPrototypeOf(new Date(0)).constructor.now()", "threw:Error", id="Date.prototype.now"
+    ),
+    pytest.param("Date.now.call(null)", "threw:Error", id="Date.now.call"),
+    pytest.param("Math.max(1, 2)", "ok:2", id="Math.max-still-works"),
+]
+
+
+def assert_host_unaffected(outcome: Outcome) -> None:
+    """The case's worker is gone and a fresh run in this process still works."""
+    worker = outcome.handle._run.worker
+    assert worker is not None
+    assert not pid_alive(worker._proc.pid)
+    again = run_source("return await agent('still fine')")
+    assert (again.status, again.result) == ("completed", "still fine")
+
+
+@pytest.mark.parametrize(("snippet", "expected"), ESCAPES)
+def test_an_escape_attempt_is_contained_inside_the_realm(snippet: str, expected: str) -> None:
+    outcome = run_source(PROBE + f"const __r = probe(() => {snippet})\nreturn __r")
+    assert outcome.status == "completed", outcome.error
+    assert not str(outcome.result).startswith("LEAK"), outcome.result
+    assert outcome.result == expected
+    assert_host_unaffected(outcome)
+
+
+ARGS_ESCAPES = [
+    ("args.constructor.constructor('return process')()", CODEGEN),
+    ("Object.getPrototypeOf(args).constructor.constructor('return process')()", CODEGEN),
+    ("args.toString.constructor('return process')()", CODEGEN),
+    ("args.valueOf.constructor.constructor('return process')()", CODEGEN),
+    (f"typeof ({WALK})(args)", "ok:string"),
+    ("agent('x', new Proxy(Object(args), { get() { throw new TypeError('trap') } }))", "threw:TypeError"),
+    ("workflow('x', new Proxy(Object(args), { get() { throw new TypeError('trap') } }))", "threw:TypeError"),
+    (
+        "Object.getPrototypeOf(new Proxy(Object(args), {})).constructor.constructor('return process')()",
+        CODEGEN,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "args", [{"files": ["a.ts"]}, [1, "two"], "src/a.ts"], ids=["object", "array", "string"]
+)
+@pytest.mark.parametrize(("snippet", "expected"), ARGS_ESCAPES)
+def test_an_escape_through_args_is_contained(args: Any, snippet: str, expected: str) -> None:
+    outcome = run_source(PROBE + f"return probe(() => {snippet})", args=args)
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result == expected
+    assert_host_unaffected(outcome)
+
+
+FRAMES = (
+    "Error.prepareStackTrace = (e, frames) => frames\n"
+    "const frames = new Error('x').stack\n"
+    "delete Error.prepareStackTrace\n"
+    "return { frames: frames.length, exposed: frames.filter((f) =>\n"
+    "  f.getFunction() !== undefined || f.getThis() !== undefined).map((f) => f.getFileName()) }"
+)
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        pytest.param(
+            "await new Promise((resolve) => setTimeout(() => resolve((() => {{ {} }})()), 1))", id="timer"
+        ),
+        pytest.param("await agent('x').then(() => {{ {} }})", id="agent-continuation"),
+        pytest.param("(await parallel([() => {{ {} }}]))[0]", id="parallel-thunk"),
+        pytest.param("(await pipeline([1], () => {{ {} }}))[0]", id="pipeline-stage"),
+    ],
+)
+def test_stack_frames_seen_from_callbacks_expose_no_host_function_or_receiver(wrap: str) -> None:
+    outcome = run_source("return " + wrap.format(FRAMES))
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result["frames"] > 0
+    assert outcome.result["exposed"] == []
+    assert_host_unaffected(outcome)
+
+
+def test_args_built_inside_the_realm_are_realm_objects_and_writable() -> None:
+    body = (
+        PROBE + "const before = args instanceof Object && Object.getPrototypeOf(args) === Object.prototype\n"
+        "args.extra = 1\nargs = 'replaced'\nreturn [before, args]"
+    )
+    outcome = run_source(body, args={"a": 1})
+    assert outcome.result == [True, "replaced"]
+
+
+# A host-realm error thrown into workflow code hands over the host's Function constructor (and with it
+# `process`). The realm must catch every exception at the host boundary and rethrow a realm error.
+def exhaust_stack_then(call: str) -> str:
+    """Recurse until the stack overflows, then try ``call`` in every frame on the way back up until it
+    either runs or throws something that is not a realm error; probe what it threw."""
+    return (
+        "let found = null, done = false\n"
+        "function deep() {\n"
+        "  try { deep() } catch (e) {}\n"
+        "  if (done) return\n"
+        f"  try {{ {call}; done = true }}\n"
+        "  catch (e) { if (__foreign(e)) { found = e; done = true } }\n"
+        "}\n"
+        "deep()\n"
+        "if (found === null) return 'contained'\n"
+        "return probe(() => found.constructor.constructor('return process')())"
+    )
+
+
+HOST_ERROR_LEAKS = [
+    pytest.param(
+        "let a = []; const root = a\nfor (let i = 0; i < 3000; i++) { const b = []; a.push(b); a = b }\n"
+        "return probe(() => agent('x', { model: root }))",
+        id="deeply-nested-cache-key-option",
+    ),
+    pytest.param(exhaust_stack_then("log('x')"), id="stack-exhaustion-inside-log"),
+    pytest.param(exhaust_stack_then("agent('x').catch(() => {})"), id="stack-exhaustion-inside-agent"),
+    pytest.param(exhaust_stack_then("setTimeout(() => {}, 1)"), id="stack-exhaustion-inside-setTimeout"),
+]
+
+
+@pytest.mark.parametrize("body", HOST_ERROR_LEAKS)
+def test_an_error_raised_in_the_host_never_reaches_workflow_code(body: str) -> None:
+    outcome = run_source(PROBE + body)
+    assert outcome.status == "completed", outcome.error
+    # contained: nothing foreign was thrown, or what was thrown is a realm error (its constructor
+    # chain ends at the realm's Function, which refuses code generation)
+    assert outcome.result in ("contained", "threw:RangeError", "threw:Error"), outcome.result
+    assert_host_unaffected(outcome)
+
+
+def test_a_dynamic_import_is_refused_before_launch() -> None:
+    with pytest.raises(WorkflowLoadError) as caught:
+        workflow("const fs = await import('node:fs')\nreturn 1")
+    assert caught.value.rule == "dynamic-import"
+
+
+def test_import_mentioned_only_in_strings_and_comments_runs() -> None:
+    outcome = run_source("// import('x')\nreturn \"import('node:fs')\"")
+    assert outcome.result == "import('node:fs')"
+
+
+NONDETERMINISTIC = ["Date.now()", "new Date()", "Date()", "Math.random()"]
+
+
+@pytest.mark.parametrize("call", NONDETERMINISTIC)
+def test_a_nondeterministic_call_throws_a_catchable_error_that_names_the_fix(call: str) -> None:
+    body = f"try {{ {call}; return 'ran' }} catch (e) {{ return [e instanceof Error, e.message] }}"
+    outcome = run_source(body)
+    assert outcome.status == "completed", outcome.error
+    is_error, message = outcome.result
+    assert is_error is True
+    assert call in message
+    assert "args" in message
+
+
+@pytest.mark.parametrize("call", NONDETERMINISTIC)
+def test_an_uncaught_nondeterministic_call_fails_the_run_naming_the_global(call: str) -> None:
+    outcome = run_source(f"return {call}")
+    assert outcome.status == "failed"
+    assert call in str(outcome.error)
+    assert_host_unaffected(outcome)
+
+
+# -- timers ------------------------------------------------------------------------------------
+
+
+def test_timers_fire_in_delay_order_and_equal_delays_in_creation_order() -> None:
+    body = (
+        "const order = []\n"
+        "await new Promise((resolve) => {\n"
+        "  setTimeout(() => order.push('30'), 30)\n"
+        "  setTimeout(() => order.push('0'), 0)\n"
+        "  setTimeout(() => order.push('10a'), 10)\n"
+        "  setTimeout(() => order.push('10b'), 10)\n"
+        "  setTimeout(() => order.push('neg'), -5)\n"
+        "  setTimeout(resolve, 80)\n"
+        "})\n"
+        "return order"
+    )
+    assert run_source(body).result == ["0", "neg", "10a", "10b", "30"]
+
+
+def test_clear_timeout_cancels_a_pending_timer_and_ignores_unknown_ids() -> None:
+    body = (
+        "const order = []\n"
+        "const a = setTimeout(() => order.push('a'), 5)\n"
+        "const b = setTimeout(() => order.push('b'), 40)\n"
+        "setTimeout(() => { order.push('c'); clearTimeout(b) }, 10)\n"
+        "clearTimeout(a)\n"
+        "clearTimeout(123456)\n"
+        "clearTimeout(undefined)\n"
+        "await new Promise((resolve) => setTimeout(resolve, 80))\n"
+        "return { order, distinct: a !== b }"
+    )
+    assert run_source(body).result == {"order": ["c"], "distinct": True}
+
+
+def test_set_timeout_passes_extra_arguments_to_its_callback() -> None:
+    body = "return await new Promise((resolve) => setTimeout((x, y) => resolve([x, y]), 1, 'one', 2))"
+    assert run_source(body).result == ["one", 2]
+
+
+# -- runaway code ------------------------------------------------------------------------------
+
+RUNAWAY = [
+    pytest.param("while (true) {}", id="loop-before-any-await"),
+    pytest.param("await agent('x')\nwhile (true) {}", id="loop-after-an-await"),
+    pytest.param("await new Promise((r) => setTimeout(r, 1))\nfor (;;) {}", id="loop-after-a-timer"),
+    pytest.param(
+        "await new Promise((r) => setTimeout(() => { while (true) {} }, 1))\nreturn 1",
+        id="loop-in-a-timer-callback",
+    ),
+    pytest.param(
+        "await Promise.resolve().then(() => { while (true) {} })\nreturn 1", id="loop-in-a-then-callback"
+    ),
+    pytest.param(
+        "await agent('x').then(() => { while (true) {} })\nreturn 1", id="loop-in-an-agent-continuation"
+    ),
+    pytest.param("await parallel([() => { while (true) {} }])\nreturn 1", id="loop-in-a-parallel-thunk"),
+    pytest.param(
+        "const f = () => Promise.resolve().then(f)\nf()\nawait new Promise(() => {})", id="microtask-flood"
+    ),
+]
+
+
+@pytest.mark.parametrize("body", RUNAWAY)
+def test_runaway_synchronous_code_fails_the_run_with_the_time_limit(body: str) -> None:
+    outcome = run_source(body, sync_timeout_ms=500)
+    assert outcome.status == "failed"
+    assert re.search(r"(?i)synchronous", str(outcome.error)), outcome.error
+    assert "500 ms" in str(outcome.error)
+    assert_host_unaffected(outcome)
+
+
+def test_a_memory_bomb_fails_the_run_with_a_memory_message() -> None:
+    outcome = run_source("const a = []\nwhile (true) a.push(new Array(1e6).fill(1))", heap_mb=64)
+    assert outcome.status == "failed"
+    assert re.search(r"(?i)memory", str(outcome.error)), outcome.error
+    assert "64 MB" in str(outcome.error)
+    assert_host_unaffected(outcome)
+
+
+def test_a_huge_string_result_arrives_whole() -> None:
+    outcome = run_source("return 'x'.repeat(5_000_000) + 'end'")
+    assert outcome.status == "completed", outcome.error
+    assert len(outcome.result) == 5_000_003 and outcome.result.endswith("xend")
+    assert_host_unaffected(outcome)
+
+
+def test_a_huge_log_message_arrives_whole() -> None:
+    outcome = run_source("log('y'.repeat(2_000_000))\nreturn 1")
+    assert outcome.status == "completed", outcome.error
+    assert [len(m) for m in outcome.logs] == [2_000_000]
+
+
+DEEP = "let o = {}; const root = o\nfor (let i = 0; i < 1500; i++) { o.a = {}; o = o.a }\n"
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        pytest.param("return root", id="final-value"),
+        pytest.param(
+            "try { await agent('x', { model: root }) } catch (e) {}\nreturn 'ok'", id="agent-option"
+        ),
+        pytest.param(
+            "try { await agent('x', { unknown: root }) } catch (e) {}\nreturn 'ok'", id="unknown-option"
+        ),
+    ],
+)
+def test_a_deeply_nested_value_never_crashes_the_host(tail: str) -> None:
+    outcome = run_source(DEEP + tail)
+    assert outcome.status in ("completed", "failed")
+    assert_host_unaffected(outcome)
+
+
+def test_a_run_without_args_sees_undefined_and_a_fresh_realm_each_time() -> None:
+    first = run_source("globalThis.leftover = 1\nreturn typeof args")
+    second = run_source("return typeof globalThis.leftover", args=MISSING)
+    assert (first.result, second.result) == ("undefined", "undefined")

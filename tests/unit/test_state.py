@@ -1,0 +1,155 @@
+"""``project_state``: the pure projection of a run's events to its state."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+
+from workflow_mcp import Event, FakeProvider, RunOptions, load_workflow, project_state, run_workflow
+
+BODY = """export const meta = {
+  name: 'state-demo', description: 'phases, logs, agents', phases: [{ title: 'A' }, { title: 'B' }],
+}
+phase('A')
+log('first line')
+const a = await parallel([() => agent('one', { label: 'one' }), () => agent('two', { label: 'two' })])
+phase('B')
+const b = await agent('three', { label: 'three' })
+const c = await agent('four', { label: 'api' })
+return { a, b, c }
+"""
+SCRIPT = {
+    "rules": [
+        {
+            "match": {"label": "api"},
+            "respond": {"fail": "provider", "message": "HTTP 500", "tokens": {"output": 1}},
+        }
+    ],
+    "default": {"echo": True, "tokens": {"input": 10, "output": 3, "cacheRead": 2}},
+}
+
+
+def run_events(source: str, script: dict[str, Any] | None = None) -> list[Event]:
+    async def scenario() -> list[Event]:
+        handle = run_workflow(
+            load_workflow(source=source), provider=FakeProvider(script), options=RunOptions(concurrency=2)
+        )
+        await asyncio.wait_for(handle.wait(), 60)
+        return handle.log.events
+
+    return asyncio.run(scenario())
+
+
+@pytest.fixture(scope="module")
+def completed() -> list[Event]:
+    return run_events(BODY, SCRIPT)
+
+
+def test_projecting_the_same_events_twice_gives_equal_states_and_leaves_the_events_untouched(
+    completed: list[Event],
+) -> None:
+    before = copy.deepcopy([e.to_json() for e in completed])
+    first = project_state(completed).to_json()
+    second = project_state(list(completed)).to_json()
+    assert first == second
+    assert [e.to_json() for e in completed] == before
+
+
+def test_the_state_of_a_completed_run_has_its_result_counts_phases_and_logs(completed: list[Event]) -> None:
+    state = project_state(completed)
+    doc = state.to_json()
+    assert doc["status"] == "completed"
+    assert state.terminal
+    assert doc["result"] == {"a": ["one", "two"], "b": "three", "c": None}
+    assert doc["counts"] == {"queued": 0, "running": 0, "completed": 3, "failed": 1, "cached": 0}
+    assert doc["phases"] == [{"title": "A", "status": "completed"}, {"title": "B", "status": "completed"}]
+    assert doc["currentPhase"] == "B"
+    assert doc["logs"][0] == "first line"
+    assert any("HTTP 500" in line for line in doc["logs"])
+    assert doc["tokenUsage"] == {
+        "input": 30,
+        "output": 10,
+        "cacheRead": 6,
+        "cacheWrite": 0,
+        "replayedOutput": 0,
+    }
+    assert doc["workflow"]["name"] == "state-demo"
+    assert doc["startedAt"] and doc["endedAt"]
+    assert doc["lastSequence"] == completed[-1].sequence
+    assert "error" not in doc
+    labels = {a["label"]: a for a in doc["agents"]}
+    assert labels["one"]["preview"] == "one" and labels["one"]["phase"] == "A"
+    assert labels["api"]["state"] == "failed"
+
+
+def test_a_prefix_of_the_events_projects_a_running_state_without_a_result(completed: list[Event]) -> None:
+    cut = next(i for i, e in enumerate(completed) if e.type == "agent.started") + 1
+    doc = project_state(completed[:cut]).to_json()
+    assert doc["status"] == "running"
+    assert "result" not in doc
+    assert doc["counts"]["running"] == 1
+    assert doc["endedAt"] is None
+
+
+def test_the_state_of_a_failed_run_carries_the_error_and_no_result() -> None:
+    events = run_events("export const meta = { name: 'f', description: 'd' }\nthrow new RangeError('out')")
+    doc = project_state(events).to_json()
+    assert doc["status"] == "failed"
+    assert doc["error"]["name"] == "RangeError" and doc["error"]["message"] == "out"
+    assert "result" not in doc
+
+
+def ev(seq: int, type: str, payload: dict[str, Any] | None = None, agent_id: str | None = None) -> Event:
+    return Event(run_id="run_x", sequence=seq, type=type, payload=payload or {}, agent_id=agent_id)
+
+
+def test_replayed_tokens_are_kept_apart_from_live_tokens() -> None:
+    usage = {"input": 5, "output": 7}
+    events = [
+        ev(1, "run.started", {"workflow": {"name": "w"}}),
+        ev(2, "agent.queued", {"label": "a", "phase": None}, "ag_1"),
+        ev(3, "agent.cached", {"label": "a", "result": "r", "tokenUsage": usage}, "ag_1"),
+        ev(4, "agent.queued", {"label": "b", "phase": None}, "ag_2"),
+        ev(5, "agent.started", {"label": "b"}, "ag_2"),
+        ev(6, "agent.completed", {"label": "b", "result": "s", "tokenUsage": usage}, "ag_2"),
+    ]
+    doc = project_state(events).to_json()
+    assert doc["tokenUsage"]["output"] == 7
+    assert doc["tokenUsage"]["input"] == 5
+    assert doc["tokenUsage"]["replayedOutput"] == 7
+    assert doc["counts"]["cached"] == 1 and doc["counts"]["completed"] == 1
+    assert [a["cached"] for a in doc["agents"]] == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("types", "status"),
+    [
+        (["run.queued"], "queued"),
+        (["run.started"], "running"),
+        (["run.started", "run.paused"], "paused"),
+        (["run.started", "run.paused", "run.resumed"], "running"),
+        (["run.started", "run.cancellation_requested"], "running"),
+        (["run.started", "run.cancellation_requested", "run.cancelled"], "cancelled"),
+        (["run.started", "run.interrupted"], "interrupted"),
+        (["run.started", "run.completed"], "completed"),
+        (["run.started", "run.failed"], "failed"),
+    ],
+)
+def test_status_is_whatever_the_run_events_say(types: list[str], status: str) -> None:
+    events = [ev(i + 1, t) for i, t in enumerate(types)]
+    assert project_state(events).status == status
+
+
+def test_a_paused_run_reports_why_until_it_resumes() -> None:
+    paused = [ev(1, "run.started"), ev(2, "run.paused", {"reason": "auth required"})]
+    assert project_state(paused).to_json()["pausedReason"] == "auth required"
+    assert "pausedReason" not in project_state([*paused, ev(3, "run.resumed")]).to_json()
+
+
+def test_projecting_no_events_needs_a_run_id() -> None:
+    with pytest.raises(ValueError):
+        project_state([])
+    assert project_state([], run_id="run_empty").to_json()["status"] == "queued"
