@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 __all__ = ["ProgressView"]
@@ -21,6 +22,10 @@ class ProgressView:
         self.cached = 0
         self.failed = 0
         self.logs: list[str] = []
+        self.labels: dict[str, str] = {}  # running agentId -> label
+        self.output_tokens = 0
+        self.started = time.monotonic()
+        self.status = "running"
         self._live: Any = None
 
     def _render(self) -> Any:
@@ -33,8 +38,13 @@ class ProgressView:
         table.add_row(head)
         table.add_row(
             f"agents: [yellow]{self.running} running[/yellow], [green]{self.done} done[/green], "
-            f"{self.cached} replayed, [red]{self.failed} failed[/red]"
+            f"{self.cached} replayed, [red]{self.failed} failed[/red]  ·  {self.output_tokens:,} output tokens  ·  "
+            f"{time.monotonic() - self.started:.1f} s  ·  {self.status}"
         )
+        running = list(self.labels.values())
+        if running:
+            more = f" (+{len(running) - 4} more)" if len(running) > 4 else ""
+            table.add_row("[dim]running:[/dim] " + ", ".join(running[:4]) + more)
         for line in self.logs[-8:]:
             table.add_row(f"[dim]│[/dim] {line}")
         return table
@@ -57,12 +67,18 @@ class ProgressView:
             self.phase = str(event.payload.get("title"))
         elif t == "agent.started":
             self.running += 1
+            self.labels[event.agent_id or ""] = str(event.payload.get("label", ""))[:40]
         elif t == "agent.completed":
             self.running -= 1
             self.done += 1
+            self.labels.pop(event.agent_id or "", None)
+            self.output_tokens += int((event.payload.get("tokenUsage") or {}).get("output", 0))
         elif t == "agent.failed":
             self.running -= 1
             self.failed += 1
+            self.labels.pop(event.agent_id or "", None)
+        elif t in ("run.completed", "run.failed", "run.cancelled"):
+            self.status = t.split(".")[1]
         elif t == "agent.cached":
             self.cached += 1
         elif t == "log":
