@@ -7,6 +7,7 @@ not behaviour: run status is never stored, it is projected from the events.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,10 +62,11 @@ class JournalRow:
     source_run: str | None = None
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
     """The journal row an agent event implies (``None`` for other events)."""
-    import json
-
     p = event.payload
     if event.agent_id is None:
         return None
@@ -90,7 +92,7 @@ def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
         content_key=str(p.get("contentKey", "")),
         status=status,
         label=str(p.get("label", "")),
-        result_json=json.dumps(p.get("result"), ensure_ascii=False) if has_result else None,
+        result_json=_encode(p.get("result")) if has_result else None,
         tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items() if isinstance(v, int)},
         side_effects=bool(p.get("sideEffects", False)),
         source_run=p.get("fromRunId") if t == "agent.cached" else None,

@@ -47,7 +47,11 @@ _RUN_COLUMNS = (
 )
 
 
-_JOURNALED = frozenset({"agent.queued", "agent.started", "agent.completed", "agent.cached", "agent.failed"})
+# agent.started adds nothing a resume needs (a started call without a result is simply not reusable),
+# so the journal follows queued → completed | cached | failed.
+_JOURNALED = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
+# json.dumps() with keyword arguments builds a new encoder on every call; one encoder serves all.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _UPSERT_JOURNAL = (
     "INSERT INTO journal (run_id, agent_id, ordinal, key, content_key, status, label, result_json, "
     "tokens_json, side_effects, source_run) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
@@ -200,7 +204,7 @@ class SqliteStore:
                 e.type,
                 e.timestamp,
                 e.agent_id,
-                json.dumps(e.to_json(), ensure_ascii=False, separators=(",", ":")),
+                _encode(e.to_json()),
             )
             for e in events
         ]
