@@ -67,6 +67,11 @@ def validate(path: str, as_json: bool, profile: str | None) -> None:
     try:
         report = validate_workflow(path, profile=prof)
     except WorkflowNotFoundError as exc:
+        if as_json:
+            error = {"rule": "not-found", "message": str(exc), "path": path, "line": None, "column": None}
+            click.echo(
+                json.dumps({"valid": False, "meta": None, "errors": [error], "warnings": []}, indent=2)
+            )
         _fail(str(exc))
     doc: dict[str, Any] = dict(report.to_json())
     if as_json:
@@ -117,15 +122,44 @@ def _read_args(args_json: str | None, args_file: str | None) -> Any:
     if args_file is not None:
         try:
             text = Path(args_file).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            _fail(f"--args-file {args_file!r} is not UTF-8 text; save the JSON as UTF-8")
         except OSError as exc:
             _fail(f"cannot read --args-file {args_file!r}: {exc.strerror or exc}")
         origin = args_file
     if text is None:
         return MISSING
+    return parse_args_json(text, origin)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_args_json(text: str, origin: str = "ARGS_JSON") -> Any:
+    """One strict JSON value (no NaN/Infinity, no lone surrogates, nested at most 200 deep), or exit 2."""
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        _fail(f"{origin} is nested too deeply; args may nest at most a few hundred levels")
+    except UnicodeEncodeError:
+        _fail(f"{origin} contains a lone UTF-16 surrogate (\\ud800-\\udfff), which UTF-8 cannot carry")
     except ValueError as exc:
         _fail(f'{origin} is not valid JSON ({exc}); pass one JSON value, e.g. \'{{"files": ["a.ts"]}}\'')
+    if _depth(value) > 200:
+        _fail(f"{origin} is nested deeper than 200 levels")
+    return value
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > 200:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
 
 
 def _provider(name: str | None, fake_script: str | None) -> Any:
@@ -208,20 +242,39 @@ def providers_(as_json: bool) -> None:
 @click.option(
     "--args-file", type=str, default=None, help="Read the workflow's args (one JSON value) from a file."
 )
-@click.option("--provider", default=None, help="Agent provider (fake).")
+@click.option(
+    "--provider",
+    default=None,
+    help="Agent provider: fake, codex, or any registered name (default: configuration).",
+)
 @click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Agents running at once.")
 @click.option(
-    "--token-budget", type=click.IntRange(min=0), default=None, help="budget.total in output tokens."
-)
-@click.option("--max-agents", type=click.IntRange(min=1), default=None, help="Lower the 1,000-call cap.")
-@click.option(
-    "--agent-timeout-ms", type=click.IntRange(min=1), default=None, help="Bound each provider call."
+    "--concurrency", type=click.IntRange(min=1, max=4096), default=None, help="Agents running at once."
 )
 @click.option(
-    "--sync-timeout-ms", type=click.IntRange(min=1), default=None, help="Synchronous JS limit (30000)."
+    "--token-budget",
+    type=click.IntRange(min=0, max=2**53),
+    default=None,
+    help="budget.total in output tokens.",
 )
-@click.option("--heap-mb", type=click.IntRange(min=16), default=None, help="Realm heap limit in MB (1024).")
+@click.option(
+    "--max-agents", type=click.IntRange(min=1, max=1000), default=None, help="Lower the 1,000-call cap."
+)
+@click.option(
+    "--agent-timeout-ms",
+    type=click.IntRange(min=1, max=2**40),
+    default=None,
+    help="Bound each provider call.",
+)
+@click.option(
+    "--sync-timeout-ms",
+    type=click.IntRange(min=1, max=2**31 - 1),
+    default=None,
+    help="Synchronous JS limit (30000).",
+)
+@click.option(
+    "--heap-mb", type=click.IntRange(min=16, max=1 << 20), default=None, help="Realm heap limit in MB (1024)."
+)
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
 @click.option("--resume-from", default=None, metavar="RUN_ID", help="Reuse the journal of an earlier run.")
 @click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
@@ -254,6 +307,8 @@ def run(
     from .engine.run import RunOptions
 
     args = _read_args(args_json, args_file)
+    if policy != "content" and resume_from is None:
+        _fail("--policy applies only with --resume-from RUN_ID")
     try:
         get_profile(profile)
     except KeyError as exc:
@@ -320,16 +375,25 @@ async def _run(
     replay: Any = None,
 ) -> int:
     from .cli_progress import ProgressView
+    from .providers.fake import FakeProvider
 
     service.recover()
     view = ProgressView(workflow.meta.name) if mode == "progress" else None
 
+    quiet = [mode == "none"]
+
     def on_event(event: Any) -> None:
-        if mode == "jsonl":
-            sys.stderr.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
-            sys.stderr.flush()
-        elif view is not None:
-            view.update(event)
+        # Showing events is a courtesy: a closed or broken stderr never stops the workflow.
+        if quiet[0]:
+            return
+        try:
+            if mode == "jsonl":
+                sys.stderr.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+                sys.stderr.flush()
+            elif view is not None:
+                view.update(event)
+        except (OSError, ValueError):
+            quiet[0] = True
 
     try:
         handle = service.start_run(
@@ -342,6 +406,7 @@ async def _run(
             on_event=on_event,
             worker=worker,
             replay=replay,
+            provider_config={"fakeScript": provider.script} if isinstance(provider, FakeProvider) else None,
         )
     except WorkflowMcpError as exc:
         _fail(str(exc))
@@ -357,7 +422,7 @@ async def _run(
         if view is not None:
             view.stop()
         click.echo(f"workflow-mcp: run {exc.run_id} {exc.status}: {exc.message}", err=True)
-        if exc.status == "cancelled":
+        if exc.status in ("cancelled", "paused"):
             click.echo(f"workflow-mcp: resume it with: workflow-mcp resume {exc.run_id}", err=True)
         return 1
     if view is not None:
@@ -375,7 +440,11 @@ async def _run(
     default=None,
     help="Resume policy (default: content for our runs, prefix — Claude's rule — for Claude Code runs).",
 )
-@click.option("--provider", default=None, help="Agent provider (fake).")
+@click.option(
+    "--provider",
+    default=None,
+    help="Agent provider: fake, codex, or any registered name (default: configuration).",
+)
 @click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
 @click.option("--allow-side-effects", is_flag=True, help="Reuse recorded worktree (write-capable) calls too.")
 @click.option(
@@ -416,14 +485,14 @@ def resume(
             )
         except WorkflowMcpError as exc:
             _fail(str(exc))
-        prov = _provider(provider, fake_script)
+        claude_provider = _provider(provider, fake_script)
         options = RunOptions(profile=imported.profile, cwd=os.getcwd(), home=os.environ.get("HOME"))
         sys.exit(
             asyncio.run(
                 _run(
                     service,
                     imported.workflow,
-                    prov,
+                    claude_provider,
                     imported.args,
                     options,
                     imported.resumed_from,
@@ -438,7 +507,13 @@ def resume(
     record = service.store.get_run(target)
     if record is None:
         _fail(f"no stored run {target!r} and no such file; `workflow-mcp runs list` shows the runs")
-    prov = _provider(provider or (record.provider or None), fake_script)
+    stored_script = (record.options.get("providerConfig") or {}).get("fakeScript")
+    if (provider or record.provider) == "fake" and fake_script is None and stored_script is not None:
+        from .providers.fake import FakeProvider
+
+        prov = FakeProvider(stored_script)  # answer the resumed calls as the first run did
+    else:
+        prov = _provider(provider or (record.provider or None), fake_script)
     try:
         workflow = load_workflow(record.workflow_path, source=record.source)
     except WorkflowLoadError as exc:
@@ -504,13 +579,19 @@ def runs_show(run_id: str, as_json: bool) -> None:
     click.echo(
         f"  output tokens: {state['tokenUsage']['output']} (+{state['tokenUsage']['replayedOutput']} replayed)"
     )
+    for line in state["logs"][-10:]:
+        click.echo(f"  log: {line}")
     if "error" in state:
         click.echo(f"  error: {state['error'].get('message')}")
+    if "result" in state:
+        click.echo("  result: " + json.dumps(state["result"], ensure_ascii=False)[:2000])
 
 
 @runs.command(name="events")
 @click.argument("run_id")
-@click.option("--after", type=click.IntRange(min=0), default=0, help="Only events after this sequence.")
+@click.option(
+    "--after", type=click.IntRange(min=0, max=2**62), default=0, help="Only events after this sequence."
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
 def runs_events(run_id: str, after: int, as_json: bool) -> None:
     """The durable events of one run."""

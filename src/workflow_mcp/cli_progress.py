@@ -26,15 +26,20 @@ class ProgressView:
         self.output_tokens = 0
         self.started = time.monotonic()
         self.status = "running"
+        self.run_id = ""
         self._live: Any = None
 
     def _render(self) -> Any:
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table.grid(padding=(0, 1))
-        head = f"[bold]{self.name}[/bold]"
+        # Workflow text is shown as text, never interpreted as markup.
+        head = f"[bold]{escape(self.name)}[/bold]"
+        if self.run_id:
+            head += f"  [dim]{self.run_id}[/dim]"
         if self.phase:
-            head += f"  phase: [cyan]{self.phase}[/cyan]"
+            head += f"  phase: [cyan]{escape(self.phase)}[/cyan]"
         table.add_row(head)
         table.add_row(
             f"agents: [yellow]{self.running} running[/yellow], [green]{self.done} done[/green], "
@@ -44,9 +49,9 @@ class ProgressView:
         running = list(self.labels.values())
         if running:
             more = f" (+{len(running) - 4} more)" if len(running) > 4 else ""
-            table.add_row("[dim]running:[/dim] " + ", ".join(running[:4]) + more)
+            table.add_row("[dim]running:[/dim] " + escape(", ".join(running[:4])) + more)
         for line in self.logs[-8:]:
-            table.add_row(f"[dim]│[/dim] {line}")
+            table.add_row(f"[dim]│[/dim] {line}")  # already escaped when stored
         return table
 
     def start(self) -> None:
@@ -62,7 +67,10 @@ class ProgressView:
             self._live = None
 
     def update(self, event: Any) -> None:
+        from rich.markup import escape
+
         t = event.type
+        self.run_id = event.run_id
         if t == "phase.started":
             self.phase = str(event.payload.get("title"))
         elif t == "agent.started":
@@ -82,8 +90,8 @@ class ProgressView:
         elif t == "agent.cached":
             self.cached += 1
         elif t == "log":
-            self.logs.append(str(event.payload.get("message", "")))
+            self.logs.append(escape(str(event.payload.get("message", ""))))
         elif t == "warning":
-            self.logs.append("[yellow]warning:[/yellow] " + str(event.payload.get("message", "")))
+            self.logs.append("[yellow]warning:[/yellow] " + escape(str(event.payload.get("message", ""))))
         if self._live is not None:
             self._live.update(self._render())

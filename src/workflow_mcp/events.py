@@ -144,9 +144,18 @@ class EventLog:
     #: A batch this large is committed at once instead of at the end of the loop turn.
     MAX_BATCH = 1024
 
-    def __init__(self, run_id: str, *, persist: PersistFn | None = None, start_sequence: int = 0) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        persist: PersistFn | None = None,
+        start_sequence: int = 0,
+        on_persist_error: Callable[[Exception], None] | None = None,
+    ) -> None:
         self.run_id = run_id
         self._persist = persist
+        self._on_persist_error = on_persist_error
+        self.persist_error: Exception | None = None
         self._events: list[Event] = []
         self._pending: list[Event] = []
         self._sequence = start_sequence
@@ -201,7 +210,13 @@ class EventLog:
             return
         batch, self._pending = self._pending, []
         if self._persist is not None:
-            self._persist(batch)
+            try:
+                self._persist(batch)
+            except Exception as exc:  # the store refused the batch: it is not durable, so not published
+                self.persist_error = exc
+                if self._on_persist_error is not None:
+                    self._on_persist_error(exc)
+                return
         self._events.extend(batch)
         self._changed.set()
 

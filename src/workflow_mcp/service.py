@@ -139,13 +139,15 @@ class WorkflowService:
         on_event: Callable[[Event], None] | None = None,
         worker: RealmWorker | None = None,
         replay: Replay | None = None,
+        provider_config: dict[str, Any] | None = None,
     ) -> RunHandle:
         """Record and start a run; returns its live handle. Needs a running event loop.
 
         ``resume_from`` reuses the journal of an earlier run (any status) under ``policy``; a ready
         ``replay`` (e.g. an imported Claude Code run, with ``resume_from`` naming it) is used as is.
         ``idempotency_key`` returns the already-started run for a repeated key (``owner`` scopes
-        keys). ``on_event`` sees each event after it is committed.
+        keys). ``on_event`` sees each event after it is committed. ``provider_config`` (JSON) is
+        recorded with the run so a resume can rebuild the same provider (e.g. a fake script).
 
         Raises:
             WorkflowNotFoundError: ``resume_from`` names no stored run.
@@ -163,6 +165,7 @@ class WorkflowService:
         if resume_from is not None and replay is None:
             if policy not in ("content", "prefix"):
                 raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
+            self._refuse_resuming_a_live_run(resume_from)
             replay = self.replay_for(resume_from, policy)
         run_id = new_run_id()
         record = RunRecord(
@@ -177,7 +180,8 @@ class WorkflowService:
                 k: v
                 for k, v in opts.__dict__.items()
                 if v is not None and k not in ("cwd", "home", "worktree_root")
-            },
+            }
+            | ({"providerConfig": provider_config} if provider_config else {}),
             provider=getattr(provider, "name", ""),
             profile=get_profile(opts.profile).name,
             cwd=opts.cwd,
@@ -253,6 +257,20 @@ class WorkflowService:
             for run_id, reason in requests.items():
                 self.live[run_id].cancel(reason)
             await asyncio.sleep(self.CANCEL_POLL_S)
+
+    def _refuse_resuming_a_live_run(self, run_id: str) -> None:
+        """Resuming a run that is still going would run its in-flight calls twice."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            return
+        if run_id in self.live and self.live[run_id].status == "running":
+            raise InvalidInputError(f"run {run_id} is still running here; wait for it or cancel it first")
+        self.recover()
+        if self.store.last_run_event(run_id) in ("run.started", "run.queued", "run.resumed"):
+            raise InvalidInputError(
+                f"run {run_id} is still running (process {record.owner_pid} on {record.owner_host}); "
+                f"wait for it, or cancel it with `workflow-mcp runs cancel {run_id}`, then resume"
+            )
 
     def replay_for(self, run_id: str, policy: ResumePolicy) -> Replay:
         """The replay index built from ``run_id``'s journal (results it computed or replayed)."""
@@ -509,6 +527,16 @@ class WorkflowService:
                 if on_events is not None:
                     await on_events(batch)
         return self.status(run_id)
+
+    def prune_finished(self, keep: int = 100) -> int:
+        """Forget the in-memory handles of finished runs beyond the newest ``keep`` (their events and
+        results stay in the store), so a long-lived server does not grow with every run. Returns how
+        many were dropped."""
+        finished = [rid for rid, handle in self.live.items() if handle.status != "running"]
+        dropped = finished[: max(0, len(finished) - keep)]
+        for rid in dropped:
+            del self.live[rid]
+        return len(dropped)
 
     async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:
         """Cancel every run this process still runs (each ends ``cancelled`` and stays resumable) and

@@ -164,6 +164,7 @@ def project_state(events: Iterable[Event], run_id: str | None = None) -> RunStat
         elif t == "run.paused":
             state.status = "paused"
             state.paused_reason = str(p.get("reason") or "")
+            state.ended_at = event.timestamp
         elif t == "run.completed":
             state.status = "completed"
             state.ended_at = event.timestamp

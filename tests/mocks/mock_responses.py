@@ -136,6 +136,7 @@ class MockResponses:
         self._thread_prompts: dict[str, str] = {}
         self.default: Reply | Callable[[Received], Reply] | None = None
         self.auth_error = False
+        self.base_delay_s = 0.0  # added to every answer (benchmarks: a model that takes time)
         self.received: list[Received] = []
         self._cond = threading.Condition()
         self._released = threading.Event()
@@ -192,6 +193,20 @@ class MockResponses:
                     f"the mock received {len(self.received)} of {count} requests in {timeout} s"
                 )
             return list(self.received)
+
+    def wait_for_prompt(self, pattern: str, timeout: float = 30.0) -> Received:
+        """Block until a request whose prompt matches ``pattern`` arrived; return the first one."""
+        regex = re.compile(pattern)
+
+        def found() -> Received | None:
+            return next((r for r in self.received if regex.search(r.prompt)), None)
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: found() is not None, timeout=timeout):
+                raise TimeoutError(f"no request matching {pattern!r} reached the mock in {timeout} s")
+            hit = found()
+            assert hit is not None
+            return hit
 
     def prompts(self) -> list[str]:
         with self._cond:
@@ -265,8 +280,8 @@ class MockResponses:
     def _wait(self, reply: Reply) -> None:
         if reply.hold:
             self._released.wait(HOLD_LIMIT_S)
-        elif reply.delay_s > 0:
-            self._stopping.wait(reply.delay_s)
+        elif reply.delay_s + self.base_delay_s > 0:
+            self._stopping.wait(reply.delay_s + self.base_delay_s)
 
     def _ids(self) -> tuple[str, str]:
         n = next(self._counter)
@@ -387,8 +402,10 @@ class _Handler(BaseHTTPRequestHandler):
         event({"type": "response.completed", "response": {"id": rid, "usage": usage}})
 
 
-if __name__ == "__main__":  # pragma: no cover - manual use: python tests/mocks/mock_responses.py [PORT]
-    server = MockResponses(port=int(sys.argv[1]) if len(sys.argv) > 1 else 0).start()
+if __name__ == "__main__":  # pragma: no cover - python tests/mocks/mock_responses.py [PORT] [DELAY_MS]
+    server = MockResponses(port=int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+    server.base_delay_s = float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else 0.0
+    server.start()
     print(f"listening {server.base_url}", flush=True)
     try:
         threading.Event().wait()

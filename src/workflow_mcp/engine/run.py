@@ -41,6 +41,7 @@ from ..providers.base import (
     AgentResult,
     AgentStalledError,
     CancelSignal,
+    ProviderAuthError,
     ProviderEvent,
     TokenUsage,
 )
@@ -117,7 +118,7 @@ class RunHandle:
         return self._run.log.subscribe(after)
 
     async def wait(self) -> str:
-        """Wait for the end; returns the terminal status (completed, failed, cancelled)."""
+        """Wait for the end; returns the final status (completed, failed, cancelled, paused)."""
         await asyncio.shield(self._run.task)
         return self._run.status
 
@@ -125,7 +126,7 @@ class RunHandle:
         """The workflow's final JSON value.
 
         Raises:
-            RunFailedError: when the run ends failed or cancelled (``.status``, ``.message``).
+            RunFailedError: when the run ends failed, cancelled or paused (``.status``, ``.message``).
         """
         await self.wait()
         if self._run.status != "completed":
@@ -215,7 +216,7 @@ class _Run:
         self.args = args
         self.options = options
         self.profile: Profile = get_profile(options.profile)
-        self.log = EventLog(run_id, persist=persist)
+        self.log = EventLog(run_id, persist=persist, on_persist_error=self._persist_failed)
         self.replay = replay
         self.resumed_from = resumed_from
         self.meta = meta
@@ -242,8 +243,46 @@ class _Run:
         self.cancel_reason: str | None = None
         self._terminal_emitted = False
         self._outbox: list[dict[str, Any]] = []
+        self.store_error: Exception | None = None
+        self.pause_context: dict[str, Any] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
+    def _persist_failed(self, exc: Exception) -> None:
+        """The store refused events: stop the run at once, so nothing happens that is not recorded."""
+        if self.store_error is not None or self._terminal_emitted:
+            return
+        self.store_error = exc
+        for signal in list(self.signals.values()):
+            signal.cancel("the event store failed")
+        for task in list(self.tasks):
+            task.cancel()
+        if self.worker is not None:
+            asyncio.get_running_loop().create_task(self.worker.close())
+
+    def _pause(self, context: dict[str, Any]) -> None:
+        """Stop the run in the resumable ``paused`` state (profile-independent: e.g. auth required)."""
+        if self.pause_context is not None or self.cancel_reason is not None or self._terminal_emitted:
+            return
+        self.pause_context = context
+        for signal in list(self.signals.values()):
+            signal.cancel("the run is pausing")
+        for task in list(self.tasks):
+            task.cancel()
+        if self.worker is not None:
+            asyncio.get_running_loop().create_task(self.worker.close())
+
+    def _finish_paused(self) -> None:
+        if self._terminal_emitted or self.pause_context is None:
+            return
+        self._terminal_emitted = True
+        self.status = "paused"
+        ctx = self.pause_context
+        hint = f" Log in ({ctx['loginHint']})" if ctx.get("loginHint") else " Log in"
+        self.error_message = (
+            f"paused: {ctx.get('backend')} needs authentication.{hint}, then resume this run."
+        )
+        self.log.emit("run.paused", {**ctx, "resumable": True, "tokenUsage": self._usage()})
+
     def request_cancel(self, reason: str) -> None:
         if self.cancel_reason is not None or self._terminal_emitted:
             return
@@ -288,7 +327,9 @@ class _Run:
             if self.worker is not None:
                 await self.worker.close()
             if not self._terminal_emitted:
-                if self.cancel_reason is not None:
+                if self.pause_context is not None:
+                    self._finish_paused()
+                elif self.cancel_reason is not None:
                     self._finish_cancelled()
                 else:
                     self._finish_failed("Error", "the run ended without a result")
@@ -300,6 +341,9 @@ class _Run:
         if self.worker is None:
             self.worker = await RealmWorker.spawn(heap_mb=self.options.heap_mb)
         worker = self.worker
+        if self.cancel_reason is not None or self.pause_context is not None:
+            return  # cancelled while the worker was starting: nothing has run
+
         start: dict[str, Any] = {
             "t": "start",
             "body": self.wf.body,
@@ -317,8 +361,16 @@ class _Run:
         await worker.send(start)
         while True:
             msg = await worker.receive()
+            if self.store_error is not None:
+                self._finish_failed(
+                    "StoreError",
+                    f"the run stopped because its events could not be stored: {self.store_error}",
+                )
+                return
             if msg is None:
-                if self.cancel_reason is not None:
+                if self.pause_context is not None:
+                    self._finish_paused()
+                elif self.cancel_reason is not None:
                     self._finish_cancelled()
                 else:
                     self._finish_failed("Error", self._death_message(worker))
@@ -357,6 +409,9 @@ class _Run:
         return f"the realm worker exited unexpectedly (exit {worker.returncode}): {tail[-500:]}"
 
     async def _done(self, msg: dict[str, Any]) -> None:
+        if self.pause_context is not None:
+            self._finish_paused()
+            return
         if self.cancel_reason is not None:
             self._finish_cancelled()
             return
@@ -424,6 +479,9 @@ class _Run:
             reply = {"ok": True, "value": value}
         except _RejectCall as exc:
             reply = {"ok": False, "error": exc.error}
+        except Exception as exc:  # a task's top-level handler: a provider bug must not hang the run
+            # Never leave the realm waiting: an unexpected failure rejects the call with its message.
+            reply = {"ok": False, "error": {"name": "Error", "message": f"workflow runtime error: {exc}"}}
         reply["spent"] = self.budget.spent
         self._answer_realm({"t": "result", "id": msg["id"], "r": reply})
 
@@ -483,6 +541,8 @@ class _Run:
         return known
 
     async def _agent(self, msg: dict[str, Any]) -> Any:
+        if self.cancel_reason is not None or self.pause_context is not None or self.store_error is not None:
+            raise _RejectCall("the run is stopping; no new agent calls are admitted")
         opts = self._normalize(msg.get("opts") or {})
         label = str(msg.get("label") or "")
         phase = msg.get("phase")
@@ -601,6 +661,12 @@ class _Run:
                 )
                 try:
                     result = await self._call_provider(request, signal, agent_id, phase)
+                except ProviderAuthError as exc:
+                    # The run pauses (resumable) until the user logs in: nothing is lost, nothing
+                    # runs without credentials.
+                    self._agent_failed(agent_id, base, str(exc), totals, "auth_required")
+                    self._pause(exc.to_json())
+                    raise asyncio.CancelledError from None
                 except AgentExecutionError as exc:
                     self._agent_failed(agent_id, base, str(exc), totals, "error")
                     raise _RejectCall(str(exc)) from None

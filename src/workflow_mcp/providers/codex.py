@@ -13,8 +13,9 @@ concurrent call; each agent() call is one Codex *thread* and one *turn*:
   ``output_schema``; the final message is parsed as JSON and projected back. The engine validates
   the result against the portable schema; a re-ask (``attempt > 1``) continues the same thread
   with the engine's feedback, so the model sees its previous answer.
-- **Events.** ``item/agentMessage/delta`` → ``output.delta``; items started and completed →
-  ``progress`` (the engine's stall watchdog counts them).
+- **Events.** ``item/agentMessage/delta`` → ``output.delta``; every other notification (items
+  started and completed, reasoning, plans, command output) → ``progress``, which the engine's stall
+  watchdog counts as a sign of life.
 - **Usage.** The thread's token counters, per turn: input, output (reasoning included, as charged),
   cached input → ``cache_read``.
 - **Session.** The thread id is ``AgentResult.session``; a request with ``session`` resumes that
@@ -36,7 +37,7 @@ concurrent call; each agent() call is one Codex *thread* and one *turn*:
 
 Settings (``[providers.codex]``): ``bin`` (a codex binary; default the bundled one), ``codex_home``
 (``CODEX_HOME``), ``model``, ``effort`` (default effort), ``efforts`` (table), ``config`` (table of
-Codex config overrides, ``-c key=value``), ``env`` (extra environment names to pass),
+Codex config overrides, ``-c key=value``; ``features.shell_snapshot`` defaults to false here), ``env`` (extra environment names to pass),
 ``ephemeral`` (bool: threads not saved, so not resumable), ``developer_instructions``,
 ``rpc_timeout_s`` (bound on each app-server request, default 60), ``interrupt_timeout_s`` (bound on
 an interrupt taking effect, default 15), ``max_workers`` (threads for app-server requests, 32).
@@ -73,7 +74,7 @@ from .base import (
 )
 from .config import ProviderConfigError
 from .policy import DEFAULT_POLICY, Policy, allowed_env
-from .registry import Availability, ProviderUnavailableError
+from .registry import Availability, ProviderStartError
 from .routing import CLAUDE_ALIASES, ModelAliasError
 from .schema import StrictSchema, to_strict
 
@@ -193,7 +194,7 @@ class CodexProvider:
         self._codex: Codex | None = None
         self._start_lock = threading.Lock()
         self._threads: OrderedDict[tuple[str, str], Thread] = OrderedDict()
-        self._totals: dict[str, TokenUsage] = {}
+        self._totals: OrderedDict[str, TokenUsage] = OrderedDict()
         self._active: dict[str, TurnHandle] = {}
         self._closed = False
 
@@ -204,7 +205,11 @@ class CodexProvider:
         version from the bundling package, or ``--version`` for a configured ``bin``), and a login
         seen from file and variable *names* only (``$CODEX_HOME/auth.json``, ``CODEX_API_KEY``,
         ``OPENAI_API_KEY``, or a custom model provider in Codex's config)."""
-        if importlib.util.find_spec("openai_codex") is None:
+        try:
+            found = importlib.util.find_spec("openai_codex") is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
             return Availability(False, problem="the openai-codex SDK is not installed", install=INSTALL)
         binary = settings.get("bin")
         version: str | None
@@ -276,7 +281,7 @@ class CodexProvider:
 
         Raises :class:`~workflow_mcp.providers.base.ProviderAuthError`,
         :class:`~workflow_mcp.providers.base.AgentExecutionError`,
-        :class:`~workflow_mcp.providers.registry.ProviderUnavailableError` (Codex cannot start), or
+        :class:`~workflow_mcp.providers.registry.ProviderStartError` (Codex cannot start), or
         :class:`asyncio.CancelledError` (the signal fired; the turn was interrupted).
         """
         if context.signal.cancelled:
@@ -285,17 +290,23 @@ class CodexProvider:
         effort = self._effort(request.effort)
         strict = to_strict(request.schema) if request.schema is not None else None
         codex = await self._client()
-        thread, prompt, resumed = await self._thread(codex, request, model)
-        if resumed is not None:
-            await context.emit(ProviderEvent(kind="progress", text=resumed))
-        handle = await self._call(
-            lambda: thread.turn(
-                prompt,
-                model=model,
-                effort=_effort_enum(effort),
-                output_schema=strict.schema if strict is not None else None,
+        sdk = _sdk()
+        try:
+            thread, prompt, resumed = await self._thread(codex, request, model)
+            if resumed is not None:
+                await context.emit(ProviderEvent(kind="progress", text=resumed))
+            handle = await self._call(
+                lambda: thread.turn(
+                    prompt,
+                    model=model,
+                    effort=_effort_enum(effort),
+                    output_schema=strict.schema if strict is not None else None,
+                )
             )
-        )
+        except sdk.TransportClosedError as exc:
+            return self._transport_failure(exc)
+        except sdk.CodexError as exc:  # foreign errors are translated once, here
+            raise AgentExecutionError(f"codex refused the turn: {exc}") from exc
         self._active[handle.id] = handle
         try:
             return await self._follow(thread, handle, strict, request, context)
@@ -359,16 +370,16 @@ class CodexProvider:
             try:
                 sdk = _sdk()
             except ImportError as exc:
-                raise ProviderUnavailableError(
-                    "codex", f"the openai-codex SDK does not import ({exc})", install=INSTALL
+                raise ProviderStartError(
+                    f"codex: the openai-codex SDK does not import ({exc}); install it with {INSTALL}"
                 ) from exc
             config = self._codex_config(sdk.CodexConfig)
             try:
                 codex = sdk.Codex(config)
             except FileNotFoundError as exc:
-                raise ProviderUnavailableError("codex", str(exc), install=INSTALL) from exc
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ProviderUnavailableError("codex", f"codex app-server did not start: {exc}") from exc
+                raise ProviderStartError(f"codex: {exc}; install it with {INSTALL}") from exc
+            except (OSError, ValueError, RuntimeError, sdk.CodexError) as exc:
+                raise ProviderStartError(f"codex app-server did not start: {exc}") from exc
             _fail_closed_approvals(codex)
             self._codex = codex
             return codex
@@ -384,7 +395,12 @@ class CodexProvider:
             extra = bundled.bundled_path_dir()
             if extra is not None:
                 env["PATH"] = os.pathsep.join(p for p in (str(extra), env.get("PATH", "")) if p)
-        overrides = tuple(f"{k}={_toml_value(v)}" for k, v in _flatten(self.config))
+        flat = dict(_flatten(self.config))
+        # One thread per agent() call: Codex's per-thread login-shell snapshot (it sources the
+        # user's rc files, outside our environment allowlist) would dominate fan-out cost (3.7×
+        # the wall time at 20 turns in benchmarks/providers.py). Settings can turn it back on.
+        flat.setdefault("features.shell_snapshot", False)
+        overrides = tuple(f"{k}={_toml_value(v)}" for k, v in flat.items())
         argv = [binary]
         for kv in overrides:
             argv += ["--config", kv]
@@ -512,6 +528,10 @@ class CodexProvider:
                     usage_total = _usage(payload.token_usage.total)
                 elif method == "turn/completed":
                     completed = payload.turn
+                else:
+                    # Reasoning deltas, plan updates, command output…: proof of life for the
+                    # engine's stall watchdog (a long silent think is not a stall).
+                    await context.emit(ProviderEvent(kind="progress", text=f"codex {method}"))
         except asyncio.CancelledError:
             if not interrupted_by_us:
                 # Cancelled from outside (run cancellation, the stall watchdog): stop the turn too.
@@ -525,8 +545,10 @@ class CodexProvider:
     def _turn_usage(self, thread_id: str, total: TokenUsage | None) -> TokenUsage:
         if total is None:
             return TokenUsage()
-        before = self._totals.get(thread_id, TokenUsage())
+        before = self._totals.pop(thread_id, TokenUsage())
         self._totals[thread_id] = total
+        while len(self._totals) > _REMEMBERED_THREADS:
+            self._totals.popitem(last=False)
         return TokenUsage(
             input=max(0, total.input - before.input),
             output=max(0, total.output - before.output),
@@ -586,7 +608,8 @@ class CodexProvider:
         return AgentResult(outcome="provider_failed", message=f"codex app-server failed: {exc}")
 
     async def _interrupt(self, handle: TurnHandle) -> None:
-        with contextlib.suppress(_sdk().CodexError, AgentExecutionError):
+        # RuntimeError: the provider was closed meanwhile (its executor no longer takes work).
+        with contextlib.suppress(_sdk().CodexError, AgentExecutionError, RuntimeError):
             await self._call(handle.interrupt, timeout=self.interrupt_timeout_s)
 
     def _interrupt_soon(self, handle: TurnHandle) -> None:

@@ -161,6 +161,8 @@ class FakeProvider:
 
     def __init__(self, script: Mapping[str, Any] | None = None, *, name: str = "fake") -> None:
         self._setup(name, _parse_script({} if script is None else script, "fake script"))
+        #: The script as given (JSON), kept so a resumed run can be answered the same way.
+        self.script: dict[str, Any] = copy.deepcopy(dict(script)) if script is not None else {}
 
     def _setup(self, name: str, parsed: tuple[list[_Rule], tuple[_Respond, ...] | None]) -> None:
         self.name = name
@@ -192,6 +194,7 @@ class FakeProvider:
             ) from exc
         provider = cls.__new__(cls)
         provider._setup(name, _parse_script(script, where))
+        provider.script = script
         return provider
 
     def enqueue(self, respond: Mapping[str, Any]) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from ..errors import InvalidInputError
-from .base import AgentProvider, ProviderCapabilities
+from .base import AgentExecutionError, AgentProvider, ProviderCapabilities
 from .policy import DEFAULT_POLICY, Policy
 
 __all__ = [
@@ -34,14 +34,16 @@ __all__ = [
     "FakeFactory",
     "ProviderFactory",
     "ProviderInfo",
+    "ProviderStartError",
     "ProviderUnavailableError",
     "UnknownProviderError",
+    "available",
     "discover",
     "get_provider",
     "load_factory",
-    "probe",
     "provider_names",
     "register_provider",
+    "unregister_provider",
 ]
 
 ENTRY_POINT_GROUP: Final = "workflow_mcp.providers"
@@ -73,6 +75,12 @@ class ProviderUnavailableError(InvalidInputError):
         super().__init__(f"{prefix}provider {name!r} is not available: {reason}{fix}")
 
 
+class ProviderStartError(AgentExecutionError):
+    """Raised by a provider *during a call* when its program cannot start (binary gone, SDK
+    broken, app-server refusing to initialise). Routing falls back on it; without a fallback the
+    agent() call rejects with this message (an execution error)."""
+
+
 @dataclass(frozen=True)
 class Availability:
     """What a probe found, without starting the provider or revealing a secret.
@@ -102,8 +110,8 @@ class Availability:
 class ProviderFactory(Protocol):
     """What an entry point resolves to: a provider's class-level facts and its constructor.
 
-    ``probe(settings)`` never raises and never starts a process that does work (at most a
-    ``--version``); ``create(settings, policy=, source=)`` validates ``settings`` (raising
+    ``probe(settings)`` (what :func:`available` calls) never raises and never starts a process
+    that does work (at most a ``--version``); ``create(settings, policy=, source=)`` validates ``settings`` (raising
     :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key) and
     returns a provider that starts its program lazily, on its first call.
     """
@@ -172,6 +180,12 @@ def register_provider(name: str, factory: Any) -> None:
         _REGISTRY.loaded.pop(name, None)
 
 
+def unregister_provider(name: str) -> None:
+    """Undo :func:`register_provider` for ``name`` (entry points are untouched)."""
+    with _REGISTRY.lock:
+        _REGISTRY.extra.pop(name, None)
+
+
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     found: dict[str, importlib.metadata.EntryPoint] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -217,7 +231,7 @@ def load_factory(name: str) -> Any:
     return factory
 
 
-def probe(name: str, settings: Mapping[str, Any] | None = None) -> ProviderInfo:
+def available(name: str, settings: Mapping[str, Any] | None = None) -> ProviderInfo:
     """Probe provider ``name`` with its ``settings``; never raises for an installed-but-broken
     provider (the problem is reported in the result). Raises :class:`UnknownProviderError` for
     an unregistered name."""
@@ -247,9 +261,9 @@ def probe(name: str, settings: Mapping[str, Any] | None = None) -> ProviderInfo:
 
 
 def discover(settings: Mapping[str, Mapping[str, Any]] | None = None) -> list[ProviderInfo]:
-    """:func:`probe` every registered provider (``settings`` by provider name), sorted by name."""
+    """:func:`available` for every registered provider (``settings`` by provider name), sorted by name."""
     conf = settings or {}
-    return [probe(name, conf.get(name)) for name in provider_names()]
+    return [available(name, conf.get(name)) for name in provider_names()]
 
 
 def get_provider(
@@ -267,7 +281,7 @@ def get_provider(
     :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
     settings = dict(config or {})
-    info = probe(name, settings)
+    info = available(name, settings)
     if not info.availability.available:
         raise ProviderUnavailableError(
             name,

@@ -13,7 +13,7 @@ For each :class:`AgentRequest` (:meth:`RoutingProvider.execute`):
    take Claude model names needs a mapping, else :class:`ModelAliasError` names the file and the
    key to add. Other names pass unchanged.
 4. **Fall back.** When the provider answers ``provider_failed`` or cannot start
-   (:class:`~workflow_mcp.providers.registry.ProviderUnavailableError`), the ``fallback`` providers
+   (:class:`~workflow_mcp.providers.registry.ProviderStartError`), the ``fallback`` providers
    are tried in order (those unable to take the call — no structured output for a schema call, no
    mapping for a Claude alias — are passed over), each attempt reported as a ``progress`` event.
    An execution error, an auth error (the run should pause, not switch accounts) or cancellation
@@ -46,10 +46,11 @@ from .config import ProviderConfig, ProviderConfigError, load_config
 from .policy import Policy
 from .registry import (
     ProviderInfo,
+    ProviderStartError,
     ProviderUnavailableError,
     UnknownProviderError,
+    available,
     get_provider,
-    probe,
     provider_names,
 )
 
@@ -193,9 +194,10 @@ class RoutingProvider:
             )
             try:
                 result = await self._routes[name].provider.execute(routed, context)
-            except ProviderUnavailableError as exc:
+            except (ProviderStartError, ProviderUnavailableError) as exc:
                 if index + 1 >= len(chain):
-                    raise
+                    # An agent() call must reject with an execution error, never a config error.
+                    raise ProviderStartError(str(exc)) from exc
                 failure = str(exc)
                 continue
             if result.outcome != "provider_failed":
@@ -282,7 +284,7 @@ def build_router(
     routes: dict[str, _Route] = {}
     for name, key in wanted.items():
         settings = conf.settings.get(name, {})
-        info = probe(name, settings)
+        info = available(name, settings)
         if not info.availability.available:
             raise ProviderUnavailableError(
                 name,
@@ -313,7 +315,7 @@ def _auto_pick(conf: ProviderConfig) -> tuple[str, str]:
         if name not in known:
             notes.append(f"{name}: not installed")
             continue
-        info = probe(name, conf.settings.get(name, {}))
+        info = available(name, conf.settings.get(name, {}))
         a = info.availability
         if a.ready:
             version = f" {a.version}" if a.version else ""

@@ -18,7 +18,13 @@ const PROTOCOL = 1
 // calls becomes one write, not 1,000.
 let outBuf = []
 const flushOut = () => { if (outBuf.length) { const text = outBuf.join(''); outBuf = []; process.stdout.write(text) } }
-const out = (msg) => { if (outBuf.length === 0) process.nextTick(flushOut); outBuf.push(JSON.stringify(msg) + '\n') }
+// JSON.stringify escapes exactly the lone UTF-16 surrogates (well-formed JSON.stringify); the host
+// speaks UTF-8, which cannot carry them, so each becomes U+FFFD — what Node's own UTF-8 encoding
+// (and so the cache-key hash) does with them too.
+const LONE = /(\\+)u(d[89a-f][0-9a-f]{2})/gi
+const wellFormed = (text) => text.indexOf('\\ud') === -1 && text.indexOf('\\uD') === -1 ? text
+  : text.replace(LONE, (all, slashes) => (slashes.length % 2 === 1 ? slashes + 'ufffd' : all))
+const out = (msg) => { if (outBuf.length === 0) process.nextTick(flushOut); outBuf.push(wellFormed(JSON.stringify(msg)) + '\n') }
 const exitSoon = () => { flushOut(); process.stdout.write('', () => process.exit(0)) }
 
 // ---------------------------------------------------------------------------------------------
@@ -74,6 +80,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   const ErrorCtor = Error, TypeErrorCtor = TypeError, RangeErrorCtor = RangeError
   const mapGet = Map.prototype.get, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete
   const mapHas = Map.prototype.has
+  const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get
   const setAdd = Set.prototype.add, setHas = Set.prototype.has, setDelete = Set.prototype.delete
   const wsAdd = WeakSet.prototype.add, wsHas = WeakSet.prototype.has
   const apply = Reflect.apply
@@ -184,6 +191,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   function clearTimeout_(id) {
     if (apply(mapHas, timers, [id])) {
       apply(mapDelete, timers, [id])
+      apply(mapDelete, pending, [id])
       send({ t: 'clear', id })
     }
   }
@@ -370,6 +378,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       resolve(undefined)
     },
     setBudget(t, s) { total = t; spent = s },
+    idle() { return apply(mapSize, pending, []) === 0 },
     setLimits(maxFanoutItems, profile) { LIMITS.maxFanoutItems = maxFanoutItems; LIMITS.profile = profile },
     setArgs(text) {
       ObjectDefineProperty(G, 'args', { value: text === null ? undefined : JSONparse(text), writable: true, configurable: true })
@@ -431,6 +440,12 @@ function guarded(fn) {
   try {
     fn()
     flushScript.runInContext(ctx, { timeout: syncTimeoutMs })
+    if (!finished && api.idle()) {
+      // Nothing is in flight (no agent call, nested workflow or timer) and the microtasks are done:
+      // nothing can ever settle the promise the workflow is waiting on.
+      fail('DeadlockError', 'the workflow is waiting on a promise that nothing will ever settle ' +
+        '(no agent call, nested workflow or timer is pending); every awaited promise must be able to resolve')
+    }
   } catch (err) {
     const msg = String(err && err.message || err)
     if (err && err.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' || /timed out/i.test(msg)) {

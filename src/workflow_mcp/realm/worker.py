@@ -57,6 +57,12 @@ def _argv(heap_mb: int) -> list[str]:
     return [node_path(), f"--max-old-space-size={heap_mb}", worker_script()]
 
 
+def _encode_line(msg: dict[str, Any]) -> bytes:
+    # ASCII JSON: a lone surrogate in a host string crosses as an escape, exactly as JSON.parse
+    # would read it, instead of breaking the UTF-8 encoding.
+    return (json.dumps(msg) + "\n").encode("ascii")
+
+
 @dataclass(frozen=True)
 class SyntaxProblem:
     """A syntax error V8 found: ``line``/``column`` are 1-based in the source that was checked."""
@@ -190,7 +196,7 @@ class RealmWorker:
         if stdin is None or stdin.is_closing():
             return
         try:
-            stdin.write((json.dumps(msg, ensure_ascii=False) + "\n").encode("utf-8"))
+            stdin.write(_encode_line(msg))
             await stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
             return
@@ -201,7 +207,7 @@ class RealmWorker:
         if stdin is None or stdin.is_closing():
             return
         try:
-            stdin.write((json.dumps(msg, ensure_ascii=False) + "\n").encode("utf-8"))
+            stdin.write(_encode_line(msg))
         except (BrokenPipeError, ConnectionResetError):
             return
 
@@ -253,6 +259,11 @@ class RealmWorker:
                 self._proc.kill()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._proc.wait(), 5)
+        # Close the pipes now, on this loop, rather than when the transport is garbage-collected
+        # (possibly after the loop has closed).
+        transport = getattr(self._proc, "_transport", None)
+        if transport is not None:
+            transport.close()
         if not self._stderr_task.done():
             self._stderr_task.cancel()
             with contextlib.suppress(BaseException):

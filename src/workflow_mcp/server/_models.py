@@ -8,12 +8,13 @@ exactly when a run completed (a workflow may legitimately return ``null``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "EVENT_ENVELOPE_SCHEMA",
     "AgentCall",
     "CancelOutcome",
     "Dependencies",
@@ -194,9 +195,24 @@ class EventOut(_Model):
     payload: dict[str, Any]
 
 
+EVENT_ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One event: {schemaVersion, runId, sequence, eventId, timestamp, type, phaseId?, nodeId?, "
+    "agentId?, parentId?, payload} (see EventOut).",
+    "required": ["schemaVersion", "runId", "sequence", "eventId", "timestamp", "type", "payload"],
+}
+"""The published item schema of ``EventsPage.events``: the envelope's required keys only, so a client
+that validates every structured result checks a page of 1,000 events cheaply (a ``$ref`` per event
+made the Python SDK client four times slower than the server)."""
+
+
 class EventsPage(_Model):
     run_id: str
-    events: list[EventOut]
+    events: Annotated[
+        list[dict[str, Any]],
+        WithJsonSchema({"type": "array", "items": EVENT_ENVELOPE_SCHEMA}),
+        Field(description="Event envelopes in sequence order."),
+    ]
     next_cursor: int = Field(description="Pass as `after` to get the events that follow.")
     status: RunStatus
     terminal: bool

@@ -16,7 +16,6 @@ from ..events import Event
 from ..state import RunState
 from ._models import (
     AgentCall,
-    EventOut,
     PhaseOut,
     RunError,
     RunOutcome,
@@ -88,14 +87,19 @@ def _workflow_name(state: RunState) -> str | None:
 
 
 def outcome_of(
-    state: RunState, *, deduplicated: bool | None = None, resumed_from: str | None = None
+    state: RunState,
+    *,
+    deduplicated: bool | None = None,
+    resumed_from: str | None = None,
+    workflow: str | None = None,
 ) -> RunOutcome:
-    """The run handle (while it runs) or its terminal outcome; ``result`` only when completed."""
+    """The run handle (while it runs) or its terminal outcome; ``result`` only when completed.
+    ``workflow`` names the workflow while the run has not recorded its first event yet."""
     fields: dict[str, Any] = {
         "run_id": state.run_id,
         "status": state.status,
         "terminal": state.status in TERMINAL,
-        "workflow": _workflow_name(state),
+        "workflow": _workflow_name(state) or workflow,
         "token_usage": _usage(state),
     }
     if state.status in TERMINAL:
@@ -187,7 +191,7 @@ def snapshot_of(
     if state.paused_reason is not None:
         fields["paused_reason"] = clip(state.paused_reason)
     snap = RunSnapshot(**fields)
-    while len(json.dumps(dump(snap), ensure_ascii=False).encode()) > MAX_SNAPSHOT_BYTES:
+    while len(json.dumps(dump(snap)).encode()) > MAX_SNAPSHOT_BYTES:  # ASCII-escaped: the worst case
         if snap.recent_calls:
             snap.recent_calls = snap.recent_calls[1:]
         elif snap.log_tail:
@@ -216,5 +220,6 @@ def snapshot_text(snap: RunSnapshot) -> str:
     return "\n".join(parts)
 
 
-def event_out(event: Event) -> EventOut:
-    return EventOut.model_validate(event.to_json())
+def event_out(event: Event) -> dict[str, Any]:
+    """The wire envelope of one event (the shape :class:`EventOut` describes)."""
+    return event.to_json()

@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import stat
 import sys
 from collections.abc import Iterator, Mapping
@@ -192,11 +193,6 @@ async def serve_http(server: WorkflowMcpServer, *, host: str, port: int, tokens:
             "which is not a security boundary: put an OS sandbox around this server",
             file=sys.stderr,
         )
-    print(
-        f"workflow-mcp: serving MCP (Streamable HTTP) at http://{host}:{port}/mcp; bearer tokens from {tokens.source}",
-        file=sys.stderr,
-        flush=True,
-    )
 
     class _Server(uvicorn.Server):
         @contextlib.contextmanager
@@ -204,6 +200,16 @@ async def serve_http(server: WorkflowMcpServer, *, host: str, port: int, tokens:
             # uvicorn re-raises SIGTERM after its shutdown, which would kill the process before the
             # runs are cancelled and recorded; this process handles the signals itself (below).
             yield
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # printed once the port accepts connections (scripts wait for it)
+                print(
+                    f"workflow-mcp: serving MCP (Streamable HTTP) at http://{host}:{port}/mcp; "
+                    f"bearer tokens from {tokens.source}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     web = _Server(config)
     loop = asyncio.get_running_loop()

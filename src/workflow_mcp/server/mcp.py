@@ -67,7 +67,6 @@ from ._models import (
     CancelOutcome,
     Dependencies,
     DiagnosticOut,
-    EventOut,
     EventsPage,
     ProblemOut,
     ProviderOut,
@@ -458,10 +457,14 @@ class WorkflowMcpServer(MCPServer[Any]):
         resumeFromRunId: str | None = None,
         idempotencyKey: str | None = None,
         provider: str = "",
+        fakeScript: dict[str, Any] | None = None,
     ) -> Any:
         """Resolver of workflow_run's ``approval``: runs before the body (and again on each retry of
         the 2026-07-28 input-required flow). Returns an :class:`_Approval`, or ``Elicit`` to ask the
-        user when the source is neither trusted nor approved and the client can ask."""
+        user when the source is neither trusted nor approved and the client can ask. Malformed
+        arguments are refused here already, so the user is never asked about a call that cannot run."""
+        _run_targets(name, path, script, resumeFromRunId)
+        self._provider(provider, fakeScript)
         principal = self._principal()
         if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
             decision = _Approval("existing")
@@ -532,12 +535,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         ] = 0,
     ) -> Annotated[CallToolResult, RunOutcome]:
         principal = self._principal()
-        targets = sum(x is not None for x in (name, path, script))
-        if targets > 1 or (targets == 0 and resumeFromRunId is None):
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message="give exactly one of name, path or script (or resumeFromRunId alone to rerun a stored run)",
-            )
+        targets = _run_targets(name, path, script, resumeFromRunId)
         agent_provider = self._provider(provider, fakeScript)
         wait_ms = min(waitMs, self.policy.max_wait_ms)
         args_given = "args" in _raw_arguments(ctx)
@@ -596,12 +594,14 @@ class WorkflowMcpServer(MCPServer[Any]):
         except WorkflowMcpError as exc:
             return _error_result(f"The run could not start: {exc}")
         self._publish_later(None)
+        self.service.prune_finished()
         return await self._finish(
             ctx,
             handle.run_id,
             wait_ms,
             deduplicated=False if idempotencyKey else None,
             resumed_from=resumeFromRunId,
+            workflow=workflow.meta.name,
         )
 
     def _approve(
@@ -661,12 +661,13 @@ class WorkflowMcpServer(MCPServer[Any]):
         *,
         deduplicated: bool | None = None,
         resumed_from: str | None = None,
+        workflow: str | None = None,
     ) -> CallToolResult:
         """Wait (bounded, with progress) and render the run's outcome."""
         state = await self.service.await_run(
             run_id, wait_ms, on_events=_progress_reporter(ctx, self.service, run_id)
         )
-        outcome = outcome_of(state, deduplicated=deduplicated, resumed_from=resumed_from)
+        outcome = outcome_of(state, deduplicated=deduplicated, resumed_from=resumed_from, workflow=workflow)
         return _result(outcome_text(outcome), outcome, is_error=outcome.status == "failed")
 
     async def workflow_run_status(
@@ -693,15 +694,15 @@ class WorkflowMcpServer(MCPServer[Any]):
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
         events = await self.service.wait_events(runId, after, limit, min(waitMs, self.policy.max_wait_ms))
-        page: list[EventOut] = []
+        page: list[dict[str, Any]] = []
         size = 0
         for event in events:
             item = event_out(event)
-            size += len(json.dumps(event.to_json(), ensure_ascii=False).encode())
+            size += len(json.dumps(item, ensure_ascii=False).encode())
             if page and size > MAX_EVENTS_BYTES:
                 break
             page.append(item)
-        cursor = page[-1].sequence if page else after
+        cursor = int(page[-1]["sequence"]) if page else after
         status = self.service.run_status(runId)
         out = EventsPage(
             run_id=runId,
@@ -711,7 +712,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             terminal=status in TERMINAL,
             has_more=bool(self.service.events(runId, cursor, 1)),
         )
-        kinds = ", ".join(sorted({e.type for e in page})) or "none"
+        kinds = ", ".join(sorted({str(e["type"]) for e in page})) or "none"
         text = (
             f"{len(page)} event(s) of run {runId} after {after} (types: {kinds}); nextCursor {cursor}; "
             f"run {status}" + ("; more are stored" if out.has_more else "")
@@ -741,10 +742,15 @@ class WorkflowMcpServer(MCPServer[Any]):
             else self.service.status(runId)
         )
         out = CancelOutcome(run_id=runId, outcome=outcome, status=cast(RunStatus, state.status))
-        if outcome in ("cancelling", "requested"):
-            text = f"Run {runId}: cancellation {'requested' if outcome == 'requested' else 'done'}; status {state.status}."
-        else:
+        if outcome not in ("cancelling", "requested"):
             text = f"Run {runId} had already ended ({outcome}); nothing to cancel."
+        elif state.status in TERMINAL:
+            text = f"Run {runId} is {state.status}; continue it later with workflow_run resumeFromRunId {runId!r}."
+        else:
+            text = (
+                f"Run {runId}: cancellation requested; it stops once its in-flight calls notice (status "
+                f"{state.status}). Confirm with workflow_run_await."
+            )
         return _result(text, out)
 
     async def providers_list(self) -> Annotated[CallToolResult, ProvidersList]:
@@ -1004,12 +1010,15 @@ async def _approval_resolver(
     resumeFromRunId: str | None = None,
     idempotencyKey: str | None = None,
     provider: str = "",
+    fakeScript: dict[str, Any] | None = None,
 ) -> Any:
     """The ``Resolve`` of workflow_run's ``approval`` parameter (module level: the SDK inspects it
     before any server exists); delegates to the server the request reached."""
     server = ctx.mcp_server
     assert isinstance(server, WorkflowMcpServer)
-    return await server._approval_for(ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider)
+    return await server._approval_for(
+        ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript
+    )
 
 
 def create_server(
@@ -1063,6 +1072,16 @@ def _progress_reporter(ctx: Context[Any, Any], service: WorkflowService, run_id:
         )
 
     return report
+
+
+def _run_targets(name: str | None, path: str | None, script: str | None, resume: str | None) -> int:
+    targets = sum(x is not None for x in (name, path, script))
+    if targets > 1 or (targets == 0 and resume is None):
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message="give exactly one of name, path or script (or resumeFromRunId alone to rerun a stored run)",
+        )
+    return targets
 
 
 def _one_target(name: str | None, path: str | None, script: str | None) -> None:

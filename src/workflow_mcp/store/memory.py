@@ -107,8 +107,8 @@ class MemoryStore:
         return None
 
     def unfinished_runs(self) -> list[RunRecord]:
-        """Runs whose newest ``run.*`` event is not terminal (running, queued, paused)."""
-        terminal = ("run.completed", "run.failed", "run.cancelled", "run.interrupted")
+        """Runs whose newest ``run.*`` event says they are still going (queued or running)."""
+        terminal = ("run.completed", "run.failed", "run.cancelled", "run.interrupted", "run.paused")
         return [
             r for r in self._runs.values() if (self.last_run_event(r.run_id) or "run.queued") not in terminal
         ]

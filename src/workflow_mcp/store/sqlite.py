@@ -72,6 +72,17 @@ class SqliteStore:
         self.path = Path(path) if path is not None else default_home() / "state.db"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"the state directory {self.path.parent} cannot be created ({exc.strerror or exc}); "
+                "point WORKFLOW_MCP_HOME at a writable directory"
+            ) from exc
+        if not os.access(self.path.parent, os.W_OK):
+            raise StoreError(
+                f"the state directory {self.path.parent} is not writable; SQLite needs to write its "
+                "journal there. Point WORKFLOW_MCP_HOME at a writable directory"
+            )
+        try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
             self._lock = threading.RLock()
             self._check_version()  # before anything that could write: a refused database stays as it is
@@ -99,19 +110,24 @@ class SqliteStore:
             )
 
     def _migrate(self) -> None:
-        current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        for number, sql in migrations():
-            if number <= current:
-                continue
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+        steps = migrations()
+        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) >= (steps[-1][0] if steps else 0):
+            return
+        # Several processes may open a fresh database at once: take the write lock first, then
+        # read the version again, so each migration runs exactly once.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            for number, sql in steps:
+                if number <= current:
+                    continue
                 for statement in _split_sql(sql):
                     self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {number}")
-                self._db.execute("COMMIT")
-            except sqlite3.DatabaseError:
-                self._db.execute("ROLLBACK")
-                raise
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, record: RunRecord) -> None:
@@ -225,11 +241,13 @@ class SqliteStore:
                 journal = [self._journal_row(e) for e in events if e.agent_id and e.type in _JOURNALED]
                 self._db.executemany(_UPSERT_JOURNAL, [j for j in journal if j is not None])
                 self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
+            except BaseException as exc:
+                # Whatever went wrong (a constraint, an unencodable string, an interrupt), the
+                # transaction is rolled back so the connection stays usable.
                 self._db.execute("ROLLBACK")
                 self._ordinals.clear()
                 self._last_seq.clear()
-                if isinstance(exc, sqlite3.IntegrityError):
+                if isinstance(exc, sqlite3.IntegrityError | UnicodeError):
                     raise StoreError(f"events refused by the store: {exc}") from exc
                 raise
 
@@ -302,13 +320,13 @@ class SqliteStore:
         return str(row[0]) if row else None
 
     def unfinished_runs(self) -> list[RunRecord]:
-        """Runs whose newest ``run.*`` event is not terminal (running, queued, paused)."""
+        """Runs whose newest ``run.*`` event says they are still going (queued or running)."""
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs r WHERE COALESCE((SELECT type FROM events e "
                 "WHERE e.run_id = r.run_id AND e.type LIKE 'run.%' AND e.type != 'run.cancellation_requested' "
                 "ORDER BY e.sequence DESC LIMIT 1), 'run.queued') "
-                "NOT IN ('run.completed', 'run.failed', 'run.cancelled', 'run.interrupted')"
+                "NOT IN ('run.completed', 'run.failed', 'run.cancelled', 'run.interrupted', 'run.paused')"
             ).fetchall()
         return [self._record(r) for r in rows]
 

@@ -8,12 +8,9 @@ Skipped, with the reason, when the ``codex`` extra is not installed; CI installs
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,34 +20,11 @@ if _TESTS not in sys.path:
 
 from mocks.mock_responses import MockResponses  # noqa: E402
 
-from workflow_mcp.providers.config import ProviderConfig  # noqa: E402
-from workflow_mcp.providers.routing import RoutingProvider, build_router  # noqa: E402
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
 
-SKIP_REASON = "the codex extra is not installed (pip install -e '.[test,codex]')"
-
-
-@dataclass
-class CodexSetup:
-    """A started mock and the provider settings that point the bundled codex at it."""
-
-    mock: MockResponses
-    home: Path
-    cwd: Path
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    def config(self, **extra: Any) -> ProviderConfig:
-        """A configuration whose ``codex`` settings reach the mock (``extra``: more fields)."""
-        return ProviderConfig(settings={"codex": self.settings, **extra.pop("settings", {})}, **extra)
-
-    @contextlib.asynccontextmanager
-    async def router(self, **extra: Any) -> AsyncIterator[RoutingProvider]:
-        """``--provider codex`` (unless ``extra`` configures routing), closed on exit."""
-        forced = extra.pop("provider", None if extra else "codex")
-        router = build_router(provider=forced, config=self.config(**extra), cwd=str(self.cwd))
-        try:
-            yield router
-        finally:
-            await router.aclose()
+from codex_kit import SKIP_REASON, CodexSetup  # noqa: E402
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -670,7 +669,8 @@ def test_validate_reports_a_file_error_with_the_path(tmp_path: Path) -> None:
 # -- speed -------------------------------------------------------------------------------------
 
 
-def test_analysing_a_100_kb_workflow_takes_well_under_the_validate_budget() -> None:
+def test_a_100_kb_workflow_with_many_calls_validates_with_its_dependency_warnings() -> None:
+    """Speed is measured by benchmarks/engine.py, not here; this checks a large file is handled."""
     step = (
         "phase('step')\n"
         "const r = await agent(`Review file /home/u/{i}.txt`, { label: 'r', agentType: 'a' })\n"
@@ -683,12 +683,9 @@ def test_analysing_a_100_kb_workflow_takes_well_under_the_validate_budget() -> N
         body += step.replace("{i}", str(i)).replace("const r", f"const r{i}")
         i += 1
     source = META + body
-    load_workflow(source=META, check_syntax=False)  # warm the parser once
-    start = time.perf_counter()
     report = validate_workflow(source=source, check_syntax=False)
-    elapsed = time.perf_counter() - start
     assert report.valid
-    assert elapsed < 0.15, f"{elapsed:.3f}s"
+    assert {w.rule for w in report.warnings} >= {"agent-type", "absolute-path"}
 
 
 # -- the string decoder against V8 -------------------------------------------------------------

@@ -1,0 +1,205 @@
+"""MCP server benchmarks against a real ``workflow-mcp serve`` process over stdio (fake provider).
+
+    python benchmarks/mcp.py [--repeat N]
+
+Figures (targets from the MCP server issue):
+- initialize → first tool result over stdio, on a started server (≤ 0.5 s); also the cold figure
+  from process spawn, which adds Python and SDK import time
+- workflow_run_events throughput: events per second paged through the tool (limit 1,000)
+- 20 concurrent background runs through one server: time to start all 20, and until all ended
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# This file is called mcp.py: keep its own folder off the path so `import mcp` finds the SDK.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+CLI = str(Path(sys.executable).with_name("workflow-mcp"))
+
+WIDE = (
+    "export const meta = { name: 'wide', description: 'many agents, many events' }\n"
+    "const r = await parallel(Array.from({ length: (args && args.n) || 1000 }, (_, i) => () => agent('n' + i)))\n"
+    "return r.length\n"
+)
+STEPS = (
+    "export const meta = { name: 'steps', description: 'sequential agents' }\n"
+    "let k = 0\n"
+    "for (let i = 0; i < ((args && args.n) || 10); i++) { await agent('step ' + i); k++ }\n"
+    "return k\n"
+)
+
+
+class Site:
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="wfmcp-bench-"))
+        self.project = self.root / "project"
+        (self.project / ".git").mkdir(parents=True)
+        folder = self.project / ".claude" / "workflows"
+        folder.mkdir(parents=True)
+        (folder / "wide.js").write_text(WIDE)
+        (folder / "steps.js").write_text(STEPS)
+        (self.root / "home").mkdir()
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "WORKFLOW_MCP_HOME": str(self.root / "state"),
+            "HOME": str(self.root / "home"),
+        }
+
+    def argv(self) -> list[str]:
+        return [CLI, "serve", "--trust", str(self.project)]
+
+
+async def _line(stream: asyncio.StreamReader) -> bytes:
+    async with asyncio.timeout(60):
+        line = await stream.readline()
+    if not line:
+        raise RuntimeError("the server closed its output")
+    return line
+
+
+async def first_result(site: Site, tool: str, *, warm: bool) -> float:
+    """Seconds from `initialize` (warm: sent once the server says it is ready; cold: right after the
+    spawn) to the first `tools/call` result."""
+    proc = await asyncio.create_subprocess_exec(
+        *site.argv(),
+        cwd=site.project,
+        env=site.env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+    start = time.perf_counter()
+    if warm:
+        while b"serving MCP on stdio" not in await _line(proc.stderr):
+            pass
+        start = time.perf_counter()
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+
+    async def answer(ident: int) -> dict[str, Any]:
+        assert proc.stdout
+        while True:
+            message = json.loads(await _line(proc.stdout))
+            if message.get("id") == ident:
+                return dict(message)
+
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "b", "version": "0"},
+            },
+        }
+    )
+    await answer(1)
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {}}})
+    result = await answer(2)
+    elapsed = time.perf_counter() - start
+    assert "result" in result and not result["result"].get("isError"), result
+    proc.stdin.close()
+    async with asyncio.timeout(30):
+        await proc.wait()
+    return elapsed
+
+
+async def events_throughput(site: Site, n: int) -> tuple[int, float]:
+    """(events, events per second) paging a finished run's log through workflow_run_events."""
+    params = StdioServerParameters(
+        command=site.argv()[0], args=site.argv()[1:], env=site.env, cwd=str(site.project)
+    )
+    async with Client(params) as c:
+        run = await c.call_tool(
+            "workflow_run", {"name": "wide", "provider": "fake", "args": {"n": n}, "waitMs": 25_000}
+        )
+        assert run.structured_content and run.structured_content["status"] == "completed", run
+        rid = run.structured_content["runId"]
+        start = time.perf_counter()
+        cursor, count = 0, 0
+        while True:
+            page = await c.call_tool("workflow_run_events", {"runId": rid, "after": cursor, "limit": 1000})
+            assert page.structured_content is not None
+            count += len(page.structured_content["events"])
+            cursor = page.structured_content["nextCursor"]
+            if not page.structured_content["hasMore"]:
+                break
+        elapsed = time.perf_counter() - start
+    return count, count / elapsed
+
+
+async def concurrent_runs(site: Site, runs: int, steps: int) -> tuple[float, float]:
+    """(seconds to start all runs, seconds until all ended) for `runs` background runs at once."""
+    params = StdioServerParameters(
+        command=site.argv()[0], args=site.argv()[1:], env=site.env, cwd=str(site.project)
+    )
+    async with Client(params) as c:
+        await c.list_tools()
+        start = time.perf_counter()
+        handles = await asyncio.gather(
+            *(
+                c.call_tool("workflow_run", {"name": "steps", "provider": "fake", "args": {"n": steps}})
+                for _ in range(runs)
+            )
+        )
+        started = time.perf_counter() - start
+        ids = [h.structured_content["runId"] for h in handles if h.structured_content]
+        assert len(set(ids)) == runs, handles
+        outcomes = await asyncio.gather(
+            *(c.call_tool("workflow_run_await", {"runId": rid, "waitMs": 25_000}) for rid in ids)
+        )
+        ended = time.perf_counter() - start
+        statuses = {o.structured_content["status"] for o in outcomes if o.structured_content}
+        assert statuses == {"completed"}, statuses
+    return started, ended
+
+
+async def main(repeat: int) -> None:
+    site = Site()
+    warm = min([await first_result(site, "workflow_list", warm=True) for _ in range(repeat)])
+    warm_status = min([await first_result(site, "providers_list", warm=True) for _ in range(repeat)])
+    cold = min([await first_result(site, "workflow_list", warm=False) for _ in range(repeat)])
+    print(
+        f"stdio initialize → first tool result (workflow_list, server started): {warm * 1000:.0f} ms (target ≤ 500 ms)"
+    )
+    print(
+        f"stdio initialize → first tool result (providers_list, server started): {warm_status * 1000:.0f} ms"
+    )
+    print(f"stdio spawn → initialize → first tool result (workflow_list, cold): {cold * 1000:.0f} ms")
+    count, rate = max(
+        [await events_throughput(site, 1000) for _ in range(max(1, repeat // 2))], key=lambda x: x[1]
+    )
+    print(
+        f"workflow_run_events throughput over stdio: {rate:,.0f} events/s ({count:,} events, pages of 1,000)"
+    )
+    best = min([await concurrent_runs(site, 20, 10) for _ in range(max(1, repeat // 2))], key=lambda x: x[1])
+    print(
+        f"20 concurrent background runs (10 agent calls each) through one server: all started in "
+        f"{best[0] * 1000:.0f} ms, all completed in {best[1] * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeat", type=int, default=5)
+    asyncio.run(main(parser.parse_args().repeat))

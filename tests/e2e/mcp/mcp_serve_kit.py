@@ -1,0 +1,209 @@
+"""End-to-end MCP parts: a real ``workflow-mcp serve`` process (stdio or Streamable HTTP) in a
+temporary project, with its own WORKFLOW_MCP_HOME and HOME, and clients for it. Every wait is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_kit import BOUND_S, HELLO, STEPS
+
+CLI = str(Path(sys.executable).with_name("workflow-mcp"))
+ALICE = "alice=" + "a" * 32
+BOB = "bob=" + "b" * 32
+
+
+@dataclass
+class Site:
+    """A project (git root with .claude/workflows), a home and a state directory."""
+
+    project: Path
+    home: Path
+    state: Path
+
+    def workflow(self, name: str, source: str) -> Path:
+        path = self.project / ".claude" / "workflows" / f"{name}.js"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        return path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "WORKFLOW_MCP_HOME": str(self.state),
+            "HOME": str(self.home),
+        }
+        env.update(extra)
+        return env
+
+    def stdio(self, *args: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=CLI,
+            args=["serve", "--trust", str(self.project), *args],
+            env=self.env(),
+            cwd=str(self.project),
+        )
+
+
+def make_site(tmp_path: Path) -> Site:
+    s = Site(project=tmp_path / "project", home=tmp_path / "home", state=tmp_path / "state")
+    (s.project / ".git").mkdir(parents=True)
+    s.home.mkdir()
+    s.workflow("hello", HELLO)
+    s.workflow("steps", STEPS)
+    return s
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class HttpServer:
+    url: str
+    proc: asyncio.subprocess.Process
+    stderr: list[str]
+
+
+@asynccontextmanager
+async def http_server(site: Site, *, tokens: str | None = f"{ALICE},{BOB}") -> AsyncIterator[HttpServer]:
+    """``workflow-mcp serve --http`` on a free loopback port; yields once it accepts connections."""
+    port = free_port()
+    env = site.env(**({"WORKFLOW_MCP_TOKEN": tokens} if tokens else {}))
+    proc = await asyncio.create_subprocess_exec(
+        CLI,
+        "serve",
+        "--http",
+        "--port",
+        str(port),
+        "--trust",
+        str(site.project),
+        cwd=str(site.project),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(BOUND_S):
+            while True:
+                line = (await proc.stderr.readline()).decode()
+                assert line, f"the server exited early: {''.join(lines)}"
+                lines.append(line)
+                if "serving MCP (Streamable HTTP)" in line:
+                    break
+
+        async def drain() -> None:
+            assert proc.stderr is not None
+            async for raw in proc.stderr:
+                lines.append(raw.decode())
+
+        drainer = asyncio.create_task(drain())
+        yield HttpServer(url=f"http://127.0.0.1:{port}/mcp", proc=proc, stderr=lines)
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                async with asyncio.timeout(15):
+                    await proc.wait()
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        with contextlib.suppress(NameError):
+            await drainer
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str, **kwargs: Any) -> AsyncIterator[Client]:
+    """The SDK client over Streamable HTTP with ``Authorization: Bearer <token>``."""
+    secret = token.partition("=")[2] or token
+    async with (
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {secret}"}, timeout=httpx2.Timeout(30, read=60)
+        ) as h,
+        Client(streamable_http_client(url, http_client=h), **kwargs) as client,
+    ):
+        yield client
+
+
+class RawStdio:
+    """``workflow-mcp serve`` driven with hand-written JSON-RPC lines, keeping every stdout line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.stdout_lines: list[str] = []
+        self._next = 0
+
+    @classmethod
+    async def start(cls, site: Site) -> RawStdio:
+        proc = await asyncio.create_subprocess_exec(
+            CLI,
+            "serve",
+            "--trust",
+            str(site.project),
+            cwd=str(site.project),
+            env=site.env(),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        return cls(proc)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        await self.proc.stdin.drain()
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a request and read stdout (bounded) until its response; returns the response."""
+        self._next += 1
+        ident = self._next
+        await self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        async with asyncio.timeout(BOUND_S):
+            while True:
+                line = (await self.proc.stdout.readline()).decode()
+                assert line, "the server closed stdout"
+                self.stdout_lines.append(line)
+                message = json.loads(line)
+                if message.get("id") == ident and ("result" in message or "error" in message):
+                    return dict(message)
+
+    async def initialize(self) -> dict[str, Any]:
+        response = await self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return response
+
+    async def close(self) -> tuple[int, str]:
+        """Close stdin (the client goes away) and wait for the exit; returns (status, stderr)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        async with asyncio.timeout(BOUND_S):
+            rest, err = await asyncio.gather(self.proc.stdout.read(), self.proc.stderr.read())
+            status = await self.proc.wait()
+        self.stdout_lines += rest.decode().splitlines(keepends=True)
+        return status, err.decode()

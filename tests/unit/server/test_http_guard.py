@@ -1,0 +1,140 @@
+"""The HTTP guard (Host/Origin/bearer checks in front of the MCP app) and the token sources, driven
+as ASGI: a request goes in, the response (or the inner app's view of the request) comes out."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workflow_mcp.errors import InvalidInputError
+from workflow_mcp.server import Principal
+from workflow_mcp.server.http import HttpGuard, TokenSet, load_tokens
+from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
+
+pytestmark = pytest.mark.anyio
+
+ALICE = "a" * 32
+BOB = "b" * 32
+
+
+class Inner:
+    """The app behind the guard: records the principal each request reached it with."""
+
+    def __init__(self) -> None:
+        self.seen: list[Principal] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.seen.append(scope["state"][PRINCIPAL_SCOPE_KEY])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def request(app: Any, headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any] | str]:
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "state": {},
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    heads = {k.decode(): v.decode() for k, v in start["headers"]}
+    parsed: dict[str, Any] | str = (
+        json.loads(body) if heads.get("content-type") == "application/json" else body.decode()
+    )
+    return start["status"], heads, parsed
+
+
+def guard(inner: Inner) -> HttpGuard:
+    tokens = load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"alice={ALICE},{BOB}"})
+    return HttpGuard(inner, tokens, host="127.0.0.1", port=8765)
+
+
+async def test_a_request_without_a_token_gets_401_with_a_bearer_challenge() -> None:
+    inner = Inner()
+    status, headers, body = await request(guard(inner), {"host": "127.0.0.1:8765"})
+    assert status == 401 and headers["www-authenticate"] == 'Bearer realm="workflow-mcp"'
+    assert (
+        isinstance(body, dict) and body["error"] == "unauthorized" and "WORKFLOW_MCP_TOKEN" in body["message"]
+    )
+    assert inner.seen == []
+
+
+async def test_a_wrong_token_gets_401_invalid_token() -> None:
+    inner = Inner()
+    status, headers, body = await request(
+        guard(inner), {"host": "127.0.0.1:8765", "authorization": "Bearer " + "c" * 32}
+    )
+    assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+    assert isinstance(body, dict) and body["error"] == "invalid_token" and inner.seen == []
+
+
+@pytest.mark.parametrize(
+    ("headers", "error"),
+    [
+        ({"host": "evil.example:8765"}, "forbidden_host"),
+        ({"host": "127.0.0.1:9999"}, "forbidden_host"),
+        ({"host": "localhost:8765", "origin": "https://evil.example"}, "forbidden_origin"),
+    ],
+)
+async def test_foreign_hosts_and_origins_get_403_even_with_a_valid_token(
+    headers: dict[str, str], error: str
+) -> None:
+    inner = Inner()
+    status, _, body = await request(guard(inner), {**headers, "authorization": f"Bearer {ALICE}"})
+    assert status == 403 and isinstance(body, dict) and body["error"] == error and inner.seen == []
+
+
+async def test_each_token_reaches_the_app_as_its_own_scoped_principal() -> None:
+    inner = Inner()
+    app = guard(inner)
+    for host, token in (("127.0.0.1:8765", ALICE), ("localhost:8765", BOB)):
+        status, _, _ = await request(
+            app, {"host": host, "origin": f"http://{host}", "authorization": f"Bearer {token}"}
+        )
+        assert status == 200
+    alice, bob = inner.seen
+    assert alice == Principal("http:alice", scoped=True)
+    assert bob.scoped and bob.owner is not None and bob.owner.startswith("http:") and bob.owner != alice.owner
+
+
+def test_a_generated_token_file_is_private_and_reused(tmp_path: Path) -> None:
+    first = load_tokens(tmp_path, env={})
+    path = tmp_path / "http-token"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    token = path.read_text().strip()
+    assert len(token) >= 32 and first.principal_for(token) is not None
+    assert load_tokens(tmp_path, env={}).owners == first.owners
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "http-token"
+    path.write_text("x" * 40 + "\n")
+    path.chmod(0o644)
+    with pytest.raises(InvalidInputError, match="chmod 600"):
+        load_tokens(tmp_path, env={})
+
+
+@pytest.mark.parametrize("raw", ["short", "alice=short", "bad name=" + "x" * 20, " , "])
+def test_malformed_tokens_are_refused(raw: str) -> None:
+    with pytest.raises(InvalidInputError):
+        load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": raw})
+
+
+def test_tokens_are_kept_only_as_digests() -> None:
+    tokens = load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"alice={ALICE}"})
+    assert isinstance(tokens, TokenSet) and ALICE not in json.dumps(dict(tokens.owners))
