@@ -91,6 +91,7 @@ class WorkflowService:
         self.home = home
         self.live: dict[str, RunHandle] = {}
         self._watcher: asyncio.Task[None] | None = None
+        self._agent_workflow: Workflow | None = None
 
     # -- definitions -------------------------------------------------------------------------
     def validate(
@@ -257,6 +258,51 @@ class WorkflowService:
             for run_id, reason in requests.items():
                 self.live[run_id].cancel(reason)
             await asyncio.sleep(self.CANCEL_POLL_S)
+
+    #: The one-call workflow behind :meth:`run_agent` (and the MCP ``agent_run`` tool): a single
+    #: agent() call is a run like any other — routed, validated, re-asked, journaled and resumable.
+    AGENT_RUN_SOURCE = (
+        "export const meta = { name: 'agent-run', description: 'One agent call, with routing, schema "
+        "validation and retries' }\n"
+        "return await agent(args.prompt, args.options)\n"
+    )
+
+    def agent_workflow(self) -> Workflow:
+        """The built-in one-call workflow (loaded once)."""
+        if self._agent_workflow is None:
+            self._agent_workflow = load_workflow(source=self.AGENT_RUN_SOURCE, path="<agent_run>")
+        return self._agent_workflow
+
+    def run_agent(
+        self,
+        prompt: str,
+        options: dict[str, Any] | None = None,
+        *,
+        provider: AgentProvider,
+        run_options: RunOptions | None = None,
+        idempotency_key: str | None = None,
+        owner: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> RunHandle:
+        """One agent call (``options`` as agent()'s: label, schema, model, effort, agentType, …)
+        through ``provider`` — routing, schema validation and re-asks, events and the journal exactly
+        as inside a workflow. The handle's ``result()`` is the agent's answer (``None`` on a provider
+        failure or skip).
+
+        Raises:
+            InvalidInputError: ``options`` is not a JSON object.
+        """
+        if options is not None and not isinstance(options, dict):
+            raise InvalidInputError('agent options must be a JSON object, e.g. {"label": "triage"}')
+        return self.start_run(
+            self.agent_workflow(),
+            provider=provider,
+            args={"prompt": prompt, "options": options or {}},
+            options=run_options,
+            idempotency_key=idempotency_key,
+            owner=owner,
+            on_event=on_event,
+        )
 
     def _refuse_resuming_a_live_run(self, run_id: str) -> None:
         """Resuming a run that is still going would run its in-flight calls twice."""

@@ -60,7 +60,8 @@ class ServerPolicy:
     max_agent_timeout_ms: int | None = None
     #: Longest foreground wait of workflow_run / workflow_run_events / workflow_run_await.
     max_wait_ms: int = 25_000
-    providers: tuple[str, ...] = ("fake",)
+    #: The providers callers may name; ``None``: every registered provider (see providers_list).
+    providers: tuple[str, ...] | None = None
 
 
 @dataclass

@@ -291,6 +291,19 @@ class WorkflowMcpServer(MCPServer[Any]):
             ),
         )
         self._add(
+            self.agent_run,
+            "agent_run",
+            "Run one agent call",
+            "One agent call outside any workflow, with the same routing, schema validation (re-asked up to "
+            "5 times), events and durability as agent() inside one: `prompt`, optional `schema`, `label`, "
+            "`model`, `effort`, `agentType`, on a `provider` (see providers_list). Waits up to `waitMs` "
+            "(default 25,000) and returns the answer as the run's `result`; a longer call keeps running — "
+            "follow it with workflow_run_await.",
+            ToolAnnotations(
+                read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+            ),
+        )
+        self._add(
             self.workflow_run_status,
             "workflow_run_status",
             "Run status",
@@ -638,20 +651,36 @@ class WorkflowMcpServer(MCPServer[Any]):
             "the directory that holds the workflow file (inline scripts then need a file under that directory)."
         )
 
+    def _allowed_providers(self) -> list[str]:
+        from ..providers.registry import provider_names
+
+        names = provider_names()
+        if self.policy.providers is not None:
+            names = [n for n in names if n in self.policy.providers]
+        return names
+
     def _provider(self, name: str, fake_script: Mapping[str, Any] | None) -> AgentProvider:
-        """The provider for one run. Swap point: once ``workflow_mcp.providers.registry`` lands this body
-        becomes ``return get_provider(name, {"script": fake_script})`` (same InvalidInputError contract)."""
-        if name not in self.policy.providers:
+        """The provider for one run: ``fake`` (scripted by ``fakeScript``) directly, any other
+        registered provider through the routing of the server's configuration, under its policy."""
+        allowed = self._allowed_providers()
+        if name not in allowed:
             raise MCPError(
                 code=INVALID_PARAMS,
-                message=f"unknown provider {name!r}; available: {', '.join(self.policy.providers)} (see providers_list)",
+                message=f"unknown provider {name!r}; available: {', '.join(allowed)} (see providers_list)",
             )
         if fake_script is not None and name != "fake":
             raise MCPError(code=INVALID_PARAMS, message="fakeScript is only for provider 'fake'")
+        if name == "fake":
+            try:
+                return FakeProvider(fake_script)
+            except InvalidInputError as exc:
+                raise MCPError(code=INVALID_PARAMS, message=f"invalid fakeScript: {exc}") from exc
+        from ..providers.routing import build_router
+
         try:
-            return FakeProvider(fake_script)
-        except InvalidInputError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=f"invalid fakeScript: {exc}") from exc
+            return cast(AgentProvider, build_router(provider=name, cwd=self.service.cwd))
+        except WorkflowMcpError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=f"provider {name!r} cannot run here: {exc}") from exc
 
     async def _finish(
         self,
@@ -669,6 +698,74 @@ class WorkflowMcpServer(MCPServer[Any]):
         )
         outcome = outcome_of(state, deduplicated=deduplicated, resumed_from=resumed_from, workflow=workflow)
         return _result(outcome_text(outcome), outcome, is_error=outcome.status == "failed")
+
+    async def agent_run(
+        self,
+        ctx: Context[Any, Any],
+        prompt: Annotated[str, Field(min_length=1, description="The agent's prompt.")],
+        provider: Annotated[
+            str, Field(min_length=1, description="Agent provider name (see providers_list).")
+        ],
+        schema: Annotated[
+            dict[str, Any] | None,
+            Field(description="JSON Schema (2020-12) the answer must satisfy; re-asked up to 5 times."),
+        ] = None,
+        label: Annotated[str | None, Field(description="A label for events and routing rules.")] = None,
+        model: Annotated[
+            str | None, Field(description="Model (Claude aliases need a configured mapping).")
+        ] = None,
+        effort: Annotated[
+            Literal["low", "medium", "high", "xhigh", "max"] | None, Field(description="Reasoning effort.")
+        ] = None,
+        agentType: Annotated[str | None, Field(description="Agent type, as in agent() options.")] = None,
+        fakeScript: Annotated[
+            dict[str, Any] | None, Field(description="Fake provider script (provider fake only).")
+        ] = None,
+        idempotencyKey: Annotated[
+            str | None,
+            Field(min_length=1, max_length=200, description="Retries with this key return the same run."),
+        ] = None,
+        waitMs: Annotated[
+            int,
+            Field(ge=0, le=25_000, description="0: return the run id at once; else wait up to this long."),
+        ] = 25_000,
+    ) -> Annotated[CallToolResult, RunOutcome]:
+        principal = self._principal()
+        agent_provider = self._provider(provider, fakeScript)
+        options = {
+            k: v
+            for k, v in {
+                "schema": schema,
+                "label": label,
+                "model": model,
+                "effort": effort,
+                "agentType": agentType,
+            }.items()
+            if v is not None
+        }
+        existing = (
+            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
+        )
+        if existing is not None:
+            return await self._finish(ctx, existing, min(waitMs, self.policy.max_wait_ms), deduplicated=True)
+        try:
+            handle = self.service.run_agent(
+                prompt,
+                options,
+                provider=agent_provider,
+                run_options=self.service.make_options(
+                    agent_timeout_ms=self.policy.max_agent_timeout_ms, profile=None, cwd=None
+                ),
+                idempotency_key=idempotencyKey,
+                owner=principal.owner,
+                on_event=self._on_event,
+            )
+        except WorkflowMcpError as exc:
+            return _error_result(f"The agent call could not start: {exc}")
+        self._publish_later(None)
+        return await self._finish(
+            ctx, handle.run_id, min(waitMs, self.policy.max_wait_ms), workflow="agent-run"
+        )
 
     async def workflow_run_status(
         self,
@@ -754,17 +851,26 @@ class WorkflowMcpServer(MCPServer[Any]):
         return _result(text, out)
 
     async def providers_list(self) -> Annotated[CallToolResult, ProvidersList]:
+        from ..providers.registry import available
+
         descriptions = {
             "fake": "Deterministic fake: text calls echo the prompt, schema calls get a minimal valid answer; "
-            "script it with fakeScript. No model, no network, no cost."
+            "script it with fakeScript. No model, no network, no cost.",
+            "codex": "OpenAI Codex through its official SDK (codex app-server).",
+            "claude": "Claude through the Claude Agent SDK.",
+            "acp": "Any Agent Client Protocol agent (a configured command).",
+            "openai": "Any OpenAI-compatible chat endpoint.",
         }
-        out = ProvidersList(
-            providers=[
-                ProviderOut(name=p, description=descriptions.get(p, ""), available=True)
-                for p in self.policy.providers
-            ]
-        )
-        return _result("Providers: " + ", ".join(p.name for p in out.providers), out)
+        out_list = []
+        for name in self._allowed_providers():
+            info = await anyio.to_thread.run_sync(available, name)
+            note = descriptions.get(name, "")
+            if not info.availability.available and info.availability.problem:
+                note = (note + " Not available: " + info.availability.problem).strip()
+            out_list.append(ProviderOut(name=name, description=note, available=info.availability.available))
+        out = ProvidersList(providers=out_list)
+        ready = [p.name for p in out.providers if p.available]
+        return _result("Providers ready: " + (", ".join(ready) or "none"), out)
 
     # -- loading ----------------------------------------------------------------------------
     async def _load(

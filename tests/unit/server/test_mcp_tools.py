@@ -27,8 +27,10 @@ TOOLS = {
     "workflow_run_await",
     "workflow_run_cancel",
     "providers_list",
+    "agent_run",
 }
-READ_ONLY = TOOLS - {"workflow_run", "workflow_run_cancel"}
+READ_ONLY = TOOLS - {"workflow_run", "workflow_run_cancel", "agent_run"}
+RUNS = ("workflow_run", "agent_run")
 
 
 async def test_every_tool_publishes_an_input_schema_an_output_schema_and_annotations(env: Env) -> None:
@@ -41,8 +43,8 @@ async def test_every_tool_publishes_an_input_schema_an_output_schema_and_annotat
         assert tool.description and tool.title, name
         a = tool.annotations
         assert a is not None and a.read_only_hint == (name in READ_ONLY), name
-        assert a.open_world_hint == (name == "workflow_run"), name
-        assert a.destructive_hint == (name in ("workflow_run", "workflow_run_cancel")), name
+        assert a.open_world_hint == (name in RUNS), name
+        assert a.destructive_hint == (name in (*RUNS, "workflow_run_cancel")), name
     run = tools["workflow_run"].input_schema
     assert run["required"] == ["provider"]
     assert run["properties"]["waitMs"]["maximum"] == 25_000
@@ -107,7 +109,7 @@ async def test_workflow_validate_reports_each_error_with_its_rule_and_position(e
         ("workflow_run", {"script": HELLO, "provider": "fake", "concurrency": 0}, "concurrency"),
         ("workflow_run", {"script": HELLO, "name": "hello", "provider": "fake"}, "exactly one of"),
         ("workflow_run", {"provider": "fake"}, "exactly one of"),
-        ("workflow_run", {"script": HELLO, "provider": "nope"}, "unknown provider 'nope'; available: fake"),
+        ("workflow_run", {"script": HELLO, "provider": "nope"}, "unknown provider 'nope'; available: "),
         (
             "workflow_run",
             {"script": HELLO, "provider": "fake", "fakeScript": {"rules": 3}},
@@ -157,7 +159,12 @@ async def test_an_unknown_workflow_or_run_is_an_error_result_pointing_to_the_too
 async def test_providers_list_names_what_workflow_run_accepts(env: Env) -> None:
     async with Client(env.server()) as c:
         out = data(await call(c, "providers_list", {}))
-    assert [p["name"] for p in out["providers"]] == ["fake"]
+    from workflow_mcp.providers.registry import provider_names
+
+    names = [p["name"] for p in out["providers"]]
+    assert names == provider_names() and "fake" in names
+    fake = next(p for p in out["providers"] if p["name"] == "fake")
+    assert fake["available"] is True
 
 
 async def test_the_author_workflow_prompt_is_generated_from_the_profile(env: Env) -> None:
@@ -215,3 +222,37 @@ async def test_an_artifact_resource_keeps_its_own_mime_type(env: Env) -> None:
             await c.read_resource(f"workflow://runs/{rid}/artifacts/art_2")
     assert content.mime_type == "text/markdown"
     assert base64.b64decode(getattr(content, "blob", "")) == b"# findings\n"
+
+
+async def test_agent_run_makes_one_validated_agent_call_and_returns_its_answer(env: Env) -> None:
+    schema = {"type": "object", "properties": {"kind": {"enum": ["bug", "feature"]}}, "required": ["kind"]}
+    script = {"rules": [{"match": {"label": "triage"}, "respond": {"result": {"kind": "feature"}}}]}
+    async with Client(env.server()) as c:
+        out = data(
+            await call(
+                c,
+                "agent_run",
+                {
+                    "prompt": "Classify: add dark mode",
+                    "provider": "fake",
+                    "fakeScript": script,
+                    "schema": schema,
+                    "label": "triage",
+                },
+            )
+        )
+        assert out["status"] == "completed" and out["result"] == {"kind": "feature"}
+        events = data(await call(c, "workflow_run_events", {"runId": out["runId"]}))
+        types = [e["type"] for e in events["events"]]
+        assert types.count("agent.started") == 1 and types[-1] == "run.completed"
+
+
+async def test_agent_run_reports_an_answer_that_never_fits_the_schema_as_an_error_result(env: Env) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    script = {"default": {"result": {"n": "not a number"}}}
+    async with Client(env.server()) as c:
+        result = await call(
+            c, "agent_run", {"prompt": "count", "provider": "fake", "fakeScript": script, "schema": schema}
+        )
+    assert result.is_error
+    assert "schema validation" in text(result)
