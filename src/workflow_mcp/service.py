@@ -405,6 +405,7 @@ class WorkflowService:
                 )
             )
             marked.append(r.run_id)
+            _prune_worktrees(default_home() / "worktrees" / r.run_id)
         return marked
 
     # -- additions for the MCP server: lookups, owner scoping, bounded waits ------------------
@@ -595,3 +596,34 @@ class WorkflowService:
                 async with asyncio.timeout(timeout_s):
                     await asyncio.gather(*(h.wait() for h in running), return_exceptions=True)
         return [h.run_id for h in running]
+
+
+def _prune_worktrees(folder: Path) -> None:
+    """After a crash: remove the run's worktrees that hold no change (a changed one is kept — it is
+    an agent's work), then the run's folder if it is empty."""
+    import subprocess
+
+    if not folder.is_dir():
+        return
+    for tree in sorted(folder.iterdir()):
+        try:
+            status = subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=all"],
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            if status.returncode == 0 and not status.stdout.strip():
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(tree)],
+                    cwd=tree,
+                    capture_output=True,
+                    timeout=60,
+                    check=False,
+                )
+        except (OSError, subprocess.SubprocessError):
+            continue
+    with contextlib.suppress(OSError):
+        folder.rmdir()

@@ -99,3 +99,18 @@ def test_a_worktree_call_outside_a_git_repository_rejects_with_a_clear_message(t
     assert status == "completed"
     assert isinstance(result, str) and "git repository" in result and str(plain) in result
     assert provider.cwds == []  # the provider was never called
+
+
+def test_after_a_crash_recovery_removes_unchanged_worktrees_and_keeps_changed_ones(
+    repo: Path, tmp_path: Path
+) -> None:
+    from workflow_mcp.service import _prune_worktrees
+
+    folder = tmp_path / "worktrees" / "run_dead"
+    clean, dirty = folder / "ag_0001", folder / "ag_0002"
+    for tree in (clean, dirty):
+        git("worktree", "add", "--detach", str(tree), "HEAD", cwd=repo)
+    (dirty / "half-done.txt").write_text("an agent's unfinished work\n")
+    _prune_worktrees(folder)
+    assert not clean.exists() and str(clean) not in git("worktree", "list", cwd=repo)
+    assert (dirty / "half-done.txt").exists() and str(dirty) in git("worktree", "list", cwd=repo)

@@ -8,7 +8,7 @@ Worker → host:
               {id, fn: "workflow", target: {name}|{scriptPath}, args?}   (args as JSON text)
     phase     {title}                                            phase() in the top-level workflow
     log       {message, child}                                   log(), child = child workflow name
-    console   {level, message}                                   console.*; diagnostics only
+    console   {level, message}                                   reserved (console.* lines arrive as ``log``)
     child     {name, ok, message?}                               a nested workflow ended
     done      {ok, value?, error?: {name, message, stack?}}      the run's final value (JSON text)
     checked   {id, results: [null | {message, line, column}]}    answer to ``check``

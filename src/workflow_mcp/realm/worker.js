@@ -163,12 +163,19 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   budget.remaining = function remaining() { return total === null ? Infinity : (total - spent > 0 ? total - spent : 0) }
   ObjectFreeze(budget)
 
+  // console.* lines are workflow log lines, as in Claude Code 2.1.332 (measured): strings as they
+  // are, other values as JSON (undefined as nothing), joined by spaces; warn and error are tagged.
+  const consoleText = (v) => {
+    if (typeof v === 'string') return v
+    try { const j = JSONstringify(v); return j === undefined ? '' : j } catch (e) { return coerce(v) }
+  }
   const consoleObj = ObjectCreate(null)
   for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
+    const tag = level === 'warn' || level === 'error' ? '[' + level + '] ' : ''
     consoleObj[level] = function (...argv) {
       let text = ''
-      for (let i = 0; i < argv.length; i++) text += (i ? ' ' : '') + coerce(argv[i])
-      send({ t: 'console', level, message: text })
+      for (let i = 0; i < argv.length; i++) text += (i ? ' ' : '') + consoleText(argv[i])
+      send({ t: 'log', message: tag + text, child: null })
     }
   }
   ObjectFreeze(consoleObj)
