@@ -22,12 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from chaos import chaos_round
 from workflow_mcp import FakeProvider, load_workflow, run_workflow
 from workflow_mcp.engine.run import RunOptions
 from workflow_mcp.events import Event
 from workflow_mcp.service import WorkflowService
 from workflow_mcp.store.sqlite import SqliteStore
+
+from chaos import chaos_round
 
 THOUSAND = (
     "export const meta = { name: 'thousand', description: '1,000 agents' }\n"

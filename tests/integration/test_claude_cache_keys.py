@@ -18,12 +18,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from claude_cases import ClaudeCase, case_names, git_repo
-
-from helpers import arun
 from workflow_mcp.definitions.load import load_workflow
 from workflow_mcp.engine.run import RunOptions, run_workflow
 from workflow_mcp.providers import FakeProvider
+
+from claude_cases import ClaudeCase, case_names, git_repo
+from helpers import arun
 
 KNOWN_GAPS: dict[str, str] = {}
 

@@ -20,9 +20,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from claude_cases import ClaudeCase, case_names, git_repo
-
-from helpers import arun
 from workflow_mcp.engine.claude_import import (
     AmbiguousClaudeRunError,
     ClaudeResume,
@@ -42,6 +39,9 @@ from workflow_mcp.events import Event
 from workflow_mcp.providers import FakeProvider
 from workflow_mcp.service import WorkflowService
 from workflow_mcp.store import MemoryStore, SqliteStore
+
+from claude_cases import ClaudeCase, case_names, git_repo
+from helpers import arun
 
 
 class ClaudeAwareService(WorkflowService):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from codex_kit import CodexSetup
 
 CLI = str(Path(sys.executable).with_name("workflow-mcp"))

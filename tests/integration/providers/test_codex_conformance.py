@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_kit import CodexSetup
 
-from helpers import RUN_TIMEOUT_S, arun
 from mocks.mock_responses import MockResponses, Reply
 from workflow_mcp import FakeProvider, MemoryStore, RunFailedError, RunOptions, WorkflowService, load_workflow
 from workflow_mcp.providers.codex import CodexProvider
 from workflow_mcp.providers.routing import RoutingProvider
+
+from codex_kit import CodexSetup
+from helpers import RUN_TIMEOUT_S, arun
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "conformance" / "cases" / "runtime"
 

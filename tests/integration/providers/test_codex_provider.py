@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_kit import CodexSetup
 
-from helpers import RUN_TIMEOUT_S, Outcome, arun, finish, start
 from mocks.mock_responses import Received, Reply
 from workflow_mcp.providers.base import (
     AgentContext,
@@ -26,6 +24,9 @@ from workflow_mcp.providers.base import (
 )
 from workflow_mcp.providers.codex import CodexProvider
 from workflow_mcp.providers.routing import ModelAliasError
+
+from codex_kit import CodexSetup
+from helpers import RUN_TIMEOUT_S, Outcome, arun, finish, start
 
 pytestmark = pytest.mark.timeout(RUN_TIMEOUT_S * 2)
 

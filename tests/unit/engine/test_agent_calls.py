@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from helpers import count, run_source
 from workflow_mcp.providers import FakeProvider
+
+from helpers import count, run_source
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}
 SCHEMA_JS = "{ type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }"

@@ -7,10 +7,11 @@ import asyncio
 
 import pytest
 
-from helpers import RecordingProvider, arun, start
 from workflow_mcp.engine.run import RunHandle
 from workflow_mcp.errors import RunFailedError
 from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult, FakeProvider
+
+from helpers import RecordingProvider, arun, start
 
 BOUND_S = 20
 

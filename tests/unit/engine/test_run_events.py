@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Outcome, arun, run_source, start, workflow
 from workflow_mcp import MemoryStore, RunFailedError, WorkflowService
 from workflow_mcp.engine.run import RunOptions
 from workflow_mcp.events import EVENT_TYPES, TERMINAL_TYPES, Event
 from workflow_mcp.providers import FakeProvider
+
+from helpers import Outcome, arun, run_source, start, workflow
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 

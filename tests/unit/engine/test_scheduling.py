@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from helpers import RecordingProvider, run_source
 from workflow_mcp.definitions.profile import default_concurrency
 from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult, FakeProvider
+
+from helpers import RecordingProvider, run_source
 
 
 @dataclass

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from helpers import MISSING, Outcome, pid_alive, run_source, workflow
 from workflow_mcp.errors import WorkflowLoadError
+
+from helpers import MISSING, Outcome, pid_alive, run_source, workflow
 
 PROBE = r"""
 const __foreign = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') &&

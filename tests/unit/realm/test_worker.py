@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import arun, pid_alive, start
 from workflow_mcp.engine.run import RunHandle
 from workflow_mcp.providers import FakeProvider
 from workflow_mcp.realm.messages import PROTOCOL_VERSION, check_worker_message
 from workflow_mcp.realm.worker import RealmWorker, check_syntax
+
+from helpers import arun, pid_alive, start
 
 BOUND_S = 20
 

@@ -13,8 +13,9 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_kit import BOUND_S, HELLO, PARK, Env, approve, call, connect, data, text, wait_for_event
 from workflow_mcp.server import Principal, ServerPolicy
+
+from mcp_kit import BOUND_S, HELLO, PARK, Env, approve, call, connect, data, text, wait_for_event
 
 pytestmark = pytest.mark.anyio
 

@@ -11,9 +11,10 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
-from mcp_kit import BOUND_S, FAILS, HELLO, Env, call, data, text
 
 from workflow_mcp.definitions.profile import get_profile
+
+from mcp_kit import BOUND_S, FAILS, HELLO, Env, call, data, text
 
 pytestmark = pytest.mark.anyio
 
