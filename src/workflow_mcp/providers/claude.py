@@ -1,0 +1,537 @@
+"""The ``claude`` provider: Claude Code through ``claude-agent-sdk``, which runs the Claude Code CLI
+it bundles (``claude -p --output-format stream-json``). Install with
+``pip install 'workflow-mcp[claude]'``.
+
+Each agent() call is one ``ClaudeSDKClient`` query: one CLI process, one Claude Code session.
+
+- **Prompt and model.** The prompt is the query's prompt. ``model`` passes through unchanged
+  (routing has already applied ``[providers.claude.models]``): Claude's own aliases ``sonnet``,
+  ``opus`` and ``haiku`` are native here. ``effort`` maps through the ``efforts`` setting (default:
+  the same name when Claude knows it: low, medium, high, xhigh, max), else the ``effort`` setting.
+- **Structured output.** The portable schema goes unchanged to the CLI's JSON-schema output format
+  (``--json-schema``; Claude answers through its ``StructuredOutput`` tool and validates the value
+  itself); ``ResultMessage.structured_output`` is the result. The engine validates it against the
+  schema again; a re-ask (``attempt > 1``) resumes the same session with the engine's feedback.
+- **Events.** Streamed text deltas (``include_partial_messages``) of the main conversation →
+  ``output.delta``; tool calls and the CLI's system messages → ``progress``.
+- **Usage.** ``ResultMessage.usage``: input, output, cache reads and cache writes.
+- **Session.** The Claude Code session id is ``AgentResult.session``; a request with ``session``
+  resumes that session (``--resume``).
+- **Cancellation.** When ``context.signal`` fires (or the call's task is cancelled), the client is
+  interrupted, so the CLI aborts the turn and exits; should it not within ``interrupt_timeout_s``,
+  the query task is cancelled and the SDK terminates the process. The call ends with
+  :class:`asyncio.CancelledError`.
+- **Policy.** The sandbox mode becomes Claude's permission mode: ``read-only`` → ``plan``,
+  ``workspace-write`` → ``acceptEdits`` (``auto`` when approvals are ``auto-review``),
+  ``danger-full-access`` → ``bypassPermissions`` — the only way to get it. A ``permission_mode``
+  setting may narrow this, never widen it. Nobody answers a permission prompt: a tool use that
+  needs one is denied (fail closed). Without network, ``WebFetch`` and ``WebSearch`` are disallowed.
+  Writable roots become ``--add-dir``. The CLI sees only the allowlisted environment
+  (:func:`~.policy.allowed_env` plus Claude's own names): every other inherited name is blanked
+  (set to the empty string; names only, never a value, leave this process).
+- **Outcomes.** HTTP 401 or an ``authentication_failed`` answer → :class:`~.base.ProviderAuthError`
+  (the run should pause until ``claude /login``); an API failure (5xx, overload, rate or billing
+  limit, connection) after Claude's own retries, or a CLI process that dies → ``provider_failed``;
+  any other error result (bad request, max turns, execution error) →
+  :class:`~.base.AgentExecutionError`.
+
+Settings (``[providers.claude]``): ``bin`` (a claude binary; default the SDK's bundled one),
+``config_dir`` (``CLAUDE_CONFIG_DIR``), ``model``, ``effort`` (default effort), ``efforts``
+(table), ``permission_mode``, ``max_turns``, ``env`` (extra environment names to pass),
+``interrupt_timeout_s`` (bound on a cancelled CLI process ending, default 15).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+from .base import (
+    AgentContext,
+    AgentExecutionError,
+    AgentRequest,
+    AgentResult,
+    ProviderAuthError,
+    ProviderCapabilities,
+    ProviderEvent,
+    TokenUsage,
+)
+from .config import ProviderConfigError
+from .policy import DEFAULT_POLICY, Policy, allowed_env
+from .registry import Availability, ProviderStartError
+
+__all__ = ["ClaudeProvider", "permission_mode_for"]
+
+INSTALL: Final = "pip install 'workflow-mcp[claude]'"
+LOGIN_HINT: Final = "claude /login"
+CREDENTIAL_ENV: Final = (
+    "ANTHROPIC_*",
+    "CLAUDE_*",
+    "AWS_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUD_ML_REGION",
+    "DISABLE_*",
+    "IS_SANDBOX",
+    "API_TIMEOUT_MS",
+    "MAX_THINKING_TOKENS",
+    "NODE_EXTRA_CA_CERTS",
+)
+"""Environment names the claude process may see besides the policy's base set (its credentials,
+endpoints and switches; Bedrock and Vertex use the AWS and Google names)."""
+_SETTINGS: Final = (
+    "bin",
+    "config_dir",
+    "model",
+    "effort",
+    "efforts",
+    "permission_mode",
+    "max_turns",
+    "env",
+    "interrupt_timeout_s",
+)
+_EFFORTS: Final = ("low", "medium", "high", "xhigh", "max")
+# Permission modes each sandbox allows, narrowest first; the last is the default.
+_MODES: Final[Mapping[str, tuple[str, ...]]] = {
+    "read-only": ("plan",),
+    "workspace-write": ("plan", "dontAsk", "default", "acceptEdits"),
+    "danger-full-access": ("plan", "dontAsk", "default", "acceptEdits", "auto", "bypassPermissions"),
+}
+# AssistantMessage.error kinds that are API failures (agent() resolves null), not execution errors.
+_API_FAILURES: Final = frozenset({"server_error", "rate_limit", "billing_error", "overloaded"})
+_REMEMBERED_SESSIONS: Final = 4096
+
+
+def permission_mode_for(policy: Policy, asked: str | None = None) -> str:
+    """Claude's permission mode under ``policy`` (module docstring); ``asked`` (a setting) may only
+    narrow it. Raises :class:`ValueError` when ``asked`` is wider than the policy allows."""
+    allowed = _MODES[policy.sandbox]
+    if policy.sandbox == "workspace-write" and policy.approvals == "auto-review":
+        allowed = (*allowed, "auto")
+    if asked is None:
+        return "bypassPermissions" if policy.sandbox == "danger-full-access" else allowed[-1]
+    if asked not in allowed:
+        raise ValueError(
+            f"{asked!r} is wider than the policy's sandbox {policy.sandbox!r} allows "
+            f"(one of {', '.join(allowed)})"
+        )
+    return asked
+
+
+@dataclass
+class _Turn:
+    """What one query produced, gathered while it streams."""
+
+    session: str | None = None
+    result: Any = None  # the ResultMessage
+    auth_failed: bool = False
+    api_error: str | None = None
+    texts: list[str] = field(default_factory=list)
+
+
+class ClaudeProvider:
+    """An :class:`~workflow_mcp.providers.base.AgentProvider` running Claude Code queries (module
+    docstring).
+
+    Construct directly or through the registry (``get_provider("claude", settings)``). Nothing
+    starts until a call; every call is its own CLI process, so there is nothing to keep open and
+    :meth:`aclose` only refuses further calls. Raises
+    :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
+    """
+
+    name: Final = "claude"
+    capabilities: Final = ProviderCapabilities(
+        structured_output=True,
+        images=False,
+        sandbox_control=True,
+        session_resume=True,
+        streaming=True,
+        cancellation=True,
+    )
+    accepts_claude_models: Final = True
+    install_hint: Final = INSTALL
+
+    def __init__(
+        self,
+        *,
+        bin: str | None = None,
+        config_dir: str | None = None,
+        model: str | None = None,
+        effort: str | None = None,
+        efforts: Mapping[str, str] | None = None,
+        permission_mode: str | None = None,
+        max_turns: int | None = None,
+        env: tuple[str, ...] | list[str] = (),
+        interrupt_timeout_s: float = 15.0,
+        policy: Policy = DEFAULT_POLICY,
+        source: str = "provider settings",
+    ) -> None:
+        self.bin = bin
+        self.config_dir = os.path.expanduser(config_dir) if config_dir else None
+        self.model = model
+        self.effort = effort
+        self.efforts = dict(efforts or {})
+        self.max_turns = max_turns
+        self.env_names = tuple(env)
+        self.interrupt_timeout_s = interrupt_timeout_s
+        self.policy = policy
+        self.source = source
+        for key, value in (("effort", effort), *((f"efforts.{k}", v) for k, v in self.efforts.items())):
+            if value is not None and value not in _EFFORTS:
+                raise ProviderConfigError(
+                    source, f"providers.claude.{key}", f"must be one of {', '.join(_EFFORTS)}, got {value!r}"
+                )
+        try:
+            self.permission_mode = permission_mode_for(policy, permission_mode)
+        except ValueError as exc:
+            raise ProviderConfigError(source, "providers.claude.permission_mode", str(exc)) from exc
+        self._sessions: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._closed = False
+
+    # -- registry ------------------------------------------------------------------------------
+    @classmethod
+    def probe(cls, settings: Mapping[str, Any]) -> Availability:
+        """Availability without starting Claude: the SDK importable, the CLI present (the bundled
+        one's version from its ``claude.version`` file, or ``--version`` for a configured ``bin``),
+        and a login seen from variable *names* and the credentials file's presence only
+        (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``, ``CLAUDE_CODE_OAUTH_TOKEN``,
+        ``$CLAUDE_CONFIG_DIR/.credentials.json`` or ``~/.claude/.credentials.json``)."""
+        try:
+            spec = importlib.util.find_spec("claude_agent_sdk")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or spec.origin is None:
+            return Availability(False, problem="the claude-agent-sdk SDK is not installed", install=INSTALL)
+        binary = settings.get("bin")
+        version: str | None
+        if binary:
+            path = shutil.which(str(binary)) or str(binary)
+            if not os.path.isfile(path) or not os.access(path, os.X_OK):
+                return Availability(
+                    False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
+                )
+            version = _run_version(path)
+        else:
+            bundled = _bundled_cli(Path(spec.origin).parent)
+            if bundled is None:
+                return Availability(False, problem="the SDK's bundled claude CLI is missing", install=INSTALL)
+            path = str(bundled)
+            version = _bundled_version(bundled)
+        logged_in, login, problem = _login_state(settings)
+        return Availability(
+            True,
+            version=version,
+            location=path,
+            logged_in=logged_in,
+            login=login,
+            problem=problem,
+            install=INSTALL,
+        )
+
+    @classmethod
+    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> ClaudeProvider:
+        """A provider from ``[providers.claude]`` settings (module docstring); raises
+        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
+        kinds: dict[str, tuple[type, ...]] = {
+            "bin": (str,),
+            "config_dir": (str,),
+            "model": (str,),
+            "effort": (str,),
+            "efforts": (dict,),
+            "permission_mode": (str,),
+            "max_turns": (int,),
+            "env": (list,),
+            "interrupt_timeout_s": (int, float),
+        }
+        for key, value in settings.items():
+            if key not in _SETTINGS:
+                raise ProviderConfigError(
+                    source,
+                    f"providers.claude.{key}",
+                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
+                )
+            if not isinstance(value, kinds[key]) or isinstance(value, bool):
+                raise ProviderConfigError(
+                    source,
+                    f"providers.claude.{key}",
+                    f"must be {' or '.join(k.__name__ for k in kinds[key])}",
+                )
+        if "env" in settings and not all(isinstance(n, str) and n for n in settings["env"]):
+            raise ProviderConfigError(
+                source, "providers.claude.env", "must be a list of environment variable names"
+            )
+        return cls(**dict(settings), policy=policy, source=source)
+
+    # -- the AgentProvider call ------------------------------------------------------------------
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        """Run one Claude Code query for ``request`` (module docstring for the outcomes).
+
+        Raises :class:`~workflow_mcp.providers.base.ProviderAuthError`,
+        :class:`~workflow_mcp.providers.base.AgentExecutionError`,
+        :class:`~workflow_mcp.providers.registry.ProviderStartError` (the SDK or CLI is missing),
+        or :class:`asyncio.CancelledError` (the signal fired; the CLI process was ended).
+        """
+        if context.signal.cancelled:
+            raise asyncio.CancelledError(context.signal.reason)
+        if self._closed:
+            raise AgentExecutionError("the claude provider is closed")
+        sdk = _sdk()
+        prompt, resume = self._prompt(request)
+        options = sdk.ClaudeAgentOptions(**self._options(request, resume))
+        turn = _Turn()
+        clients: list[Any] = []
+        consumer = asyncio.ensure_future(self._consume(sdk, prompt, options, turn, context, clients))
+        cancel_wait = asyncio.ensure_future(context.signal.wait())
+        try:
+            finished, _ = await asyncio.wait({consumer, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if consumer not in finished:
+                await self._stop(consumer, clients)
+                raise asyncio.CancelledError(context.signal.reason)
+            error = consumer.exception()
+        except asyncio.CancelledError:
+            await self._stop(consumer, clients)
+            raise
+        finally:
+            cancel_wait.cancel()
+        if turn.session and request.agent_id:
+            self._sessions[(request.run_id, request.agent_id)] = turn.session
+            while len(self._sessions) > _REMEMBERED_SESSIONS:
+                self._sessions.popitem(last=False)
+        return self._result(sdk, request, turn, error)
+
+    async def aclose(self) -> None:
+        """Refuse further calls (idempotent). Calls in flight finish on their own."""
+        self._closed = True
+
+    # -- internals -------------------------------------------------------------------------------
+    def _prompt(self, request: AgentRequest) -> tuple[str, str | None]:
+        """(prompt, session to resume): a re-ask resumes its own session with the feedback alone."""
+        if request.attempt > 1 and request.feedback and request.agent_id:
+            known = self._sessions.get((request.run_id, request.agent_id))
+            if known is not None:
+                return request.feedback, known
+        prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
+        return prompt, request.session
+
+    def _effort(self, effort: str | None) -> str | None:
+        if effort is None:
+            return self.effort
+        return self.efforts.get(effort, effort if effort in _EFFORTS else self.effort)
+
+    def _options(self, request: AgentRequest, resume: str | None) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "cwd": request.cwd,
+            "model": request.model or self.model,
+            "permission_mode": self.permission_mode,
+            "resume": resume,
+            "env": self._env(),
+            "effort": self._effort(request.effort),
+            "include_partial_messages": True,
+            "add_dirs": list(self.policy.writable_roots) if self.policy.sandbox == "workspace-write" else [],
+            "disallowed_tools": [] if self.policy.network else ["WebFetch", "WebSearch"],
+            "stderr": _ignore,
+        }
+        if request.schema is not None:
+            options["output_format"] = {"type": "json_schema", "schema": dict(request.schema)}
+        if self.max_turns is not None:
+            options["max_turns"] = self.max_turns
+        if self.bin is not None:
+            options["cli_path"] = shutil.which(self.bin) or self.bin
+        return options
+
+    def _env(self) -> dict[str, str]:
+        """The allowlisted environment; every other inherited name is blanked (the SDK starts the
+        CLI with this process's environment plus these values)."""
+        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.env_names))
+        if self.config_dir:
+            env["CLAUDE_CONFIG_DIR"] = self.config_dir
+        for name in os.environ:
+            if name not in env and name != "CLAUDECODE":  # the SDK drops CLAUDECODE itself
+                env[name] = ""
+        return env
+
+    async def _consume(
+        self, sdk: Any, prompt: str, options: Any, turn: _Turn, context: AgentContext, clients: list[Any]
+    ) -> None:
+        async with sdk.ClaudeSDKClient(options) as client:
+            clients.append(client)
+            await client.query(prompt)
+            async for message in client.receive_response():
+                await self._take(sdk, message, turn, context)
+
+    async def _take(self, sdk: Any, message: Any, turn: _Turn, context: AgentContext) -> None:
+        session = getattr(message, "session_id", None)
+        if isinstance(session, str) and session:
+            turn.session = session
+        if isinstance(message, sdk.StreamEvent):
+            event = message.event
+            delta = event.get("delta") if event.get("type") == "content_block_delta" else None
+            if (
+                message.parent_tool_use_id is None
+                and isinstance(delta, dict)
+                and delta.get("type") == "text_delta"
+            ):
+                await context.emit(ProviderEvent(kind="output.delta", text=str(delta.get("text", ""))))
+        elif isinstance(message, sdk.AssistantMessage):
+            if message.error == "authentication_failed":
+                turn.auth_failed = True
+            elif message.error is not None:
+                turn.api_error = message.error
+            for block in message.content:
+                if isinstance(block, sdk.TextBlock):
+                    turn.texts.append(block.text)
+                elif isinstance(block, sdk.ToolUseBlock):
+                    await context.emit(
+                        ProviderEvent(
+                            kind="progress", text=f"claude tool_use: {block.name}", data={"tool": block.name}
+                        )
+                    )
+        elif isinstance(message, sdk.SystemMessage):
+            await context.emit(ProviderEvent(kind="progress", text=f"claude system: {message.subtype}"))
+        elif isinstance(message, sdk.ResultMessage):
+            turn.result = message
+
+    async def _stop(self, consumer: asyncio.Future[None], clients: list[Any]) -> None:
+        """Interrupt the client's turn so the CLI ends it and exits on its own; cancel the query
+        task (the SDK then ends the process) when that does not happen in time. Bounded."""
+        if clients and not consumer.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(clients[0].interrupt(), self.interrupt_timeout_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait({consumer}, timeout=self.interrupt_timeout_s)
+        if not consumer.done():
+            consumer.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait({consumer}, timeout=self.interrupt_timeout_s)
+        if consumer.done() and not consumer.cancelled():
+            consumer.exception()  # retrieved: the call is cancelled, its late error is moot
+
+    def _result(
+        self, sdk: Any, request: AgentRequest, turn: _Turn, error: BaseException | None
+    ) -> AgentResult:
+        result = turn.result
+        usage = _usage(getattr(result, "usage", None))
+        session = turn.session
+        if isinstance(error, sdk.CLINotFoundError):
+            raise ProviderStartError(f"claude: {error}; install it with {INSTALL}") from error
+        status = getattr(result, "api_error_status", None)
+        if isinstance(error, sdk.ResultError) and status is None:
+            status = error.api_error_status
+        failed = error is not None or bool(getattr(result, "is_error", False))
+        if failed:
+            detail = _detail(result, error, turn)
+            if turn.auth_failed or status == 401:
+                raise ProviderAuthError("claude", detail, login_hint=LOGIN_HINT)
+            terminal = getattr(result, "terminal_reason", None) or getattr(error, "terminal_reason", None)
+            api = (
+                turn.api_error in _API_FAILURES
+                or terminal == "api_error"
+                or (isinstance(status, int) and (status >= 500 or status == 429))
+            )
+            if api or result is None:  # an API failure, or the CLI died without a result
+                return AgentResult(outcome="provider_failed", message=detail, usage=usage, session=session)
+            raise AgentExecutionError(f"claude: {detail}")
+        if request.schema is None:
+            text = result.result if isinstance(result.result, str) else "".join(turn.texts)
+            return AgentResult(text=text, usage=usage, session=session)
+        if result.structured_output is None:
+            return AgentResult(
+                text=result.result or "",
+                usage=usage,
+                session=session,
+                message="claude gave no structured output",
+            )
+        return AgentResult(
+            structured=result.structured_output, has_structured=True, usage=usage, session=session
+        )
+
+
+def _ignore(line: str) -> None:
+    """The CLI's stderr: dropped (it may echo request details; the result carries the error)."""
+
+
+def _detail(result: Any, error: BaseException | None, turn: _Turn) -> str:
+    for candidate in (getattr(result, "result", None), *(getattr(result, "errors", None) or ())):
+        if isinstance(candidate, str) and candidate.strip():
+            return candidate.strip()
+    if turn.texts:
+        return turn.texts[-1].strip()
+    if error is not None:
+        return f"claude process failed: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+    return "claude ended with an error result"
+
+
+def _usage(raw: Any) -> TokenUsage:
+    if not isinstance(raw, Mapping):
+        return TokenUsage()
+
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return int(value) if isinstance(value, int | float) else 0
+
+    return TokenUsage(
+        input=count("input_tokens"),
+        output=count("output_tokens"),
+        cache_read=count("cache_read_input_tokens"),
+        cache_write=count("cache_creation_input_tokens"),
+    )
+
+
+def _sdk() -> ModuleType:
+    """The ``claude_agent_sdk`` module; :class:`ProviderStartError` without the ``[claude]`` extra."""
+    try:
+        return importlib.import_module("claude_agent_sdk")
+    except ImportError as exc:
+        raise ProviderStartError(
+            f"claude: the claude-agent-sdk SDK does not import ({exc}); install it with {INSTALL}"
+        ) from exc
+
+
+def _bundled_cli(package: Path) -> Path | None:
+    path = package / "_bundled" / ("claude.exe" if sys.platform == "win32" else "claude")
+    return path if path.is_file() else None
+
+
+def _bundled_version(cli: Path) -> str | None:
+    try:
+        words = (cli.parent / "claude.version").read_text().split()
+    except OSError:
+        return _run_version(str(cli))
+    return words[0] if words else None
+
+
+def _run_version(path: str) -> str | None:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = done.stdout.strip().split()
+    return words[0] if words else None
+
+
+def _login_state(settings: Mapping[str, Any]) -> tuple[bool | None, str | None, str | None]:
+    """(logged_in, what was seen, problem) from names and file presence only; never reads a secret."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        if os.environ.get(name):
+            return True, f"{name} is set", None
+    for name in ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+        if os.environ.get(name):
+            return None, f"{name} is set (its cloud credentials)", None
+    configured = settings.get("config_dir") or os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude"
+    credentials = Path(os.path.expanduser(str(configured))) / ".credentials.json"
+    if credentials.is_file():
+        return True, f"credentials file {credentials}", None
+    if sys.platform == "darwin":  # the login lives in the keychain, which we do not read
+        return None, None, None
+    return False, None, f"installed but not logged in: run `{LOGIN_HINT}` or set ANTHROPIC_API_KEY"

@@ -1,0 +1,382 @@
+"""A loopback mock of the Anthropic Messages API (``POST /v1/messages``, SSE or JSON) for the real
+Claude Code CLI in tests (``claude-agent-sdk``'s bundled ``claude`` with ``ANTHROPIC_BASE_URL``).
+
+Adapted from shared/oracle/mock_model.py (ours), made scriptable per prompt and run in-process on a
+free port: ``with MockMessages() as mock:``.
+
+The *prompt* of a request is the text of its last user message that has text, without Claude
+Code's ``<system-reminder>`` blocks (a follow-up request after a tool result answers by the same
+rule as its turn; a resumed session's new turn by its own prompt). The first rule whose regular expression is found in
+the prompt answers; without a matching rule the default policy answers:
+
+- when the ``StructuredOutput`` tool is offered (a ``--json-schema`` call): a ``StructuredOutput``
+  tool_use with JSON built from the tool's input schema, then ``done`` once the tool result came back;
+- a prompt with ``ECHO:<token>`` gets ``<token>-done``;
+- anything else gets ``mock final answer``.
+
+:class:`Reply` says what to answer: text, a JSON value (a ``StructuredOutput`` tool_use when the tool
+is offered, else the JSON as text), an HTTP error status with an Anthropic error body, or ``hold``
+(keep the request open until :meth:`MockMessages.release` or :meth:`MockMessages.stop`).
+``auth_error = True`` answers every request with 401 ``authentication_error``.
+
+Requests that are not a conversation turn (``count_tokens``, GETs, requests offering no tools such
+as the session-title request) are answered and not recorded.
+Every wait is bounded; :meth:`MockMessages.wait_for_prompt` blocks on a condition variable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["MockMessages", "Received", "Reply", "prompt_of"]
+
+_UNSET: Any = object()
+HOLD_LIMIT_S = 120.0  # a held request is answered with an error after this long at most
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer.
+
+    ``text``: the assistant message. ``json``: a value sent as a ``StructuredOutput`` tool_use when
+    that tool is offered, else as compact JSON text. ``status``: an HTTP error status (``message`` is
+    the error text). ``hold``: keep the request open until released. ``tokens``: ``(input, output,
+    cache_read, cache_write)`` usage of the answer.
+    """
+
+    text: str | None = None
+    json: Any = _UNSET
+    status: int = 200
+    message: str = "mock error"
+    hold: bool = False
+    tokens: tuple[int, int, int, int] = (10, 5, 0, 0)
+
+
+@dataclass(frozen=True)
+class Received:
+    """A conversation request the mock received: its ``prompt`` (the turn's user text), ``model``,
+    ``tools`` (names offered), whether the last message carries a ``tool_result`` and the body."""
+
+    n: int
+    prompt: str
+    model: str | None
+    tools: tuple[str, ...]
+    after_tool_result: bool
+    body: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def structured_tool(self) -> Mapping[str, Any] | None:
+        for tool in self.body.get("tools") or []:
+            if isinstance(tool, dict) and tool.get("name") == "StructuredOutput":
+                return tool
+        return None
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def prompt_of(body: Mapping[str, Any]) -> str:
+    """The text of the last user message that has any, without ``<system-reminder>`` blocks (a
+    message carrying only tool results is passed over, so a follow-up after a tool call keeps its
+    turn's prompt; a resumed session's new turn has its own)."""
+    for message in reversed(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            texts = [
+                t for t in _texts(message.get("content")) if not t.lstrip().startswith("<system-reminder>")
+            ]
+            if any(t.strip() for t in texts):
+                return "\n".join(texts).strip()
+    return ""
+
+
+def fill(schema: Mapping[str, Any], tok: str) -> Any:
+    """A value of ``schema`` (objects get every property): the default structured answer."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {k: fill(v, tok) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [fill(schema.get("items", {}), tok)]
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return tok + "-structured"
+
+
+class MockMessages:
+    """The mock server. Use as a context manager, or :meth:`start` / :meth:`stop`.
+
+    ``on(pattern, reply)`` adds a rule (a regex searched in the prompt; ``reply`` a :class:`Reply`
+    or a function of :class:`Received` returning one).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._server = ThreadingHTTPServer((host, port), _Handler)
+        self._server.daemon_threads = True
+        self._server.mock = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+        self._rules: list[tuple[re.Pattern[str], Reply | Callable[[Received], Reply]]] = []
+        self.auth_error = False
+        self.received: list[Received] = []
+        self._cond = threading.Condition()
+        self._released = threading.Event()
+        self._counter = itertools.count(1)
+
+    @property
+    def base_url(self) -> str:
+        """What ``ANTHROPIC_BASE_URL`` should be (the CLI appends ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> MockMessages:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="mock-messages", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._released.set()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> MockMessages:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def on(self, pattern: str, reply: Reply | Callable[[Received], Reply]) -> None:
+        """Answer prompts where ``pattern`` is found with ``reply``."""
+        self._rules.append((re.compile(pattern), reply))
+
+    def release(self) -> None:
+        """Let every held request (and every later ``hold`` reply) answer at once."""
+        self._released.set()
+
+    def wait_for_prompt(self, pattern: str, timeout: float = 60.0) -> Received:
+        """Block until a request whose prompt matches ``pattern`` arrived; return the first one."""
+        regex = re.compile(pattern)
+
+        def found() -> Received | None:
+            return next((r for r in self.received if regex.search(r.prompt)), None)
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: found() is not None, timeout=timeout):
+                raise TimeoutError(f"no request matching {pattern!r} reached the mock in {timeout} s")
+            hit = found()
+            assert hit is not None
+            return hit
+
+    def prompts(self) -> list[str]:
+        with self._cond:
+            return [r.prompt for r in self.received]
+
+    # -- answering (handler threads) ---------------------------------------------------------
+    def _record(self, body: Mapping[str, Any]) -> Received:
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        content = last.get("content") if isinstance(last, dict) else None
+        after = isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        )
+        tools = tuple(str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict))
+        with self._cond:
+            rec = Received(
+                n=len(self.received) + 1,
+                prompt=prompt_of(body),
+                model=body.get("model"),
+                tools=tools,
+                after_tool_result=after,
+                body=body,
+            )
+            self.received.append(rec)
+            self._cond.notify_all()
+        return rec
+
+    def _choose(self, rec: Received) -> Reply:
+        if self.auth_error:
+            return Reply(status=401, message="invalid x-api-key")
+        for pattern, reply in self._rules:
+            if pattern.search(rec.prompt):
+                return reply(rec) if callable(reply) else reply
+        toks = re.findall(r"ECHO:([A-Za-z0-9_-]+)", rec.prompt)
+        tok = toks[-1] if toks else "mock"
+        tool = rec.structured_tool
+        if tool is not None:
+            return Reply(json=fill(tool.get("input_schema") or {}, tok))
+        return Reply(text=f"{tok}-done" if toks else "mock final answer")
+
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}_mock{next(self._counter)}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ThreadingHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    @property
+    def mock(self) -> MockMessages:
+        return self.server.mock  # type: ignore[attr-defined,no-any-return]
+
+    def _json(self, code: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        if code >= 400:
+            self.send_header("x-should-retry", "false")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0) or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        path = self.path.split("?")[0]
+        if path.endswith("/count_tokens"):
+            return self._json(200, {"input_tokens": 42})
+        if not path.endswith("/v1/messages"):
+            return self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+        mock = self.mock
+        if not body.get("tools"):
+            # An auxiliary request (Claude Code's session title, …): not a conversation turn.
+            if mock.auth_error:
+                return self._json(
+                    401,
+                    {
+                        "type": "error",
+                        "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+                    },
+                )
+            return self._answer(body, ("text", "Mock title"), (0, 0, 0, 0))
+        rec = mock._record(body)
+        reply = mock._choose(rec)
+        try:
+            if reply.hold:
+                mock._released.wait(HOLD_LIMIT_S)
+            if reply.status != 200:
+                kind = _ERROR_TYPES.get(reply.status, "api_error")
+                return self._json(
+                    reply.status, {"type": "error", "error": {"type": kind, "message": reply.message}}
+                )
+            if reply.json is not _UNSET and rec.structured_tool is not None:
+                if rec.after_tool_result:
+                    return self._answer(body, ("text", "done"), (0, 0, 0, 0))
+                return self._answer(body, ("tool", ("StructuredOutput", reply.json)), reply.tokens)
+            if reply.json is not _UNSET:
+                text = json.dumps(reply.json, separators=(",", ":"))
+            else:
+                text = reply.text if reply.text is not None else "mock final answer"
+            self._answer(body, ("text", text), reply.tokens)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    def _answer(
+        self, body: Mapping[str, Any], what: tuple[str, Any], tokens: tuple[int, int, int, int]
+    ) -> None:
+        model = body.get("model", "mock")
+        mid = self.mock._id("msg")
+        kind, payload = what
+        if kind == "text":
+            block: dict[str, Any] = {"type": "text", "text": payload}
+            stop = "end_turn"
+        else:
+            name, value = payload
+            block = {"type": "tool_use", "id": self.mock._id("toolu"), "name": name, "input": value}
+            stop = "tool_use"
+        usage = {
+            "input_tokens": tokens[0],
+            "output_tokens": tokens[1],
+            "cache_read_input_tokens": tokens[2],
+            "cache_creation_input_tokens": tokens[3],
+        }
+        if not body.get("stream"):
+            return self._json(
+                200,
+                {
+                    "id": mid,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [block],
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            )
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+
+        def sse(event: str, data: dict[str, Any]) -> None:
+            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+
+        start = {
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {**usage, "output_tokens": 0},
+        }
+        sse("message_start", {"type": "message_start", "message": start})
+        if kind == "text":
+            sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            )
+            delta = {"type": "text_delta", "text": payload}
+        else:
+            sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}},
+            )
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+        sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": tokens[1]},
+            },
+        )
+        sse("message_stop", {"type": "message_stop"})
