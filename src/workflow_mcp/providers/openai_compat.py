@@ -1,0 +1,518 @@
+"""The ``openai`` provider: any OpenAI-compatible endpoint (a local llama.cpp, vLLM or Ollama
+server, or a hosted API) through the official ``openai`` Python SDK, for users without an agent
+CLI. Install with ``pip install 'workflow-mcp[openai]'``.
+
+A model, not an agent: it has no tools and touches no files, so sandbox and approvals have nothing
+to govern (the policy still applies to every agent provider routed beside it). Each agent() call is
+one request:
+
+- **API.** Chat Completions by default (``api = "chat"``: ``POST {base_url}/chat/completions``);
+  ``api = "responses"`` uses the Responses API (``POST {base_url}/responses``), whose response id
+  becomes ``AgentResult.session`` and is continued (``previous_response_id``) by a request that
+  names it.
+- **Structured output.** ``response_format = {"type": "json_schema", "json_schema": {"name",
+  "schema", "strict": true}}`` (Responses: ``text.format``) with the schema rewritten for strict
+  mode by :func:`~.schema.to_strict`; the answer is parsed and projected back (synthetic nulls
+  dropped, a wrapped top-level value unwrapped). ``strict = false`` sends the portable schema
+  unchanged with ``strict: false`` (for servers without strict mode). A reply that is not JSON
+  (servers that ignore ``response_format``) is asked again up to ``json_retries`` times, then
+  returned with ``has_structured=False``. The engine validates the value and re-asks with its
+  feedback, which continues the same conversation.
+- **Usage.** ``prompt_tokens`` less cached → ``input``, ``completion_tokens`` → ``output`` (charged to
+  the budget), ``cached_tokens`` → ``cache_read``.
+- **Cancellation.** When ``context.signal`` fires, the request task is cancelled (the HTTP
+  connection is closed) and the call ends with :class:`asyncio.CancelledError`.
+- **Outcomes.** HTTP 401/403, or no API key for a remote endpoint →
+  :class:`~.base.ProviderAuthError` (the run should pause for a login); 5xx, 429, timeouts and
+  connection failures after the SDK's own retries (``max_retries``) → ``provider_failed``; any
+  other HTTP error (400 bad request, 404 unknown model …) → :class:`~.base.AgentExecutionError`.
+
+Settings (``[providers.openai]``): ``model`` (required: the model the endpoint serves),
+``base_url`` (default the SDK's: ``$OPENAI_BASE_URL`` or api.openai.com), ``api_key_env`` (the
+environment variable holding the key, default ``OPENAI_API_KEY``; a loopback ``base_url`` needs
+none), ``api`` (``chat`` | ``responses``), ``strict`` (default true), ``system_prompt``,
+``efforts`` (table: workflow effort → ``reasoning_effort``; unmapped efforts are not sent),
+``extra_body`` (table merged into each request body, e.g. Ollama's ``options``), ``backend`` (the
+name in messages, default ``openai``), ``timeout_s`` (per request, default 600), ``max_retries``
+(the SDK's, default 2), ``json_retries`` (default 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Coroutine, Mapping
+from typing import Any, Final
+from urllib.parse import urlparse
+
+from .base import (
+    AgentContext,
+    AgentExecutionError,
+    AgentRequest,
+    AgentResult,
+    ProviderAuthError,
+    ProviderCapabilities,
+    ProviderEvent,
+    TokenUsage,
+)
+from .config import ProviderConfigError
+from .policy import DEFAULT_POLICY, Policy
+from .registry import Availability, ProviderStartError
+from .schema import StrictSchema, to_strict
+
+__all__ = ["OpenAIProvider"]
+
+INSTALL: Final = "pip install 'workflow-mcp[openai]'"
+SCHEMA_NAME: Final = "agent_output"
+_SETTINGS: Final[Mapping[str, tuple[type, ...]]] = {
+    "model": (str,),
+    "base_url": (str,),
+    "api_key_env": (str,),
+    "api": (str,),
+    "strict": (bool,),
+    "system_prompt": (str,),
+    "efforts": (dict,),
+    "extra_body": (dict,),
+    "backend": (str,),
+    "timeout_s": (int, float),
+    "max_retries": (int,),
+    "json_retries": (int,),
+}
+_REMEMBERED: Final = 1024
+_CANCEL_BOUND_S: Final = 5.0
+_LOCAL_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
+_FENCE: Final = re.compile(r"^```[ \t]*(?:json)?[ \t]*\n(.*?)\n?[ \t]*```$", re.DOTALL | re.IGNORECASE)
+JSON_REASK: Final = (
+    "Your last reply was not a JSON value ({problem}). Reply again with only the JSON value that matches "
+    "the requested schema: no prose and no code fence."
+)
+
+
+class OpenAIProvider:
+    """An :class:`~workflow_mcp.providers.base.AgentProvider` calling an OpenAI-compatible endpoint
+    (module docstring). Construct directly or through the registry (``get_provider("openai",
+    settings)``); the HTTP client is created on the first call and closed by :meth:`aclose`. Use
+    one instance per event loop. Raises
+    :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
+    """
+
+    name: Final = "openai"
+    capabilities: Final = ProviderCapabilities(
+        structured_output=True,
+        images=False,
+        sandbox_control=False,
+        session_resume=False,
+        streaming=False,
+        cancellation=True,
+    )
+    accepts_claude_models: Final = False
+    install_hint: Final = INSTALL
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        api: str = "chat",
+        strict: bool = True,
+        system_prompt: str | None = None,
+        efforts: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        backend: str | None = None,
+        timeout_s: float = 600.0,
+        max_retries: int = 2,
+        json_retries: int = 1,
+        policy: Policy = DEFAULT_POLICY,
+        source: str = "provider settings",
+    ) -> None:
+        if api not in ("chat", "responses"):
+            raise ProviderConfigError(
+                source, "providers.openai.api", f"must be 'chat' or 'responses', got {api!r}"
+            )
+        for key, value in (("timeout_s", timeout_s),):
+            if value <= 0:
+                raise ProviderConfigError(
+                    source, f"providers.openai.{key}", "must be a positive number of seconds"
+                )
+        for key, count in (("max_retries", max_retries), ("json_retries", json_retries)):
+            if count < 0:
+                raise ProviderConfigError(source, f"providers.openai.{key}", "must be 0 or more")
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.api = api
+        self.strict = strict
+        self.system_prompt = system_prompt
+        self.efforts = dict(efforts or {})
+        self.extra_body = dict(extra_body or {})
+        self.backend = backend or "openai"
+        self.timeout_s = float(timeout_s)
+        self.max_retries = max_retries
+        self.json_retries = json_retries
+        self.policy = policy
+        self.source = source
+        self._client: Any = None
+        self._conversations: OrderedDict[tuple[str, str], list[dict[str, str]]] = OrderedDict()
+        self._closed = False
+
+    # -- registry ------------------------------------------------------------------------------
+    @classmethod
+    def probe(cls, settings: Mapping[str, Any]) -> Availability:
+        """Availability without a request: the SDK importable, a model configured, and whether a
+        key is set (by its variable's *name*; a loopback endpoint needs none)."""
+        if importlib.util.find_spec("openai") is None:
+            return Availability(False, problem="the openai SDK is not installed", install=INSTALL)
+        version = _dist_version("openai")
+        base_url = settings.get("base_url")
+        location = str(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
+        if not settings.get("model"):
+            return Availability(
+                False,
+                version=version,
+                location=location,
+                problem='no model configured: set [providers.openai] model = "<the model the endpoint serves>" '
+                "(and base_url for a local server)",
+                install=INSTALL,
+            )
+        key_env = str(settings.get("api_key_env") or "OPENAI_API_KEY")
+        if os.environ.get(key_env):
+            return Availability(
+                True, version=version, location=location, logged_in=True, login=f"{key_env} is set"
+            )
+        if _is_local(location):
+            return Availability(
+                True,
+                version=version,
+                location=location,
+                logged_in=None,
+                login="a local endpoint: no key needed",
+            )
+        return Availability(
+            True,
+            version=version,
+            location=location,
+            logged_in=False,
+            problem=f"{key_env} is not set: set it to the endpoint's API key",
+        )
+
+    @classmethod
+    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> OpenAIProvider:
+        """A provider from ``[providers.openai]`` settings (module docstring); raises
+        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
+        for key, value in settings.items():
+            kinds = _SETTINGS.get(key)
+            if kinds is None:
+                raise ProviderConfigError(
+                    source,
+                    f"providers.openai.{key}",
+                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
+                )
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise ProviderConfigError(
+                    source, f"providers.openai.{key}", f"must be {' or '.join(k.__name__ for k in kinds)}"
+                )
+        if not settings.get("model"):
+            raise ProviderConfigError(
+                source,
+                "providers.openai.model",
+                "is required: the model the endpoint serves (e.g. 'gpt-5.4-mini')",
+            )
+        if "efforts" in settings and not all(isinstance(v, str) for v in settings["efforts"].values()):
+            raise ProviderConfigError(source, "providers.openai.efforts", "must map efforts to strings")
+        return cls(**dict(settings), policy=policy, source=source)
+
+    # -- the AgentProvider call ----------------------------------------------------------------
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        """One request (or a few, for format re-asks) for ``request`` (module docstring).
+
+        Raises :class:`~workflow_mcp.providers.base.ProviderAuthError`,
+        :class:`~workflow_mcp.providers.base.AgentExecutionError`,
+        :class:`~workflow_mcp.providers.registry.ProviderStartError` (the SDK does not import), or
+        :class:`asyncio.CancelledError` (the signal fired; the request was abandoned).
+        """
+        if context.signal.cancelled:
+            raise asyncio.CancelledError(context.signal.reason)
+        if self._closed:
+            raise AgentExecutionError(f"{self.backend}: the openai provider is closed")
+        client = self._connect()
+        strict = to_strict(request.schema) if request.schema is not None and self.strict else None
+        key = (request.run_id, request.agent_id)
+        messages = self._messages(request, key)
+        previous = request.session if self.api == "responses" and request.attempt == 1 else None
+        usage = TokenUsage()
+        asks = 0
+        while True:
+            reply = await self._cancellable(self._send(client, request, messages, strict, previous), context)
+            usage = _add(usage, reply.usage)
+            if reply.failed is not None:
+                return AgentResult(outcome="provider_failed", message=reply.failed, usage=usage)
+            messages.append({"role": "assistant", "content": reply.text or reply.refusal or ""})
+            self._remember(key, messages, request)
+            session = reply.response_id
+            if reply.refusal is not None:
+                return AgentResult(
+                    text=reply.refusal,
+                    usage=usage,
+                    session=session,
+                    message=f"{self.backend}: the model refused",
+                )
+            if request.schema is None:
+                return AgentResult(text=reply.text or "", usage=usage, session=session)
+            ok, value, problem = _parse_json(reply.text or "")
+            if ok:
+                projected = strict.project(value) if strict is not None else value
+                return AgentResult(structured=projected, has_structured=True, usage=usage, session=session)
+            if asks >= self.json_retries:
+                return AgentResult(
+                    text=reply.text,
+                    usage=usage,
+                    session=session,
+                    message=f"{self.backend}'s reply is not a JSON value ({problem})",
+                )
+            asks += 1
+            await context.emit(
+                ProviderEvent(
+                    kind="progress",
+                    text=f"{self.backend} replied without JSON ({problem}); asking again ({asks} of {self.json_retries})",
+                    data={"reask": asks},
+                )
+            )
+            messages.append({"role": "user", "content": JSON_REASK.format(problem=problem)})
+            previous = None
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (idempotent)."""
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+    # -- internals -------------------------------------------------------------------------------
+    def _connect(self) -> Any:
+        if self._client is not None:
+            return self._client
+        try:
+            sdk = importlib.import_module("openai")
+        except ImportError as exc:
+            raise ProviderStartError(
+                f"the openai SDK does not import ({exc}); install it with {INSTALL}"
+            ) from exc
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            if not _is_local(self.base_url or os.environ.get("OPENAI_BASE_URL") or ""):
+                raise ProviderAuthError(
+                    self.backend, f"{self.api_key_env} is not set", login_hint=f"set {self.api_key_env}"
+                )
+            key = "no-key-needed"  # a local server ignores it; the SDK insists on one
+        self._client = sdk.AsyncOpenAI(
+            api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=self.max_retries
+        )
+        return self._client
+
+    def _messages(self, request: AgentRequest, key: tuple[str, str]) -> list[dict[str, str]]:
+        """The conversation to send: on a schema re-ask, the remembered one plus the feedback."""
+        if request.attempt > 1 and request.feedback and request.agent_id:
+            known = self._conversations.pop(key, None)
+            if known is not None:
+                return [*known, {"role": "user", "content": request.feedback}]
+        prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return [*system, {"role": "user", "content": prompt}]
+
+    def _remember(self, key: tuple[str, str], messages: list[dict[str, str]], request: AgentRequest) -> None:
+        if request.schema is None or not request.agent_id:
+            return
+        self._conversations[key] = messages
+        self._conversations.move_to_end(key)
+        while len(self._conversations) > _REMEMBERED:
+            self._conversations.popitem(last=False)
+
+    async def _cancellable(self, coro: Coroutine[Any, Any, _Reply], context: AgentContext) -> _Reply:
+        """Run the request as a task; cancel it when the signal fires or this call is cancelled."""
+        task: asyncio.Future[_Reply] = asyncio.ensure_future(coro)
+        cancel_wait: asyncio.Future[Any] = asyncio.ensure_future(context.signal.wait())
+        try:
+            done, _ = await asyncio.wait([task, cancel_wait], return_when=asyncio.FIRST_COMPLETED)
+            if task not in done:
+                task.cancel()
+                await asyncio.wait({task}, timeout=_CANCEL_BOUND_S)
+                raise asyncio.CancelledError(context.signal.reason)
+            return task.result()
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            cancel_wait.cancel()
+
+    async def _send(
+        self,
+        client: Any,
+        request: AgentRequest,
+        messages: list[dict[str, str]],
+        strict: StrictSchema | None,
+        previous: str | None,
+    ) -> _Reply:
+        sdk = importlib.import_module("openai")
+        model = request.model or self.model
+        effort = self.efforts.get(request.effort) if request.effort else None
+        schema: Mapping[str, Any] | None = strict.schema if strict is not None else request.schema
+        extra = {"extra_body": self.extra_body} if self.extra_body else {}
+        try:
+            if self.api == "chat":
+                kwargs: dict[str, Any] = {"model": model, "messages": messages, **extra}
+                if schema is not None:
+                    kwargs["response_format"] = {
+                        "type": "json_schema",
+                        "json_schema": {
+                            "name": SCHEMA_NAME,
+                            "schema": dict(schema),
+                            "strict": strict is not None,
+                        },
+                    }
+                if effort is not None:
+                    kwargs["reasoning_effort"] = effort
+                return _chat_reply(await client.chat.completions.create(**kwargs))
+            params: dict[str, Any] = {"model": model, **extra}
+            if previous is not None:
+                params["previous_response_id"] = previous
+                params["input"] = messages[-1:]
+            else:
+                params["input"] = [m for m in messages if m["role"] != "system"]
+                if self.system_prompt:
+                    params["instructions"] = self.system_prompt
+            if schema is not None:
+                params["text"] = {
+                    "format": {
+                        "type": "json_schema",
+                        "name": SCHEMA_NAME,
+                        "schema": dict(schema),
+                        "strict": strict is not None,
+                    }
+                }
+            if effort is not None:
+                params["reasoning"] = {"effort": effort}
+            return _responses_reply(await client.responses.create(**params))
+        except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
+            raise ProviderAuthError(self.backend, _detail(exc), login_hint=f"set {self.api_key_env}") from exc
+        except (sdk.APIConnectionError, sdk.RateLimitError, sdk.InternalServerError) as exc:
+            return _Reply(failed=f"{self.backend}: {_detail(exc)}")
+        except sdk.APIStatusError as exc:
+            if int(getattr(exc, "status_code", 0)) >= 500:
+                return _Reply(failed=f"{self.backend}: {_detail(exc)}")
+            raise AgentExecutionError(f"{self.backend}: {_detail(exc)}") from exc
+        except sdk.OpenAIError as exc:
+            raise AgentExecutionError(f"{self.backend}: {type(exc).__name__}: {exc}") from exc
+
+
+class _Reply:
+    """One response, reduced: ``text`` or ``refusal``, ``usage``, the ``response_id`` (Responses
+    API), or ``failed`` (a provider failure's message)."""
+
+    def __init__(
+        self,
+        *,
+        text: str | None = None,
+        refusal: str | None = None,
+        usage: TokenUsage | None = None,
+        response_id: str | None = None,
+        failed: str | None = None,
+    ) -> None:
+        self.text = text
+        self.refusal = refusal
+        self.usage = usage or TokenUsage()
+        self.response_id = response_id
+        self.failed = failed
+
+
+def _chat_reply(response: Any) -> _Reply:
+    choices = getattr(response, "choices", None) or []
+    message = getattr(choices[0], "message", None) if choices else None
+    usage = getattr(response, "usage", None)
+    cached = int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    return _Reply(
+        text=getattr(message, "content", None),
+        refusal=getattr(message, "refusal", None) or None,
+        usage=TokenUsage(
+            input=max(0, prompt - cached),
+            output=int(getattr(usage, "completion_tokens", 0) or 0),
+            cache_read=cached,
+        ),
+    )
+
+
+def _responses_reply(response: Any) -> _Reply:
+    refusal = None
+    for item in getattr(response, "output", None) or []:
+        for part in getattr(item, "content", None) or []:
+            if getattr(part, "type", None) == "refusal":
+                refusal = str(getattr(part, "refusal", ""))
+    usage = getattr(response, "usage", None)
+    cached = int(getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0)
+    prompt = int(getattr(usage, "input_tokens", 0) or 0)
+    return _Reply(
+        text=getattr(response, "output_text", None),
+        refusal=refusal,
+        usage=TokenUsage(
+            input=max(0, prompt - cached),
+            output=int(getattr(usage, "output_tokens", 0) or 0),
+            cache_read=cached,
+        ),
+        response_id=getattr(response, "id", None),
+    )
+
+
+def _parse_json(text: str) -> tuple[bool, Any, str | None]:
+    """``(ok, value, problem)``: the reply as JSON, tolerating one ```json fence around it."""
+    stripped = text.strip()
+    if not stripped:
+        return False, None, "the reply is empty"
+    fenced = _FENCE.match(stripped)
+    try:
+        return True, json.loads(fenced.group(1) if fenced else stripped), None
+    except ValueError as exc:
+        return False, None, f"not JSON: {exc}"
+
+
+def _detail(exc: Any) -> str:
+    """The endpoint's error message (``error.message`` of the body), else the SDK's text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(body.get("message"), str):
+            return str(body["message"])
+    status = getattr(exc, "status_code", None)
+    text = str(getattr(exc, "message", None) or exc)
+    return f"HTTP {status}: {text}" if status and str(status) not in text else text
+
+
+def _add(a: TokenUsage, b: TokenUsage) -> TokenUsage:
+    return TokenUsage(
+        input=a.input + b.input,
+        output=a.output + b.output,
+        cache_read=a.cache_read + b.cache_read,
+        cache_write=a.cache_write + b.cache_write,
+    )
+
+
+def _is_local(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    return host in _LOCAL_HOSTS or host.startswith("127.")
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None

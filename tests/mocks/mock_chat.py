@@ -1,0 +1,330 @@
+"""A loopback mock of an OpenAI-compatible endpoint for the ``openai`` provider's tests: Chat
+Completions (``POST /v1/chat/completions``) and the Responses API without streaming
+(``POST /v1/responses``), both answered with plain JSON (no SSE).
+
+It runs in-process on a free port (``with MockChat() as mock:``). Answers are scripted per prompt,
+the text of the last user message: the first rule whose regular expression is found in it answers;
+without a match, a request carrying a JSON schema (``response_format`` or ``text.format``) gets JSON
+built from that schema (strings ``"<token>-structured"`` where the prompt has ``ECHO:<token>``),
+a prompt with ``ECHO:<token>`` gets ``<token>-done``, anything else ``mock final answer``.
+
+:class:`Reply` says what to answer: text, a JSON value (serialised as the message content), a
+refusal, an HTTP error status, a delay, ``hold`` (keep the request open until :meth:`release`:
+cancellation tests) and the usage to report. ``auth_error = True`` answers 401 the way the OpenAI
+API refuses a bad key. Every wait is bounded; :meth:`MockChat.wait_for_prompt` blocks on a
+condition variable, so no test sleeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from mocks.mock_responses import fill
+
+__all__ = ["MockChat", "Received", "Reply"]
+
+_UNSET: Any = object()
+HOLD_LIMIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: ``text``, ``json`` (any JSON value sent as the content), ``echo`` (the
+    prompt itself), ``refusal`` (a refusal message instead of content), ``status`` (an HTTP error
+    with ``message``), ``delay_s``, ``hold``, ``tokens`` = (prompt, completion, cached)."""
+
+    text: str | None = None
+    json: Any = _UNSET
+    echo: bool = False
+    refusal: str | None = None
+    status: int = 200
+    message: str = "mock error"
+    delay_s: float = 0.0
+    hold: bool = False
+    tokens: tuple[int, int, int] = (12, 4, 2)
+
+
+@dataclass(frozen=True)
+class Received:
+    """A request: ``api`` (``chat`` or ``responses``), the ``prompt`` (last user message), the
+    JSON ``schema`` asked for (or ``None``), the ``model``, the ``authorization`` header and the
+    whole ``body``."""
+
+    n: int
+    api: str
+    prompt: str
+    schema: Mapping[str, Any] | None
+    model: str | None
+    authorization: str | None
+    body: Mapping[str, Any] = field(repr=False)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
+def last_prompt(body: Mapping[str, Any]) -> str:
+    """The last user message of a Chat Completions (``messages``) or Responses (``input``) body."""
+    items = body.get("messages")
+    if items is None:
+        items = body.get("input")
+        if isinstance(items, str):
+            return items
+    last = ""
+    for item in items or []:
+        if isinstance(item, dict) and item.get("role") == "user":
+            last = _text(item.get("content"))
+    return last
+
+
+def _schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        inner = fmt.get("json_schema") or {}
+        return inner.get("schema") if isinstance(inner, dict) else None
+    text = body.get("text")
+    if isinstance(text, dict):
+        tf = text.get("format") or {}
+        if tf.get("type") == "json_schema":
+            return tf.get("schema")
+    return None
+
+
+class MockChat:
+    """The mock server (module docstring). ``on(pattern, reply)`` adds a rule (``reply``: a
+    :class:`Reply` or a function of :class:`Received` returning one)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._server = ThreadingHTTPServer((host, port), _Handler)
+        self._server.daemon_threads = True
+        self._server.mock = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+        self._rules: list[tuple[re.Pattern[str], Reply | Callable[[Received], Reply]]] = []
+        self.auth_error = False
+        self.received: list[Received] = []
+        self._cond = threading.Condition()
+        self._released = threading.Event()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> MockChat:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="mock-chat", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._released.set()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> MockChat:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def on(self, pattern: str, reply: Reply | Callable[[Received], Reply]) -> None:
+        self._rules.append((re.compile(pattern), reply))
+
+    def release(self) -> None:
+        """Let every held request answer."""
+        self._released.set()
+
+    def wait_for_prompt(self, pattern: str, timeout: float = 30.0) -> Received:
+        """Block until a request whose prompt matches ``pattern`` arrived; return the first one."""
+        regex = re.compile(pattern)
+
+        def found() -> Received | None:
+            return next((r for r in self.received if regex.search(r.prompt)), None)
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: found() is not None, timeout=timeout):
+                raise TimeoutError(f"no request matching {pattern!r} reached the mock in {timeout} s")
+            hit = found()
+            assert hit is not None
+            return hit
+
+    # -- handler threads ---------------------------------------------------------------------
+    def _record(self, api: str, body: Mapping[str, Any], authorization: str | None) -> Received:
+        with self._cond:
+            rec = Received(
+                n=len(self.received) + 1,
+                api=api,
+                prompt=last_prompt(body),
+                schema=_schema(body),
+                model=body.get("model"),
+                authorization=authorization,
+                body=body,
+            )
+            self.received.append(rec)
+            self._cond.notify_all()
+        return rec
+
+    def _choose(self, rec: Received) -> Reply:
+        if self.auth_error:
+            return Reply(status=401, message="Incorrect API key provided: sk-mock***.")
+        for pattern, reply in self._rules:
+            if pattern.search(rec.prompt):
+                return reply(rec) if callable(reply) else reply
+        toks = re.findall(r"ECHO:([A-Za-z0-9_-]+)", rec.prompt)
+        tok = toks[-1] if toks else "mock"
+        if rec.schema is not None:
+            return Reply(json=fill(rec.schema, tok))
+        return Reply(text=f"{tok}-done" if toks else "mock final answer")
+
+    def _wait(self, reply: Reply) -> None:
+        if reply.hold:
+            self._released.wait(HOLD_LIMIT_S)
+        elif reply.delay_s > 0:
+            self._stopping.wait(reply.delay_s)
+
+
+def _content(reply: Reply, rec: Received) -> str | None:
+    if reply.refusal is not None:
+        return None
+    if reply.json is not _UNSET:
+        return json.dumps(reply.json, separators=(",", ":"))
+    if reply.echo:
+        return rec.prompt
+    return reply.text if reply.text is not None else "mock final answer"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ThreadingHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    @property
+    def mock(self) -> MockChat:
+        return self.server.mock  # type: ignore[attr-defined,no-any-return]
+
+    def _json(self, code: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("retry-after-ms", "5")  # the SDK's retries wait this long, not seconds
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0) or 0)
+        try:
+            body = json.loads(self.rfile.read(length) if length else b"{}")
+        except ValueError:
+            body = {}
+        path = self.path.split("?")[0]
+        api = (
+            "chat"
+            if path.endswith("/chat/completions")
+            else "responses"
+            if path.endswith("/responses")
+            else ""
+        )
+        if not api:
+            return self._json(404, {"error": {"message": "mock 404"}})
+        mock = self.mock
+        rec = mock._record(api, body, self.headers.get("authorization"))
+        reply = mock._choose(rec)
+        mock._wait(reply)
+        n = next(mock._ids)
+        try:
+            if reply.status != 200:
+                return self._json(
+                    reply.status,
+                    {"error": {"message": reply.message, "type": "invalid_request_error", "code": None}},
+                )
+            content = _content(reply, rec)
+            prompt_tokens, completion_tokens, cached = reply.tokens
+            if api == "chat":
+                return self._json(
+                    200, _chat(n, rec, content, reply.refusal, prompt_tokens, completion_tokens, cached)
+                )
+            return self._json(
+                200, _response(n, rec, content, reply.refusal, prompt_tokens, completion_tokens, cached)
+            )
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+
+
+def _chat(
+    n: int, rec: Received, content: str | None, refusal: str | None, prompt: int, completion: int, cached: int
+) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-mock{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": rec.model or "mock-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+
+
+def _response(
+    n: int, rec: Received, content: str | None, refusal: str | None, prompt: int, completion: int, cached: int
+) -> dict[str, Any]:
+    part = (
+        {"type": "refusal", "refusal": refusal}
+        if refusal is not None
+        else {"type": "output_text", "text": content or "", "annotations": []}
+    )
+    return {
+        "id": f"resp_mock{n}",
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": rec.model or "mock-model",
+        "output": [
+            {
+                "type": "message",
+                "id": f"msg_mock{n}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            }
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        },
+    }
