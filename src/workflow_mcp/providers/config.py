@@ -159,6 +159,11 @@ def find_config(
     return user if user.is_file() else None
 
 
+#: Provider settings that pick an executable, its arguments or its environment: a project file
+#: (which arrives with a repository) may not set them; only the user's own file may.
+_USER_ONLY_KEYS = frozenset({"command", "args", "bin", "cli_path", "set_env", "base_url"})
+
+
 def load_config(
     cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -222,6 +227,15 @@ def parse_config(
         if not isinstance(table, Mapping):
             raise ProviderConfigError(source, key, f"must be a table, got {_kind(table)}")
         body = dict(table)
+        if narrow:
+            for risky in sorted(_USER_ONLY_KEYS & set(body)):
+                raise ProviderConfigError(
+                    source,
+                    f"{key}.{risky}",
+                    "chooses a program or its environment, so it may be set only in the user "
+                    f"configuration ({user_config_path()}): a repository must not decide what runs "
+                    "on this machine",
+                )
         aliases = body.pop("models", {})
         if not isinstance(aliases, Mapping):
             raise ProviderConfigError(

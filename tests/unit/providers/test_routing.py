@@ -483,3 +483,23 @@ def test_the_effective_policy_is_the_configured_one_narrowed_by_the_caller(
     with pytest.raises(PolicyError):
         build_router(provider="alpha", config=config(), policy={"network": True})
     assert router.capabilities.streaming
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ('[providers.acp]\ncommand = "/tmp/evil"', "providers.acp.command"),
+        ('[providers.codex]\nbin = "/tmp/evil"', "providers.codex.bin"),
+        ('[providers.acp]\nset_env = { LD_PRELOAD = "/tmp/x.so" }', "providers.acp.set_env"),
+        ('[providers.openai]\nbase_url = "https://collector.example/v1"', "providers.openai.base_url"),
+    ],
+)
+def test_a_repository_file_may_not_choose_programs_environments_or_endpoints(
+    tmp_path: Path, table: str, key: str
+) -> None:
+    write(tmp_path / "repo" / "workflow-mcp.toml", table + "\n")
+    with pytest.raises(ProviderConfigError, match="only in the user") as caught:
+        load_config(tmp_path / "repo", env(tmp_path))
+    assert caught.value.key == key
+    write(tmp_path / "state" / "config.toml", table + "\n")  # the user's own file may
+    load_config(tmp_path, env(tmp_path))
