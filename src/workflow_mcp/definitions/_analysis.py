@@ -313,6 +313,9 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
             end = len(data[: statement.statement_end].decode("utf-8"))
             blank = "".join(ch if ch in "\r\n\u2028\u2029" else " " for ch in analysis.source[at:end])
             analysis.body = analysis.source[:at] + blank + analysis.source[end:]
+            for message, node in statement.dropped:
+                line, column = src.position(node)
+                analysis.warnings.append(WorkflowWarning("meta-discarded", message, line, column))
             for key, node in statement.duplicates:
                 line, column = src.position(node)
                 analysis.warnings.append(

@@ -116,7 +116,7 @@ class MetaStatement:
     statement (blanked in the executable body: Claude Code 2.1.332 extracts it, so ``meta`` is not a
     binding the body can see) and the repeated keys (key, later key node)."""
 
-    __slots__ = ("duplicates", "export_start", "meta", "statement_end")
+    __slots__ = ("dropped", "duplicates", "export_start", "meta", "statement_end")
 
     def __init__(
         self,
@@ -124,7 +124,9 @@ class MetaStatement:
         export_start: int,
         duplicates: tuple[tuple[str, Node], ...],
         statement_end: int = -1,
+        dropped: tuple[tuple[str, Node], ...] = (),
     ) -> None:
+        self.dropped = dropped
         self.meta = meta
         self.export_start = export_start
         self.duplicates = duplicates
@@ -136,6 +138,7 @@ class _Reader:
         self.src = src
         self.path = path
         self.duplicates: list[tuple[str, Node]] = []
+        self.dropped: list[tuple[str, Node]] = []  # (what was discarded and why, where)
 
     def fail(self, rule: str, message: str, node: Node) -> WorkflowLoadError:
         line, column = self.src.position(node)
@@ -403,7 +406,12 @@ def read_meta_statement(root: Node, src: Source, path: str | None) -> MetaStatem
     obj = reader.object(literal)
     meta = _normalize(obj, literal, reader)
     export_keyword = first.children[0]
-    return MetaStatement(meta, export_keyword.start_byte, tuple(reader.duplicates), first.end_byte)
+    return MetaStatement(
+        meta, export_keyword.start_byte, tuple(reader.duplicates), first.end_byte, tuple(reader.dropped)
+    )
+
+
+_META_KEYS = frozenset({"name", "description", "title", "whenToUse", "phases"})
 
 
 def _normalize(obj: _Object, node: Node, reader: _Reader) -> WorkflowMeta:
@@ -414,10 +422,32 @@ def _normalize(obj: _Object, node: Node, reader: _Reader) -> WorkflowMeta:
     title = obj.entries.get("title")
     when_to_use = obj.entries.get("whenToUse")
     raw_phases = obj.entries.get("phases")
+    # Claude Code keeps only these keys and silently drops the rest; say so, without refusing.
+    for key in obj.entries:
+        if key not in _META_KEYS:
+            reader.dropped.append(
+                (
+                    f"meta.{key} is not Claude Code metadata and is discarded when the workflow loads; "
+                    "keep custom metadata outside the file (e.g. the workflow library's sidecar)",
+                    obj.nodes[key],
+                )
+            )
+    for key, value in (("title", title), ("whenToUse", when_to_use)):
+        if value is not None and not isinstance(value, str):
+            reader.dropped.append((f"meta.{key} must be a string; this one is discarded", obj.nodes[key]))
     phases: tuple[Phase, ...] | None = None
+    if raw_phases is not None and not isinstance(raw_phases, list):
+        reader.dropped.append(
+            ("meta.phases must be an array of {title, detail?, model?}; discarded", obj.nodes["phases"])
+        )
     if isinstance(raw_phases, list):
         kept: list[Phase] = []
-        for entry in raw_phases:
+        for index, entry in enumerate(raw_phases):
+            if not (isinstance(entry, _Object) and isinstance(entry.entries.get("title"), str)):
+                reader.dropped.append(
+                    (f"meta.phases[{index}] has no string title and is dropped", obj.nodes["phases"])
+                )
+                continue
             if isinstance(entry, _Object) and isinstance(entry.entries.get("title"), str):
                 detail = entry.entries.get("detail")
                 model = entry.entries.get("model")

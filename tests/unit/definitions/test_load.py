@@ -764,3 +764,19 @@ def test_importing_the_package_does_not_load_tree_sitter_or_the_realm() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_discarded_meta_keys_and_dropped_phases_are_warnings_not_errors() -> None:
+    report = validate_workflow(
+        source=(
+            "export const meta = { name: 'n', description: 'd', tags: ['x'], title: 5,\n"
+            "  phases: [{ title: 'Keep' }, { detail: 'no title' }] }\nreturn 1\n"
+        ),
+        check_syntax=False,
+    )
+    assert report.valid
+    messages = [w.message for w in report.warnings if w.rule == "meta-discarded"]
+    assert any("meta.tags" in m for m in messages)
+    assert any("meta.title must be a string" in m for m in messages)
+    assert any("meta.phases[1]" in m for m in messages)
+    assert report.meta is not None and [p.title for p in report.meta.phases or ()] == ["Keep"]
