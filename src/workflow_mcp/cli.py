@@ -34,6 +34,20 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def _resolve(path: str) -> str:
+    """A relative ``path`` that does not exist from the working directory is tried from the invoking
+    shell's ``$PWD`` too: a tool that starts workflow-mcp in another directory but passes paths
+    relative to its own still names the file it means."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    shell_dir = os.environ.get("PWD")
+    if shell_dir and os.path.isdir(shell_dir):
+        candidate = os.path.join(shell_dir, path)
+        if os.path.exists(candidate):
+            return candidate
+    return path
+
+
 def _service(cwd: str | None = None) -> Any:
     from .service import WorkflowService
     from .store.sqlite import SqliteStore
@@ -64,6 +78,7 @@ def validate(path: str, as_json: bool, profile: str | None) -> None:
         prof = get_profile(profile)
     except KeyError as exc:
         _fail(str(exc.args[0]))
+    path = _resolve(path)
     try:
         report = validate_workflow(path, profile=prof)
     except WorkflowNotFoundError as exc:
@@ -306,7 +321,9 @@ def run(
     from .definitions.profile import get_profile
     from .engine.run import RunOptions
 
-    args = _read_args(args_json, args_file)
+    target = _resolve(target)
+    fake_script = _resolve(fake_script) if fake_script is not None else None
+    args = _read_args(args_json, _resolve(args_file) if args_file is not None else None)
     if policy != "content" and resume_from is None:
         _fail("--policy applies only with --resume-from RUN_ID")
     try:

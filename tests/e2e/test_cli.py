@@ -176,3 +176,14 @@ def test_the_shipped_examples_run_on_the_fake_provider(tmp_path: Path) -> None:
         p = cli(*argv, cwd=tmp_path)
         assert p.returncode == 0, (example.name, p.stderr)
         json.loads(p.stdout)
+
+
+def test_a_relative_path_is_also_resolved_from_the_invoking_shells_pwd(tmp_path: Path) -> None:
+    """A harness may start workflow-mcp in another directory yet pass paths relative to its own."""
+    write(tmp_path / "cases" / "ok.js", OK)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = cli("validate", "cases/ok.js", "--json", cwd=elsewhere, env={"PWD": str(tmp_path)})
+    assert p.returncode == 0 and json.loads(p.stdout)["valid"] is True
+    p = cli("validate", "cases/nope.js", "--json", cwd=elsewhere, env={"PWD": str(tmp_path)})
+    assert p.returncode == 2 and json.loads(p.stdout)["errors"][0]["rule"] == "not-found"
