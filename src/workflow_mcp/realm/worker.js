@@ -169,16 +169,19 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     if (typeof v === 'string') return v
     try { const j = JSONstringify(v); return j === undefined ? '' : j } catch (e) { return coerce(v) }
   }
-  const consoleObj = ObjectCreate(null)
-  for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
-    const tag = level === 'warn' || level === 'error' ? '[' + level + '] ' : ''
-    consoleObj[level] = function (...argv) {
-      let text = ''
-      for (let i = 0; i < argv.length; i++) text += (i ? ' ' : '') + consoleText(argv[i])
-      send({ t: 'log', message: tag + text, child: null })
+  function makeConsole(child) {
+    const c = ObjectCreate(null)
+    for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
+      const tag = level === 'warn' || level === 'error' ? '[' + level + '] ' : ''
+      c[level] = function (...argv) {
+        let text = ''
+        for (let i = 0; i < argv.length; i++) text += (i ? ' ' : '') + consoleText(argv[i])
+        send({ t: 'log', message: tag + text, child })
+      }
     }
+    return ObjectFreeze(c)
   }
-  ObjectFreeze(consoleObj)
+  const consoleObj = makeConsole(null)
 
   // Timers: the callback runs as a promise reaction, so it runs under the synchronous limit too.
   const timers = new MapCtor()
@@ -246,7 +249,8 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     const factory = apply(mapGet, factories, [info.token]); apply(mapDelete, factories, [info.token])
     const api = makeApi({ name: info.name, phase: info.phase })
     const childArgs = info.args === undefined ? undefined : JSONparse(info.args)
-    const done = factory(api.agent, parallel, pipeline, api.workflow, api.phase, api.log, childArgs, budget)
+    const done = factory(api.agent, makeParallel(info.name), makePipeline(info.name), api.workflow, api.phase,
+      api.log, childArgs, budget, makeConsole(info.name))
     return apply(promiseThen, done, [
       (value) => { send({ t: 'child', name: info.name, ok: true }); return value },
       (err) => { send({ t: 'child', name: info.name, ok: false, message: describe(err) }); throw err },
@@ -268,7 +272,8 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     }
   }
 
-  function settleSlots(kind, forkId, runners) {
+  // Lines about a child's fan-out carry the child's name, like its own log() lines.
+  function settleSlots(kind, forkId, runners, child) {
     return new PromiseCtor((resolveAll) => {
       const n = runners.length
       const results = new Array(n)
@@ -277,14 +282,14 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       if (n === 0) { join(forkId); resolveAll([]); return }
       const finish = () => {
         join(forkId)
-        if (dropped > 0) send({ t: 'log', message: kind + '(): ' + dropped + ' of ' + n + ' slots dropped: the token budget is spent', child: null })
+        if (dropped > 0) send({ t: 'log', message: kind + '(): ' + dropped + ' of ' + n + ' slots dropped: the token budget is spent', child })
         resolveAll(results)
       }
       for (let i = 0; i < n; i++) {
         const fail = (err) => {
           results[i] = null
           if (wsh(budgetErrors, err)) dropped++
-          else send({ t: 'log', message: kind + '[' + i + '] failed: ' + describe(err), child: null })
+          else send({ t: 'log', message: kind + '[' + i + '] failed: ' + describe(err), child })
         }
         let p
         // A slot's failure only ever reaches the log as text, so a host error here leaks nothing.
@@ -295,7 +300,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     })
   }
 
-  function parallel(thunks) {
+  const makeParallel = (child) => function parallel(thunks) {
     try {
       checkFanout('parallel', thunks)
       for (let i = 0; i < thunks.length; i++) {
@@ -306,10 +311,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       }
     } catch (err) { return PromiseCtor.reject(err) }
     const forkId = fork('parallel', thunks.length)
-    return settleSlots('parallel', forkId, thunks.map((fn) => () => fn()))
+    return settleSlots('parallel', forkId, thunks.map((fn) => () => fn()), child)
   }
 
-  function pipeline(items, ...stages) {
+  const makePipeline = (child) => function pipeline(items, ...stages) {
     try {
       checkFanout('pipeline', items)
       for (let s = 0; s < stages.length; s++) {
@@ -329,8 +334,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
         if (prev === null) return null
       }
       return prev
-    }))
+    }), child)
   }
+  const parallel = makeParallel(null)
+  const pipeline = makePipeline(null)
 
   const LIMITS = { maxFanoutItems: 4096, profile: '' }
   const top = makeApi(null)
@@ -408,7 +415,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
 // An arrow, so top-level `this` is the context's global object, as in Claude Code 2.1.332.
 const WRAP_HEAD = "(async () => {'use strict';\n"
 const WRAP_TAIL = '\n})'
-const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, args, budget) { return (async () => {'use strict';\n"
+const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, args, budget, console) { return (async () => {'use strict';\n"
 const CHILD_TAIL = '\n})() })'
 
 function compile(head, body, tail, filename) {
