@@ -187,3 +187,26 @@ def test_a_relative_path_is_also_resolved_from_the_invoking_shells_pwd(tmp_path:
     assert p.returncode == 0 and json.loads(p.stdout)["valid"] is True
     p = cli("validate", "cases/nope.js", "--json", cwd=elsewhere, env={"PWD": str(tmp_path)})
     assert p.returncode == 2 and json.loads(p.stdout)["errors"][0]["rule"] == "not-found"
+
+
+def test_a_childs_console_and_fan_out_failure_lines_carry_its_name(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write(
+        tmp_path / ".claude" / "workflows" / "kid.js",
+        "export const meta = { name: 'kid', description: 'k' }\nconsole.log('hello from kid')\n"
+        "await parallel([() => { throw new Error('slot boom') }])\nreturn 1\n",
+    )
+    par = write(
+        tmp_path / "par.js",
+        "export const meta = { name: 'par', description: 'p' }\nconsole.warn('parent says')\n"
+        "return await workflow('kid', {})\n",
+    )
+    p = cli("run", str(par), "--provider", "fake", "--events", "jsonl", cwd=tmp_path)
+    logs = [e["payload"]["message"] for e in map(json.loads, p.stderr.splitlines()) if e["type"] == "log"]
+    assert logs == [
+        "[warn] parent says",
+        "▸ running dynamic workflow kid",
+        "[kid] hello from kid",
+        "[kid] parallel[0] failed: slot boom",
+        "▸ kid done",
+    ]
