@@ -428,7 +428,8 @@ async def _run(
     except WorkflowMcpError as exc:
         _fail(str(exc))
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # A closed terminal (SIGHUP) stops the run like Ctrl-C: cancelled, and resumable.
+    for sig in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX loops
             loop.add_signal_handler(sig, handle.cancel, f"received {signal.Signals(sig).name}")
     if view is not None:
