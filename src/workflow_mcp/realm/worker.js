@@ -212,7 +212,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     function agent(prompt, options) {
       const text = coerce(prompt)
       const opts = options !== null && typeof options === 'object' ? jsonClone(options) : {}
-      const label = typeof opts.label === 'string' && opts.label !== '' ? opts.label
+      // An explicit label is kept as given (coerced like a prompt; '' stays ''), as in Claude Code
+      // 2.1.332 (measured); only an absent one falls back to the prompt's first 60 characters.
+      const label = opts.label !== undefined && opts.label !== null ? coerce(opts.label)
         : StringCtor.prototype.trim.call(StringCtor.prototype.replace.call(StringCtor.prototype.slice.call(text, 0, 60), /\s+/g, ' '))
       const phaseTitle = child !== null ? child.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
       return request({ t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: child && child.name })
