@@ -7,7 +7,6 @@ reaches the user: every expected error is one line on stderr that says what to f
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -318,6 +317,8 @@ def run(
     events_mode: str | None,
 ) -> None:
     """Run a workflow file (or a saved workflow by name); print its final value as JSON."""
+    import asyncio
+
     from .definitions.profile import get_profile
     from .engine.run import RunOptions
 
@@ -360,6 +361,8 @@ async def _load_and_run(
 ) -> int:
     """Load ``target`` while the run's realm worker starts, check the syntax in that same worker,
     then run: one Node process per run."""
+    import asyncio
+
     from .definitions.load import syntax_error
     from .realm.worker import RealmWorker
 
@@ -391,6 +394,8 @@ async def _run(
     worker: Any = None,
     replay: Any = None,
 ) -> int:
+    import asyncio
+
     from .cli_progress import ProgressView
     from .providers.fake import FakeProvider
 
@@ -484,6 +489,8 @@ def resume(
 
     Completed calls are replayed, never run again; a new run records what was replayed and what ran
     live. Claude's files are only read, never written."""
+    import asyncio
+
     from .engine.run import RunOptions
 
     mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")

@@ -8,7 +8,6 @@ it also exits by itself when its stdin closes, so it never outlives the host.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -16,7 +15,10 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # asyncio is imported where it is used: `validate` never needs it
+    import asyncio
 
 from ..errors import RealmError
 from .messages import PROTOCOL_VERSION, check_worker_message
@@ -138,6 +140,8 @@ class RealmWorker:
     :meth:`close`. ``receive`` returns ``None`` once the worker has exited."""
 
     def __init__(self, proc: asyncio.subprocess.Process, heap_mb: int) -> None:
+        import asyncio
+
         self._proc = proc
         self.heap_mb = heap_mb
         self._stderr: list[bytes] = []
@@ -150,6 +154,8 @@ class RealmWorker:
         Raises:
             RealmError: when Node cannot start or speaks another protocol version.
         """
+        import asyncio
+
         try:
             proc = await asyncio.create_subprocess_exec(
                 *_argv(heap_mb),
@@ -217,6 +223,8 @@ class RealmWorker:
         Raises:
             RealmError: on a line that is not a protocol message.
         """
+        import asyncio
+
         stdout = self._proc.stdout
         assert stdout is not None
         try:
@@ -254,6 +262,8 @@ class RealmWorker:
 
     async def close(self) -> None:
         """Kill the worker (if alive) and reap it. Safe to call twice."""
+        import asyncio
+
         if self._proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self._proc.kill()
