@@ -73,6 +73,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
+from ._probe import dist_version
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -464,7 +465,7 @@ class ACPProvider:
             )
         return Availability(
             True,
-            version=_dist_version("agent-client-protocol"),
+            version=dist_version("agent-client-protocol"),
             location=path,
             logged_in=None,
             login="unknown until the agent answers (AUTH_REQUIRED pauses the run)",
@@ -1169,7 +1170,7 @@ class _AgentProcess:
                         terminal=False,
                     ),
                     client_info=schema.Implementation(
-                        name="workflow-mcp", version=_dist_version("workflow-mcp") or "0"
+                        name="workflow-mcp", version=dist_version("workflow-mcp") or "0"
                     ),
                 ),
                 timeout,
@@ -1335,13 +1336,6 @@ def _find_known() -> KnownAgent | None:
 def _none_found() -> str:
     names = ", ".join(k.command for k in KNOWN_AGENTS)
     return f"no ACP agent configured and none found on PATH (looked for {names}); set [providers.acp] command"
-
-
-def _dist_version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _module(name: str) -> Any:

@@ -49,7 +49,6 @@ import importlib
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -58,6 +57,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from ._probe import program_version
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -221,7 +221,7 @@ class ClaudeProvider:
                 return Availability(
                     False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
                 )
-            version = _run_version(path)
+            version = program_version(path, "first")
         else:
             bundled = _bundled_cli(Path(spec.origin).parent)
             if bundled is None:
@@ -507,16 +507,7 @@ def _bundled_version(cli: Path) -> str | None:
     try:
         words = (cli.parent / "claude.version").read_text().split()
     except OSError:
-        return _run_version(str(cli))
-    return words[0] if words else None
-
-
-def _run_version(path: str) -> str | None:
-    try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    words = done.stdout.strip().split()
+        return program_version(str(cli), "first")
     return words[0] if words else None
 
 

@@ -52,7 +52,6 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import threading
 import tomllib
 from collections import OrderedDict
@@ -62,6 +61,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final, TypeVar
 
+from ._probe import dist_version, program_version
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -219,7 +219,7 @@ class CodexProvider:
                 return Availability(
                     False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
                 )
-            version = _run_version(path)
+            version = program_version(path)
         else:
             try:
                 path = str(_module("codex_cli_bin").bundled_codex_path())
@@ -227,7 +227,7 @@ class CodexProvider:
                 return Availability(
                     False, problem=f"the bundled codex binary is missing ({exc})", install=INSTALL
                 )
-            version = _dist_version("openai-codex-cli-bin")
+            version = dist_version("openai-codex-cli-bin")
         logged_in, login, problem = _login_state(settings)
         return Availability(
             True,
@@ -746,22 +746,6 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]
 def _toml_value(value: Any) -> str:
     # JSON scalars and arrays are valid TOML values (strings, numbers, booleans, arrays).
     return json.dumps(value)
-
-
-def _dist_version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _run_version(path: str) -> str | None:
-    try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    words = done.stdout.strip().split()
-    return words[-1] if words else None
 
 
 def _login_state(settings: Mapping[str, Any]) -> tuple[bool | None, str | None, str | None]:

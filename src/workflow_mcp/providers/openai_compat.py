@@ -52,6 +52,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, Final
 from urllib.parse import urlparse
 
+from ._probe import dist_version
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -170,7 +171,7 @@ class OpenAIProvider:
         key is set (by its variable's *name*; a loopback endpoint needs none)."""
         if importlib.util.find_spec("openai") is None:
             return Availability(False, problem="the openai SDK is not installed", install=INSTALL)
-        version = _dist_version("openai")
+        version = dist_version("openai")
         base_url = settings.get("base_url")
         location = str(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
         if not settings.get("model"):
@@ -509,10 +510,3 @@ def _add(a: TokenUsage, b: TokenUsage) -> TokenUsage:
 def _is_local(url: str) -> bool:
     host = urlparse(url).hostname or ""
     return host in _LOCAL_HOSTS or host.startswith("127.")
-
-
-def _dist_version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
