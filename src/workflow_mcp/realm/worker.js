@@ -394,6 +394,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       resolve(undefined)
     },
     setBudget(t, s) { total = t; spent = s },
+    importError(specifier) {
+      return new TypeErrorCtor('import(' + JSONstringify(specifier) + ') is not available in workflows: the ' +
+        'realm has no module loader (profile ' + LIMITS.profile + '); use agent() for work and args for data')
+    },
     idle() { return apply(mapSize, pending, []) === 0 },
     setLimits(maxFanoutItems, profile) { LIMITS.maxFanoutItems = maxFanoutItems; LIMITS.profile = profile },
     setArgs(text) {
@@ -420,8 +424,21 @@ const WRAP_TAIL = '\n})'
 const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, args, budget, console) { return (async () => {'use strict';\n"
 const CHILD_TAIL = '\n})() })'
 
+// Dynamic import() (profile claude-code/2.1.209 launches files that use it; 2.1.332 refuses them at
+// load, but a static scan can be fooled) rejects with a TypeError made *inside* the realm. Without
+// this callback Node rejects with an error from the worker's own realm, whose constructor chain
+// reaches the worker's Function and `process`. Node honours the callback only when the worker runs
+// with --experimental-vm-modules (worker.py passes it); the rejection settles on a later host turn,
+// so the realm's microtasks are flushed once more then and the deadlock check waits for it.
+let importsInFlight = 0
+function refuseImport(specifier) {
+  importsInFlight++
+  setImmediate(() => { importsInFlight--; if (!finished) guarded(() => {}) })
+  throw api.importError(typeof specifier === 'string' ? specifier : '')
+}
+
 function compile(head, body, tail, filename) {
-  return new vm.Script(head + body + tail, { filename, lineOffset: -1 })
+  return new vm.Script(head + body + tail, { filename, lineOffset: -1, importModuleDynamically: refuseImport })
 }
 
 function syntaxProblem(err, source) {
@@ -456,7 +473,7 @@ function guarded(fn) {
   try {
     fn()
     flushScript.runInContext(ctx, { timeout: syncTimeoutMs })
-    if (!finished && api.idle()) {
+    if (!finished && api.idle() && importsInFlight === 0) {
       // Nothing is in flight (no agent call, nested workflow or timer) and the microtasks are done:
       // nothing can ever settle the promise the workflow is waiting on.
       fail('DeadlockError', 'the workflow is waiting on a promise that nothing will ever settle ' +

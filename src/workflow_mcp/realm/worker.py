@@ -56,7 +56,15 @@ def node_path() -> str:
 
 
 def _argv(heap_mb: int) -> list[str]:
-    return [node_path(), f"--max-old-space-size={heap_mb}", worker_script()]
+    # --experimental-vm-modules makes Node call the worker's importModuleDynamically hook, so a
+    # dynamic import() rejects with a realm-made error instead of one from the worker's own realm.
+    return [
+        node_path(),
+        f"--max-old-space-size={heap_mb}",
+        "--experimental-vm-modules",
+        "--disable-warning=ExperimentalWarning",
+        worker_script(),
+    ]
 
 
 def _encode_line(msg: dict[str, Any]) -> bytes:
