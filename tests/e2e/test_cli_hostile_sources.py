@@ -82,7 +82,8 @@ def test_a_child_workflow_hiding_an_import_is_refused_and_never_runs(tmp_path: P
     ran = cli("run", str(parent), "--provider", "fake", "--events", "none", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
-    assert result.startswith("refused: nested workflow: ") and "HTML-like comment" in result
+    assert result.startswith("refused: ") and "child.js:2:13: nested workflow:" in result
+    assert result.endswith("[html-comment]")
     assert not (tmp_path / "pwned").exists()
 
 
