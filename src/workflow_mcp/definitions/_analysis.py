@@ -246,12 +246,16 @@ def analyze_source(source: str, profile: Profile, *, label: str | None = None) -
     try:
         data = source.encode("utf-8")
     except UnicodeEncodeError as exc:
+        line_start = source.rfind("\n", 0, exc.start) + 1
+        column = len(source[line_start : exc.start].encode("utf-16-le", "surrogatepass")) // 2 + 1
         analysis.errors.append(
             WorkflowLoadError(
                 "not-utf8",
                 f"the inline source contains the lone surrogate U+{ord(source[exc.start]):04X} at index "
                 f"{exc.start}, which has no UTF-8 form; remove it or pair it",
                 path=label,
+                line=source.count("\n", 0, exc.start) + 1,
+                column=column,
             )
         )
         return analysis
