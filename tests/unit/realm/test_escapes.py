@@ -436,6 +436,24 @@ def test_a_dynamic_import_rejects_with_a_realm_error_even_past_the_loader(
     assert_host_unaffected(outcome)
 
 
+def test_the_import_rejection_s_stack_frames_expose_no_host_function_or_receiver() -> None:
+    # The rejection is made while the worker's own import hook is on the stack.
+    body = (
+        "let frames = []\n"
+        "Error.prepareStackTrace = (e, f) => { frames = f; return 'formatted' }\n"
+        "let stack\n"
+        "try { await import('x') } catch (e) { stack = e.stack }\n"
+        "delete Error.prepareStackTrace\n"
+        "return { stack, frames: frames.length, exposed: frames.filter((f) =>\n"
+        "  f.getFunction() !== undefined || f.getThis() !== undefined).map((f) => f.getFileName()) }"
+    )
+    outcome = run_source(unchecked(body))
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result["stack"] == "formatted" and outcome.result["frames"] > 0
+    assert outcome.result["exposed"] == []
+    assert_host_unaffected(outcome)
+
+
 def test_an_uncaught_dynamic_import_fails_the_run_with_claudes_message() -> None:
     outcome = run_source(unchecked("await import('node:fs')\nreturn 1"))
     assert outcome.status == "failed"
