@@ -243,3 +243,25 @@ def test_a_clean_close_removes_the_owner_row_and_a_kill_leaves_it(tmp_path: Path
         assert raw.execute("SELECT count(*) FROM owners").fetchone()[0] == 1  # only the killed one
     finally:
         raw.close()
+
+
+def test_an_owner_renews_its_lease_and_a_store_that_owns_nothing_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    reader = SqliteStore(db)
+    watcher = sqlite3.connect(db)
+    before = watcher.execute("PRAGMA data_version").fetchone()[0]
+    reader.heartbeat()
+    assert watcher.execute("PRAGMA data_version").fetchone()[0] == before
+    owner = SqliteStore(db)
+    try:
+        owner.create_run(record("run_a"))
+        (first,) = watcher.execute("SELECT heartbeat_at FROM owners").fetchone()
+        watcher.execute("UPDATE owners SET heartbeat_at = heartbeat_at - 100")
+        watcher.commit()
+        owner.heartbeat()
+        (renewed,) = watcher.execute("SELECT heartbeat_at FROM owners").fetchone()
+        assert renewed >= first
+    finally:
+        watcher.close()
+        owner.close()
+        reader.close()
