@@ -23,6 +23,11 @@ class Profile:
         max_inline_code_units: inline source limit in UTF-16 code units.
         max_agent_calls: agent() calls admitted per run (the child workflows included).
         max_fanout_items: entries allowed in one parallel()/pipeline() call.
+        max_meta_depth: nesting depth of the meta literal (arrays, objects and parentheses, the meta
+            object included). Claude Code's parser recurses: 2.1.332 loads meta nested 6,000 deep
+            and fails at 7,000 ("Script parse error: Maximum call stack size exceeded", or the file
+            is not listed), measured with the oracle; the point depends on the stack in use, so the
+            limit keeps a margin below it.
         sync_timeout_ms: longest synchronous stretch of workflow JavaScript.
         stall_window_ms: default per-agent stall window; ``stall_retries`` retries follow a stall.
         schema_retries: re-asks after a structured output fails validation (then agent() rejects).
@@ -42,6 +47,7 @@ class Profile:
     max_inline_code_units: int = 524_288
     max_agent_calls: int = 1_000
     max_fanout_items: int = 4_096
+    max_meta_depth: int = 4_000
     sync_timeout_ms: int = 30_000
     stall_window_ms: int = 180_000
     stall_retries: int = 5

@@ -143,6 +143,15 @@ def check_and_collate(
     return problems, [str(n) for n in collated["names"]]
 
 
+def _discard_process(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """Kill a worker whose spawn was cancelled while the process was being created."""
+    if creating.cancelled() or creating.exception() is not None:
+        return
+    transport = getattr(creating.result(), "_transport", None)
+    if transport is not None:
+        transport.close()  # kills the process and closes its pipes
+
+
 class RealmWorker:
     """One live worker process. Use :meth:`spawn`, then :meth:`send`/:meth:`receive`, then
     :meth:`close`. ``receive`` returns ``None`` once the worker has exited."""
@@ -164,8 +173,8 @@ class RealmWorker:
         """
         import asyncio
 
-        try:
-            proc = await asyncio.create_subprocess_exec(
+        creating = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
                 *_argv(heap_mb),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -173,6 +182,14 @@ class RealmWorker:
                 env={},
                 limit=_STREAM_LIMIT,
             )
+        )
+        try:
+            proc = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # Cancelling asyncio's process creation half-way hangs (CPython 3.11: the transport then
+            # waits forever for pipes that never connected), so it finishes and is killed after.
+            creating.add_done_callback(_discard_process)
+            raise
         except OSError as exc:
             raise RealmError(f"could not start the realm worker ({node_path()}): {exc}") from exc
         worker = cls(proc, heap_mb)
