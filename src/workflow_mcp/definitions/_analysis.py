@@ -302,7 +302,7 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
             analysis.parse_error = problem
     if meta_readable:
         try:
-            statement = read_meta_statement(root, src, path, max_depth=analysis.profile.max_meta_depth)
+            statement = read_meta_statement(root, src, path, analysis.profile)
         except WorkflowLoadError as exc:
             analysis.errors.append(exc)
         else:

@@ -40,6 +40,8 @@ from workflow_mcp.errors import WorkflowLoadError
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+    from workflow_mcp.definitions.profile import Profile
+
 __all__ = ["MetaStatement", "Phase", "WorkflowMeta", "read_meta_statement"]
 
 FORBIDDEN_KEYS = frozenset({"__proto__", "constructor", "prototype"})
@@ -140,10 +142,11 @@ class MetaStatement:
 
 
 class _Reader:
-    def __init__(self, src: Source, path: str | None, max_depth: int) -> None:
+    def __init__(self, src: Source, path: str | None, max_depth: int, profile: str) -> None:
         self.src = src
         self.path = path
         self.max_depth = max_depth
+        self.profile = profile
         self.duplicates: list[tuple[str, Node]] = []
         self.dropped: list[tuple[str, Node]] = []  # (what was discarded and why, where)
 
@@ -196,9 +199,9 @@ class _Reader:
             raise self.fail(
                 "meta-too-deep",
                 f"meta is nested more than {self.max_depth:,} levels deep (arrays, objects and "
-                "parentheses); Claude Code's parser overflows its stack on such literals (profile "
-                "claude-code/2.1.332 fails at 7,000 levels). Flatten the value, or keep large data "
-                "outside meta (pass it through args)",
+                "parentheses); Claude Code's recursive parser overflows its stack near there (profile "
+                f"{self.profile}). Flatten the value, or keep large data outside meta (pass it "
+                "through args)",
                 node,
             )
         if kind == "array":
@@ -401,11 +404,9 @@ def _describe(node: Node, src: Source) -> str:
     return f"the expression `{short}`"
 
 
-def read_meta_statement(
-    root: Node, src: Source, path: str | None, *, max_depth: int = 4_000
-) -> MetaStatement:
-    """Read and normalize the meta statement, the first statement of ``root``. ``max_depth`` is the
-    profile's ``max_meta_depth`` (arrays, objects and parentheses, the meta object included).
+def read_meta_statement(root: Node, src: Source, path: str | None, profile: Profile) -> MetaStatement:
+    """Read and normalize the meta statement, the first statement of ``root``, under ``profile``
+    (its ``max_meta_depth`` bounds the nesting).
 
     Raises:
         WorkflowLoadError: ``empty-file``, ``meta-first-statement``, ``meta-not-const``,
@@ -413,7 +414,7 @@ def read_meta_statement(
             ``meta-forbidden-key``, ``meta-too-deep``, ``meta-lone-surrogate``, ``meta-name``,
             ``meta-description`` or ``syntax`` (bad escapes).
     """
-    reader = _Reader(src, path, max_depth)
+    reader = _Reader(src, path, profile.max_meta_depth, profile.name)
     statements = [c for c in root.named_children if c.type not in ("comment", "hash_bang_line")]
     if not statements:
         start = f"a workflow file starts with {_SHAPE} followed by its script"

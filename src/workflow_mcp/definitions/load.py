@@ -20,7 +20,8 @@ rule                        what breaks it
 ``meta-pure-literal``       a value that is not a pure literal (see ``_meta``)
 ``meta-forbidden-key``      a ``__proto__``, ``constructor`` or ``prototype`` key at any depth
 ``meta-too-deep``           meta nested deeper than 4,000 arrays, objects and parentheses (Claude
-                            Code's recursive parser overflows between 6,000 and 7,000, measured)
+                            Code's recursive parser overflows between 6,000 and 7,000, measured;
+                            2.1.209: 2,000, as it overflows between 3,000 and 4,000)
 ``meta-lone-surrogate``     a meta string or key holding an unpaired ``\\uD800``-``\\uDFFF`` escape: it has
                             no UTF-8 form (no store, JSON-RPC message or terminal carries it), and
                             Claude Code 2.1.332 lists such a name but cannot launch the workflow

@@ -24,10 +24,10 @@ class Profile:
         max_agent_calls: agent() calls admitted per run (the child workflows included).
         max_fanout_items: entries allowed in one parallel()/pipeline() call.
         max_meta_depth: nesting depth of the meta literal (arrays, objects and parentheses, the meta
-            object included). Claude Code's parser recurses: 2.1.332 loads meta nested 6,000 deep
-            and fails at 7,000 ("Script parse error: Maximum call stack size exceeded", or the file
-            is not listed), measured with the oracle; the point depends on the stack in use, so the
-            limit keeps a margin below it.
+            object included). Claude Code's parser recurses: measured with the oracle, 2.1.332 loads
+            meta nested 6,000 deep and fails at 7,000 ("Script parse error: Maximum call stack size
+            exceeded", or the file is not listed); 2.1.209 loads 3,000 and fails at 4,000. The point
+            depends on the stack in use, so the limit keeps a margin below it.
         sync_timeout_ms: longest synchronous stretch of workflow JavaScript.
         stall_window_ms: default per-agent stall window; ``stall_retries`` retries follow a stall.
         schema_retries: re-asks after a structured output fails validation (then agent() rejects).
@@ -103,6 +103,7 @@ PROFILES: dict[str, Profile] = {
     # profile claude-code/2.1.209: the release the specification was written against.
     "claude-code/2.1.209": Profile(
         name="claude-code/2.1.209",
+        max_meta_depth=2_000,
         import_refused_at_load=False,
         journal_started_has_label=False,
         budget_from_turn=True,

@@ -144,3 +144,13 @@ def test_positions_count_utf16_code_units_on_any_line() -> None:
             line, column = src.position(node)
             prefix = data[node.start_byte - node.start_point[1] : node.start_byte].decode("utf-8")
             assert (line, column) == (node.start_point[0] + 1, len(prefix.encode("utf-16-le")) // 2 + 1)
+
+
+def test_each_profile_has_its_own_measured_depth_limit() -> None:
+    old = get_profile("claude-code/2.1.209").max_meta_depth
+    assert old < DEPTH
+    loaded = load_workflow(source=nested("array", old - 1), profile="claude-code/2.1.209", check_syntax=False)
+    assert loaded.meta.name == "n"
+    report = validate_workflow(source=nested("array", old), profile="claude-code/2.1.209", check_syntax=False)
+    assert [e.rule for e in report.errors] == ["meta-too-deep"]
+    assert "profile claude-code/2.1.209" in report.errors[0].detail
