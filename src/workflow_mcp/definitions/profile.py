@@ -29,6 +29,19 @@ class Profile:
             exceeded", or the file is not listed); 2.1.209 loads 3,000 and fails at 4,000. The point
             depends on the stack in use, so the limit keeps a margin below it.
         sync_timeout_ms: longest synchronous stretch of workflow JavaScript.
+        log_line_max_chars, log_line_keep_chars: a log line longer than ``log_line_max_chars`` UTF-16
+            code units keeps its first and last ``log_line_keep_chars`` around the marker
+            ``\n\n... [N characters truncated] ...\n\n`` (N the units dropped). Measured in Claude
+            Code 2.1.332: 11,024 units stay whole, 11,025 are cut to 5,000 + 5,000.
+        max_log_lines, max_log_chars: log lines (and UTF-16 units of log text) one run keeps; later
+            lines are dropped, with one ``warning`` event naming the limit and one at the end counting
+            the dropped lines. workflow-mcp limits: Claude Code 2.1.332 keeps the first 1,000 lines
+            in its run record and drops the rest silently (measured); the events here are the run's
+            log, so more are kept, within a bound on storage.
+        max_run_events: events one run may emit; the run then fails with a ``LimitError`` naming the
+            limit (the events of stopping still follow). A workflow-mcp limit (a phase() title per
+            loop turn or a provider streaming millions of deltas would otherwise grow the store
+            without bound).
         stall_window_ms: default per-agent stall window; ``stall_retries`` retries follow a stall.
         schema_retries: re-asks after a structured output fails validation (then agent() rejects).
         cache_key_options: execution-affecting agent() options hashed into the v2 cache key.
@@ -49,6 +62,11 @@ class Profile:
     max_fanout_items: int = 4_096
     max_meta_depth: int = 4_000
     sync_timeout_ms: int = 30_000
+    log_line_max_chars: int = 11_024
+    log_line_keep_chars: int = 5_000
+    max_log_lines: int = 100_000
+    max_log_chars: int = 64 * 1024 * 1024
+    max_run_events: int = 1_000_000
     stall_window_ms: int = 180_000
     stall_retries: int = 5
     schema_retries: int = 5
