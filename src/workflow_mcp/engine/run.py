@@ -48,12 +48,13 @@ from ..providers.base import (
 from ..realm.worker import (
     DEFAULT_HEAP_MB,
     MAX_MESSAGE_BYTES,
+    MessageNotJsonError,
     MessageTooLargeError,
     RealmWorker,
     encode_message,
 )
 from .budget import Budget
-from .journal import JournalRecord, Replay, content_key
+from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildResolver
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
@@ -380,6 +381,8 @@ class _Run:
             started["resumedFrom"] = self.resumed_from
             started["resumePolicy"] = self.replay.policy if self.replay is not None else None
         self.emit("run.started", started)
+        for note in self.replay.notes if self.replay is not None else ():
+            self.emit("warning", {"message": note})
         try:
             await self._drive()
         except asyncio.CancelledError:
@@ -438,6 +441,9 @@ class _Run:
             self._finish_failed(
                 "RangeError", f"{exc}; pass large inputs as files and give their paths in args"
             )
+            return
+        except MessageNotJsonError:
+            self._finish_failed("TypeError", "the run's args hold NaN or Infinity, which JSON does not allow")
             return
         worker.post_text(text)
         while True:
@@ -586,6 +592,7 @@ class _Run:
     def _answer_realm(self, msg: dict[str, Any], call_id: int, what: str) -> None:
         """Queue an answer; answers produced in one event-loop turn reach the realm as one batch. An
         answer over the realm's message limit rejects the call instead, naming the limit."""
+        error: dict[str, str] | None = None
         try:
             text = encode_message(msg, what)
         except MessageTooLargeError as exc:
@@ -595,6 +602,9 @@ class _Run:
                 else "pass the child workflow less data through its args"
             )
             error = {"name": "RangeError", "message": f"{exc}; {fix}"}
+        except MessageNotJsonError as exc:
+            error = {"name": "TypeError", "message": str(exc)}
+        if error is not None:
             text = encode_message(
                 {"t": "result", "id": call_id, "r": {"ok": False, "error": error, "spent": self.budget.spent}}
             )
@@ -700,6 +710,19 @@ class _Run:
         self.emit("agent.queued", {**base, "key": key, "contentKey": ckey}, agent_id=agent_id, phase_id=phase)
         if self.replay is not None:
             record = self.replay.take(key, ckey, label)
+            problem = _replay_problem(record.result, schema) if record is not None else None
+            if problem is not None:
+                # A record's result is checked as a live answer is: one of the wrong shape (a
+                # damaged or edited journal, a schema changed since) never reaches the workflow.
+                self.replay.refuse(label)
+                self.emit(
+                    "warning",
+                    {
+                        "message": f"[{label}] the recorded result is not replayed: {problem}; the call runs live"
+                    },
+                    agent_id=agent_id,
+                )
+                record = None
             if record is not None:
                 self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
                 self.emit(
@@ -822,7 +845,7 @@ class _Run:
                     )
                     self._agent_failed(agent_id, base, message, totals, "no_structured_output")
                     raise _RejectCall(message)
-                problem = _validate(schema, result.structured)
+                problem = json_value_problem(result.structured) or _validate(schema, result.structured)
                 if problem is None:
                     self._agent_done(agent_id, base, result.structured, totals, key, ckey, side_effects)
                     return result.structured
@@ -1048,11 +1071,42 @@ def _check_schema(schema: Any) -> None:
         raise _RejectCall(f"agent() schema is not a valid JSON Schema at {where}: {exc.message}") from None
 
 
+def _replay_problem(result: Any, schema: Any) -> str | None:
+    """Why a recorded ``result`` cannot stand in for a call with ``schema``, or ``None``."""
+    problem = json_value_problem(result)
+    if problem is not None:
+        return problem
+    if schema is None:
+        if not isinstance(result, str):
+            return f"a call without a schema resolves to a string, but the record holds {_json_kind(result)}"
+        return None
+    problem = _validate(schema, result)
+    return None if problem is None else f"it does not match the call's schema ({problem})"
+
+
+def _json_kind(value: Any) -> str:
+    """``value``'s JSON type with its article: ``"an object"``, ``"an array"``, ``"null"``, …"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object"
+
+
 def _validate(schema: Mapping[str, Any], value: Any) -> str | None:
     from jsonschema.exceptions import best_match
 
     validator = _validator(schema)
-    error = best_match(validator.iter_errors(value))
+    try:
+        error = best_match(validator.iter_errors(value))
+    except RecursionError:
+        return "the value is nested too deeply to validate against the schema"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"

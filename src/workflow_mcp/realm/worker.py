@@ -28,6 +28,7 @@ from .messages import PROTOCOL_VERSION, check_worker_message
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "MEMORY_OVERHEAD_MB",
+    "MessageNotJsonError",
     "MessageTooLargeError",
     "RealmWorker",
     "SyntaxProblem",
@@ -108,6 +109,15 @@ class MessageTooLargeError(RealmError):
         )
 
 
+class MessageNotJsonError(RealmError):
+    """Raised by :func:`encode_message` when a host message holds ``NaN`` or ``Infinity``, which JSON
+    (and so the realm's ``JSON.parse``) does not allow."""
+
+    def __init__(self, what: str = "a message to the realm") -> None:
+        self.what = what
+        super().__init__(f"{what} holds NaN or Infinity, which JSON does not allow")
+
+
 def megabytes(size: int) -> str:
     """``size`` bytes as MB (MiB) for messages: ``"80.0 MB"``, ``"64 MB"``."""
     value = size / (1024 * 1024)
@@ -120,8 +130,12 @@ def encode_message(msg: dict[str, Any], what: str = "a message to the realm") ->
 
     Raises:
         MessageTooLargeError: the line would exceed :data:`MAX_MESSAGE_BYTES` (``what`` names it).
+        MessageNotJsonError: it holds a non-finite number.
     """
-    text = json.dumps(msg)
+    try:
+        text = json.dumps(msg, allow_nan=False)
+    except ValueError:
+        raise MessageNotJsonError(what) from None
     if len(text) + 1 > MAX_MESSAGE_BYTES:
         raise MessageTooLargeError(len(text) + 1, what)
     return text
