@@ -1066,6 +1066,12 @@ def _check_schema(schema: Any) -> None:
         raise _RejectCall("agent() schema is unusable: an empty JSON Schema describes no structured output")
     try:
         Draft202012Validator.check_schema(schema)
+    except RecursionError:
+        # jsonschema checks a schema against the meta-schema recursively, several frames a level.
+        raise _RejectCall(
+            "agent() schema is nested too deeply to check against the JSON Schema meta-schema; "
+            "flatten it (name repeated parts under $defs and use $ref)"
+        ) from None
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
         raise _RejectCall(f"agent() schema is not a valid JSON Schema at {where}: {exc.message}") from None

@@ -154,3 +154,42 @@ def test_each_profile_has_its_own_measured_depth_limit() -> None:
     report = validate_workflow(source=nested("array", old), profile="claude-code/2.1.209", check_syntax=False)
     assert [e.rule for e in report.errors] == ["meta-too-deep"]
     assert "profile claude-code/2.1.209" in report.errors[0].detail
+
+
+# -- fuzzing the meta object -------------------------------------------------------------------
+
+HOSTILE = [
+    "'\\uD800'",
+    "'\\uDBFF\\uDBFF'",
+    "`\\uDC00`",
+    "'\\u{DFFF}'",
+    "\\uD800",
+    "'\\uD83D\\uDE00'",
+    "[" * 5_000 + "]" * 5_000,
+    "{a:" * 5_000 + "1" + "}" * 5_000,
+    "(" * 5_000 + "1" + ")" * 5_000,
+    "[" * 3_999 + "]" * 3_999,
+    "-(-1)",
+    "1e999",
+    "NaN",
+    "__proto__",
+]
+
+
+def test_randomly_placed_hostile_meta_values_are_named_refusals_or_load() -> None:
+    rng = random.Random(20261201)
+    started = time.monotonic()
+    for _ in range(300):
+        parts = ["name: 'n'", "description: 'd'"]
+        for _ in range(rng.randint(1, 4)):
+            value = rng.choice(HOSTILE)
+            key = rng.choice(["x", "'k'", "title", "phases", rng.choice(HOSTILE[:6])])
+            parts.insert(rng.randint(0, len(parts)), f"{key}: {value}")
+        source = "export const meta = {\n  " + ",\n  ".join(parts) + "\n}\nreturn 1\n"
+        report = validate_workflow(source=source, check_syntax=False)
+        json.dumps(report.to_json(), ensure_ascii=False).encode("utf-8")
+        for error in report.errors:
+            assert error.rule and error.line is not None and error.column is not None, error
+        if report.meta is not None:
+            json.dumps(report.meta.to_json(), ensure_ascii=False).encode("utf-8")
+    assert time.monotonic() - started < 60

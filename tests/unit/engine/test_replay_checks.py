@@ -115,3 +115,15 @@ def test_a_live_structured_output_holding_nan_is_asked_again() -> None:
     outcome = run_source(f"return await agent('count', {{ schema: {SCHEMA} }})", provider=provider)
     assert outcome.result == {"n": 3}
     assert len(provider.calls) == 2 and "NaN" in str(provider.calls[1].feedback)
+
+
+def test_a_schema_too_deep_to_check_rejects_the_call_with_a_clear_message() -> None:
+    body = """
+let s = { type: 'string' }
+for (let i = 0; i < 250; i++) s = { type: 'array', items: s }
+try { await agent('x', { schema: s }) } catch (e) { return [e.name, e.message] }
+"""
+    outcome = run_source(body)
+    assert outcome.status == "completed", outcome.error
+    name, message = outcome.result
+    assert name == "Error" and message.startswith("agent() schema is nested too deeply to check")
