@@ -1,0 +1,197 @@
+"""Run pending runtime cases in real Claude Code (the shared oracle) and compare with their ``expect``.
+
+usage: python3 tests/conformance/pending/oracle_check.py [CASE_DIR ...] [--version V] [--print] [--keep]
+
+With no CASE_DIR every ``pending/runtime/*/`` case runs. Each case is laid out the way
+``tests/conformance/test_runtime_cases.py`` lays it out: ``files`` relative to the run's directory,
+``HOME`` at ``<dir>/home`` (so ``home/.claude/agents/x.md`` is a personal agent), plus the two pending
+layout fields described in ``pending/README.md``: ``cwd`` (the directory the run starts in, relative
+to the run's directory) and ``gitDirs`` (directories to ``git init``). The workflow is saved as
+``<cwd>/.claude/workflows/<meta.name>.js`` and started by name, as ``run_case.py`` does.
+
+Prints one line per case (``agrees``/``disagrees`` and the differences), or with ``--print`` the
+oracle's JSON output. Needs the oracle (``WORKFLOW_ORACLE_DIR``, default ``/work/shared/oracle``);
+Claude Code is used as a black box only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ORACLE = Path(os.environ.get("WORKFLOW_ORACLE_DIR", "/work/shared/oracle"))
+sys.path.insert(0, str(ORACLE))
+import run_case  # type: ignore[import-not-found]  # noqa: E402
+
+PENDING = Path(__file__).parent / "runtime"
+MAIN_MODEL = run_case.DEFAULT_MODEL
+
+
+def _lay_out(case: dict[str, Any], script: str, root: Path) -> tuple[Path, Path]:
+    """Materialize the case under ``root``; returns (cwd, home)."""
+    home = root / "home"
+    (home / ".claude").mkdir(parents=True)
+    for rel, text in case.get("files", {}).items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text if isinstance(text, str) else json.dumps(text))
+    for rel in case.get("gitDirs", []):
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(root / rel)], check=True)
+    cwd = root / case.get("cwd", "")
+    (cwd / ".claude" / "workflows").mkdir(parents=True, exist_ok=True)
+    (cwd / ".claude" / "workflows" / (run_case.meta_name(script) + ".js")).write_text(script)
+    return cwd, home
+
+
+def _environment(home: Path, port: int, case: dict[str, Any], work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env.update(
+        {
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+            "ANTHROPIC_API_KEY": "dummy",
+            "ANTHROPIC_MODEL": MAIN_MODEL,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "CLAUDE_CODE_WORKFLOW_PREFIX_STAGGER_MS": "0",
+            "TMPDIR": str(work / "tmp"),
+        }
+    )
+    if '"fail": "error"' in json.dumps(case.get("fake", {})):
+        env["CLAUDE_ASYNC_AGENT_STALL_TIMEOUT_MS"] = os.environ.get("WORKFLOW_ORACLE_STALL_MS", "3000")
+    concurrency = case.get("options", {}).get("concurrency")
+    if concurrency is not None:
+        env["CLAUDE_CODE_WORKFLOW_MAX_CONCURRENT_AGENTS"] = str(concurrency)
+    return env
+
+
+def _read_outcome(stream: Path, res: dict[str, Any]) -> None:
+    notification = None
+    for line in stream.read_text().splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("subtype") == "task_notification":
+            notification = event
+    if notification is None:
+        res["status"] = res["status"] or "no-notification"
+        return
+    res["status"] = notification.get("status")
+    res["summary"] = notification.get("summary")
+    try:
+        out = json.loads(Path(notification["output_file"]).read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        res["notes"].append(f"output_file unreadable: {exc!r}")
+        return
+    res["result"] = out.get("result")
+    res["result_present"] = "result" in out
+    res["logs"] = out.get("logs")
+    res["phases"] = run_case.phase_titles(out.get("workflowProgress"))
+
+
+def run(case_dir: Path, version: str, timeout: int, keep: bool) -> dict[str, Any]:
+    case = json.loads((case_dir / "case.json").read_text())
+    script = (case_dir / "workflow.js").read_text()
+    work = Path(tempfile.mkdtemp(prefix="wfpending-"))
+    (work / "tmp").mkdir()
+    cwd, home = _lay_out(case, script, work / "case")
+    wf_input: dict[str, Any] = {"name": run_case.meta_name(script)}
+    if "args" in case:
+        wf_input["args"] = case["args"]
+    log = work / "mock.jsonl"
+    config = {
+        "workflow_input": wf_input,
+        "fake": case.get("fake", {}),
+        "config_dir": str(home / ".claude"),
+        "default_model": MAIN_MODEL,
+        "provider_fail_status": 500,
+        "log": str(log),
+        "hang_s": 100,
+        "log_bodies": bool(os.environ.get("WORKFLOW_ORACLE_LOG_BODIES")),
+    }
+    (work / "mock.json").write_text(json.dumps(config))
+    with open(work / "mock.err", "w") as mock_err:
+        mock = subprocess.Popen(
+            [sys.executable, str(ORACLE / "mock_model.py"), str(work / "mock.json")],
+            stdout=subprocess.PIPE,
+            stderr=mock_err,
+            text=True,
+            start_new_session=True,
+        )
+    assert mock.stdout is not None
+    port = int(mock.stdout.readline().split()[1])
+    res: dict[str, Any] = {"status": None, "result": None, "logs": None, "summary": None, "notes": []}
+    cmd = [run_case.claude_bin(version), "-p", "RUNWF", "--output-format", "stream-json", "--verbose"]
+    cmd += ["--allowedTools", "Workflow"]
+    stream = work / "stream.jsonl"
+    started = time.time()
+    with open(stream, "w") as out, open(work / "claude.err", "w") as err:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=_environment(home, port, case, work),
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            res["status"] = "timeout"
+    os.killpg(mock.pid, signal.SIGTERM)
+    mock.wait()
+    res["elapsed_s"] = round(time.time() - started, 1)
+    _read_outcome(stream, res)
+    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    firsts = [e for e in lines if e.get("first")]
+    res["provider_calls"] = len(firsts)
+    res["provider_requests"] = [{k: e.get(k) for k in ("prompt", "label", "model", "effort")} for e in firsts]
+    res["version"] = version
+    res["workdir"] = str(work) if keep else None
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("cases", nargs="*", type=Path)
+    parser.add_argument("--version", default=run_case.DEFAULT_VERSION)
+    parser.add_argument("--timeout", type=int, default=120)
+    parser.add_argument("--print", action="store_true", help="print the oracle output as JSON")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args()
+    dirs = args.cases or sorted(d for d in PENDING.iterdir() if (d / "case.json").is_file())
+    failed = 0
+    for case_dir in dirs:
+        res = run(case_dir, args.version, args.timeout, args.keep)
+        if args.print:
+            print(json.dumps(res, ensure_ascii=False))
+            continue
+        expect = json.loads((case_dir / "case.json").read_text()).get("expect", {})
+        diffs = run_case.compare(res, expect)
+        failed += bool(diffs)
+        print(f"{case_dir.name}: {'disagrees' if diffs else 'agrees'} {'; '.join(diffs)}".rstrip())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+export const meta = { name: 'realm-console-formatting-objects', description: 'console.* prints String(value) for objects whose copy is empty' }
+console.log({})
+console.log([])
+console.log(Object.assign(new Map(), { a: 1 }))
+console.log(Object.assign(new Error('x'), { code: 5 }))
+console.log(new String(''))
+console.log(Object.create(null))
+console.log(Object.assign(Object.create(null), { a: 1 }))
+console.log(Object.create({ inherited: 1 }))
+console.log({ toString() { return 'custom' } })
+console.log([[]])
+console.log(new Date(NaN))
+console.log(Object.defineProperty({}, 'hidden', { value: 1 }))
+console.log({ get g() { throw new Error('x') } })
+console.log({ toJSON() { return 'TJ' } })
+console.log(new Array(3))
+return 'ok'

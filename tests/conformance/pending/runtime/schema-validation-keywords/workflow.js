@@ -1,0 +1,8 @@
+export const meta = { name: 'schema-validation-keywords', description: 'Structured output validation: formats and defaults are not applied; additionalProperties is' }
+const CASES = [["emailFormatNotChecked", {"type": "object", "properties": {"e": {"type": "string", "format": "email"}}, "required": ["e"]}], ["dateTimeFormatNotChecked", {"type": "object", "properties": {"d": {"type": "string", "format": "date-time"}}, "required": ["d"]}], ["uriFormatNotChecked", {"type": "object", "properties": {"u": {"type": "string", "format": "uri"}}, "required": ["u"]}], ["uuidFormatNotChecked", {"type": "object", "properties": {"u": {"type": "string", "format": "uuid"}}, "required": ["u"]}], ["defaultNotApplied", {"type": "object", "properties": {"a": {"type": "string", "default": "D"}, "b": {"type": "string"}}, "required": ["b"]}], ["extraPropertyKept", {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}], ["nullAllowed", {"type": "object", "properties": {"s": {"type": ["string", "null"]}}, "required": ["s"]}], ["minimumEnforced", {"type": "object", "properties": {"n": {"type": "number", "minimum": 10}}, "required": ["n"]}], ["enumCaseSensitive", {"type": "object", "properties": {"e": {"enum": ["low", "high"]}}, "required": ["e"]}], ["requiredEnforced", {"type": "object", "properties": {"o": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}, "required": ["o"]}], ["closedRejectsExtra", {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}]]
+const out = {}
+for (const [k, s] of CASES) {
+  try { out[k] = { ok: await agent(k, { label: k, schema: s }) } }
+  catch (e) { out[k] = 'rejected after retries' }
+}
+return out
