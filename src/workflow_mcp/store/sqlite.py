@@ -429,28 +429,54 @@ class SqliteStore:
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, record: RunRecord) -> None:
-        """Record a new run and claim it (and the stored run it resumes) for this store.
+        """Record a new run and claim it (and the run it resumes) for this store.
+
+        ``record.resumed_from`` names a stored run (claimed too) or an origin outside the store, such
+        as an imported Claude Code run (``claude:<runId>``): that has no row to claim, so the new run
+        is refused while another run resuming the same origin still holds its own claim.
 
         Raises:
-            RunClaimedError: a live owner holds the claim of ``record.resumed_from``.
+            RunClaimedError: a live owner holds the claim of ``record.resumed_from``, or (an origin
+                outside the store) of a run that resumes it.
             StoreError: the run id, or the owner's idempotency key, is already used.
         """
         resumed = record.resumed_from
         if resumed is not None:
             # Refuse at once, without waiting for the write lock (its holder may be busy or stopped).
             with self._lock, self._guard(f"reading the claim of run {resumed}"):
-                refused = self._held(self._db, resumed)
+                refused = self._held(self._db, resumed) or self._origin_held(self._db, resumed)
             if refused is not None:
                 raise refused
         with self._transaction(f"creating run {record.run_id}") as db:
             self._register(db, time.time())
+            # Checked again inside the write transaction: the first look took no lock.
             if (
                 resumed is not None
                 and db.execute("SELECT 1 FROM runs WHERE run_id = ?", (resumed,)).fetchone()
             ):
-                self._claim(db, resumed, record.run_id)  # checked again: the first look took no lock
+                self._claim(db, resumed, record.run_id)
+            elif resumed is not None and (refused := self._origin_held(db, resumed)) is not None:
+                raise refused
             _insert_run(db, record)
             self._claim(db, record.run_id, record.run_id)
+
+    def _origin_held(self, db: sqlite3.Connection, origin: str) -> RunClaimedError | None:
+        """For an ``origin`` with no run row: the refusal to give when a run resuming it is still
+        claimed by a live owner, else ``None`` (a stored run's own claim answers for it)."""
+        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (origin,)).fetchone():
+            return None
+        rows = db.execute(
+            "SELECT r.run_id FROM runs r JOIN run_claims c ON c.run_id = r.run_id AND c.holder_run = r.run_id "
+            "WHERE r.resumed_from = ?",
+            (origin,),
+        ).fetchall()
+        for (run_id,) in rows:
+            held = self._held(db, str(run_id))
+            if held is not None:
+                return RunClaimedError(
+                    origin, holder_run=held.run_id, pid=held.pid, host=held.host, since=held.since
+                )
+        return None
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._read(

@@ -85,6 +85,21 @@ def test_the_holders_terminal_event_releases_both_claims(store: RunStore) -> Non
     store.create_run(record("run_d", resumed_from="run_b"))  # and so is run_b
 
 
+def test_a_second_resume_of_an_origin_outside_the_store_is_refused_until_the_first_ends(
+    store: RunStore,
+) -> None:
+    # An imported Claude Code run has no row here: the claim is the resuming run's own.
+    store.create_run(record("run_a", resumed_from="claude:wf_1"))
+    with pytest.raises(RunClaimedError) as caught:
+        store.create_run(record("run_b", resumed_from="claude:wf_1"))
+    assert (caught.value.run_id, caught.value.holder_run) == ("claude:wf_1", "run_a")
+    assert f"run claude:wf_1 is already being resumed by process {os.getpid()}" in str(caught.value)
+    assert store.get_run("run_b") is None
+    store.create_run(record("run_c", resumed_from="claude:wf_2"))  # another origin is free
+    store.append_many([ev("run_a", 1, "run.started"), ev("run_a", 2, "run.interrupted")])
+    store.create_run(record("run_d", resumed_from="claude:wf_1"))  # released with run_a's end
+
+
 def test_a_paused_run_releases_its_claim_and_can_be_resumed(store: RunStore) -> None:
     store.create_run(record("run_a"))
     store.append_many([ev("run_a", 1, "run.started"), ev("run_a", 2, "run.paused")])
