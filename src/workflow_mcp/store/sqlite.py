@@ -8,8 +8,8 @@ Schema changes are numbered SQL files in ``migrations/``, applied in order and r
 Failure modes (issue 9), each translated once here (``_faults.translate``):
 
 - **Read-only** (an immutable file, a read-only mount): the store opens for reading (``mode=ro``, or
-  ``immutable=1`` when SQLite cannot even create its ``-shm`` file); queries work, every write raises
-  :class:`StoreReadOnlyError` naming the path.
+  ``immutable=1`` when SQLite cannot even create its ``-shm`` file, which hides a ``-wal``: then
+  ``notices`` says so); queries work, every write raises :class:`StoreReadOnlyError` naming the path.
 - **Disk full / file-size limit**: the failed transaction is rolled back (never "cannot rollback"),
   :class:`StoreFullError` says how much space is left, and every stored run stays readable.
 - **Damage**: ``SQLITE_CORRUPT``/``SQLITE_NOTADB`` become :class:`StoreCorruptError`, the file is marked
@@ -180,6 +180,7 @@ class SqliteStore:
         self._ordinals: dict[str, dict[str, int]] = {}
         self._read_only: str | None = None
         self._damaged: str | None = _files.read_damage(self.path)
+        self._unread_wal: str | None = None  # read as an immutable file, blind to a non-empty -wal
         self.notices: list[str] = []
         home = self.path.parent
         try:
@@ -219,6 +220,8 @@ class SqliteStore:
                 self._db.execute("PRAGMA foreign_keys=ON")
                 self._migrate()
             elif int(self._db.execute("PRAGMA user_version").fetchone()[0]) < self._newest():
+                if self._unread_wal is not None:  # the schema itself is among the unreadable changes
+                    raise StoreReadOnlyError(str(self.path), f"{self._read_only}; {self._unread_wal}")
                 raise StoreReadOnlyError(
                     str(self.path),
                     f"{self._read_only or 'it is marked damaged'}; it predates this release's schema and "
@@ -255,8 +258,11 @@ class SqliteStore:
             return db
         except sqlite3.OperationalError:
             # A WAL database whose -shm cannot be created (a read-only directory): nobody can be
-            # writing it, so reading it as an immutable file is safe.
+            # writing it, so reading it as an immutable file is safe, but blind to its -wal.
             db.close()
+            self._unread_wal = _files.unread_wal(self.path)
+            if self._unread_wal is not None:
+                self.notices.append(f"the state database {self.path} is read in part: {self._unread_wal}")
             return sqlite3.connect(
                 f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False
             )
