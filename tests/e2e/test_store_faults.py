@@ -415,3 +415,20 @@ def test_the_state_home_is_0700_and_the_database_0600_under_a_permissive_umask(t
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     assert stat.S_IMODE((home / "state.db").stat().st_mode) == 0o600
+
+
+def test_an_export_over_an_existing_file_makes_it_0600(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    assert (
+        cli(
+            "run", str(write(tmp_path / "small.js", SMALL)), "--provider", "fake", home=home, tmp=tmp_path
+        ).returncode
+        == 0
+    )
+    out = write(tmp_path / "runs.jsonl", "old\n")
+    out.chmod(0o644)
+    exported = cli("runs", "export", "--out", str(out), home=home, tmp=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    kinds = [json.loads(line)["kind"] for line in out.read_text().splitlines()]
+    assert kinds[0] == "run" and "problem" not in kinds
