@@ -388,6 +388,12 @@ async def _load_and_run(
         with contextlib.suppress(Exception):
             await (await spawn).close()
         _fail(f"invalid workflow: {exc}" if isinstance(exc, WorkflowLoadError) else str(exc))
+    except BaseException:
+        # Never leave the spawn pending: asyncio.run would cancel it mid-creation, and Python 3.11
+        # then waits forever for the half-made process transport.
+        with contextlib.suppress(BaseException):
+            await (await spawn).close()
+        raise
     worker = await spawn
     try:
         workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
