@@ -702,9 +702,9 @@ def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
         out = sys.stdout
     else:
         try:
-            out = os.fdopen(
-                os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8"
-            )
+            fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: prompts and args go here
+            out = os.fdopen(fd, "w", encoding="utf-8")
         except OSError as exc:
             _fail(f"cannot write --out {out_path!r}: {exc.strerror or exc}")
     try:

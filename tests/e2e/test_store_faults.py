@@ -8,12 +8,14 @@ import hashlib
 import json
 import os
 import queue
+import shutil
 import signal
 import sqlite3
 import stat
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +32,7 @@ from store_faults import (
 )
 
 CLI = str(Path(sys.executable).with_name("workflow-mcp"))
+CLAUDE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude"
 WAIT_S = 90
 
 SLOW = """export const meta = { name: 'slow', description: 'six agent calls, one at a time' }
@@ -145,6 +148,24 @@ def digest(db: Path) -> str:
     return hashlib.sha256(b"".join(p.read_bytes() for p in parts if p.exists())).hexdigest()
 
 
+def first_to_start(procs: list[Proc]) -> tuple[Proc, Proc]:
+    """``(the process whose run.started came first, the other one)`` of two, within ``WAIT_S``."""
+    deadline = time.monotonic() + WAIT_S
+    ended: set[Proc] = set()
+    while len(ended) < len(procs) and time.monotonic() < deadline:
+        for p in procs:
+            try:
+                proc, line = p.lines.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if line is None:
+                ended.add(proc)
+            elif line.startswith("{") and json.loads(line)["type"] == "run.started":
+                (other,) = [q for q in procs if q is not proc]
+                return proc, other
+    raise AssertionError(f"no run started: {[p.text() for p in procs]}")
+
+
 # -- one owner per run -------------------------------------------------------------------------
 
 
@@ -154,21 +175,7 @@ def test_two_concurrent_resumes_run_once_and_every_call_executes_exactly_once(tm
     base = ["--provider", "fake", "--fake-script", str(fake(tmp_path, 400)), "--events", "jsonl"]
     first = run_killed_after(["run", str(wf), *base], home, tmp_path, completed=2)
     both = [Proc(["resume", first, *base], home, tmp_path) for _ in range(2)]
-    winner: Proc | None = None
-    ended: set[Proc] = set()
-    while winner is None and len(ended) < 2:
-        for p in both:
-            try:
-                proc, line = p.lines.get(timeout=0.05)
-            except queue.Empty:
-                continue
-            if line is None:
-                ended.add(proc)
-            elif line.startswith("{") and json.loads(line)["type"] == "run.started":
-                winner = proc
-                break
-    assert winner is not None, [p.text() for p in both]
-    (loser,) = [p for p in both if p is not winner]
+    winner, loser = first_to_start(both)
     # Hold the owner (idle inside a 400 ms agent call) so the other one certainly meets its claim.
     os.kill(winner.popen.pid, signal.SIGSTOP)
     try:
@@ -214,6 +221,36 @@ def test_concurrent_queries_after_sigkilled_runs_all_succeed_and_record_each_int
         e["runId"] for e in stored_events(home / "state.db") if e["type"] == "run.interrupted"
     )
     assert interrupted == {run_id: 1 for run_id in killed}
+
+
+def test_two_concurrent_resumes_of_one_claude_run_run_its_new_calls_once(tmp_path: Path) -> None:
+    session = tmp_path / "session"
+    shutil.copytree(CLAUDE_FIXTURES / "plain" / "session", session)
+    (record_path,) = (session / "workflows").glob("wf_*.json")
+    source = (CLAUDE_FIXTURES / "plain" / "workflow.js").read_text()
+    live = write(
+        tmp_path / "live.js",
+        source.replace(
+            "return { facts, summary, review }",
+            "const extra = await agent('one more: ' + review, { label: 'extra' })\n"
+            "return { facts, summary, review, extra }",
+        ),
+    )
+    home = tmp_path / "state"
+    argv = ["resume", str(record_path), str(live), "--allow-edits", "--provider", "fake"]
+    argv += ["--fake-script", str(fake(tmp_path, 400)), "--events", "jsonl"]
+    winner, loser = first_to_start([Proc(argv, home, tmp_path) for _ in range(2)])
+    os.kill(winner.popen.pid, signal.SIGSTOP)  # hold the owner so the other one meets its claim
+    try:
+        assert loser.wait() == 2, loser.text()
+    finally:
+        os.kill(winner.popen.pid, signal.SIGCONT)
+    assert f"is already being resumed by process {winner.popen.pid}" in loser.text()
+    assert winner.wait() == 0, winner.text()
+    events = stored_events(home / "state.db")
+    assert len({e["runId"] for e in events}) == 1  # the refused resume recorded nothing
+    live_calls = [e for e in events if e["type"] == "agent.completed"]
+    assert [e["payload"]["label"] for e in live_calls] == ["extra"]  # the new call ran once
 
 
 # -- a full disk, the file-size limit ------------------------------------------------------------
@@ -378,3 +415,20 @@ def test_the_state_home_is_0700_and_the_database_0600_under_a_permissive_umask(t
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     assert stat.S_IMODE((home / "state.db").stat().st_mode) == 0o600
+
+
+def test_an_export_over_an_existing_file_makes_it_0600(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    assert (
+        cli(
+            "run", str(write(tmp_path / "small.js", SMALL)), "--provider", "fake", home=home, tmp=tmp_path
+        ).returncode
+        == 0
+    )
+    out = write(tmp_path / "runs.jsonl", "old\n")
+    out.chmod(0o644)
+    exported = cli("runs", "export", "--out", str(out), home=home, tmp=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    kinds = [json.loads(line)["kind"] for line in out.read_text().splitlines()]
+    assert kinds[0] == "run" and "problem" not in kinds

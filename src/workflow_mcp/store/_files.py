@@ -29,6 +29,7 @@ __all__ = [
     "prepare_home",
     "read_damage",
     "tighten_files",
+    "unread_wal",
 ]
 
 #: The files SQLite keeps next to the database in WAL mode.
@@ -113,3 +114,20 @@ def clear_damage(path: Path) -> None:
     """Forget the damage mark (after a repair)."""
     with contextlib.suppress(FileNotFoundError):
         damage_marker(path).unlink()
+
+
+def unread_wal(path: Path) -> str | None:
+    """What is lost when the database ``path`` is read as an immutable file (no ``-shm`` can be made
+    next to it, e.g. on a read-only mount): SQLite then ignores the ``-wal`` file, so its changes,
+    if it holds any, cannot be seen. ``None`` when there is no such file, or it is empty."""
+    wal = Path(f"{path}-wal")
+    try:
+        if wal.stat().st_size == 0:
+            return None
+    except OSError:
+        return None
+    return (
+        f"its newest changes are in {wal}, which SQLite reads only by creating {path.name}-shm next to it, "
+        "and this location cannot be written; to read everything, copy the directory somewhere writable "
+        "(`cp -a`) and point WORKFLOW_MCP_HOME at the copy"
+    )

@@ -145,10 +145,13 @@ class RunStore(Protocol):
 
     def create_run(self, record: RunRecord) -> None:
         """Record a new run and claim it for this store's owner; when ``record.resumed_from`` names a
-        stored run, claim that one too (one transaction: both claims or neither).
+        stored run, claim that one too (one transaction: both claims or neither). When it names an
+        origin outside the store (an imported Claude Code run, ``claude:<runId>``), there is nothing to
+        claim, so the run is refused while another run resuming that origin still holds its claim.
 
         Raises:
-            RunClaimedError: a live owner holds the claim of ``record.resumed_from``.
+            RunClaimedError: a live owner holds the claim of ``record.resumed_from``, or of a run
+                resuming the same origin outside the store.
             StoreError: the run id, or the owner's idempotency key, is already used.
         """
         ...

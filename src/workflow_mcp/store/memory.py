@@ -31,10 +31,12 @@ class MemoryStore:
         self._lock = threading.RLock()
 
     def create_run(self, record: RunRecord) -> None:
-        """Record a new run and claim it (and the stored run it resumes), all or nothing.
+        """Record a new run and claim it (and the stored run it resumes), all or nothing. An origin
+        outside the store (``claude:<runId>``) is refused while a run resuming it holds its claim.
 
         Raises:
-            RunClaimedError: the run ``record.resumed_from`` is claimed (by a run not yet ended).
+            RunClaimedError: the run ``record.resumed_from`` is claimed (by a run not yet ended), or
+                (an origin outside the store) a run resuming it is.
             StoreError: the run id, or the owner's idempotency key, is already used.
         """
         with self._lock:
@@ -52,6 +54,17 @@ class MemoryStore:
                         resumed, holder_run=held[0], pid=os.getpid(), host=socket.gethostname(), since=held[1]
                     )
                 self._claims[resumed] = (record.run_id, utc_now())
+            elif resumed is not None:
+                for other in self._runs.values():
+                    own = self._claims.get(other.run_id)
+                    if other.resumed_from == resumed and own is not None and own[0] == other.run_id:
+                        raise RunClaimedError(
+                            resumed,
+                            holder_run=other.run_id,
+                            pid=os.getpid(),
+                            host=socket.gethostname(),
+                            since=own[1],
+                        )
             self._claims[record.run_id] = (record.run_id, utc_now())
             self._runs[record.run_id] = record
             self._events[record.run_id] = []

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
 
-from ..errors import StoreCorruptError, StoreError
+from ..errors import StoreCorruptError, StoreError, StoreReadOnlyError
 from ..events import Event
 from . import _files
 from ._process import ProcessIdentity, owner_alive
@@ -77,8 +77,9 @@ class RepairReport:
     problems: list[str] = field(default_factory=list)
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    """A read-only connection to ``path`` (``immutable=1`` where SQLite cannot even make its ``-shm``).
+def _open(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    """A read-only connection to ``path`` (``immutable=1`` where SQLite cannot even make its ``-shm``),
+    and what that connection cannot see (a non-empty ``-wal`` it ignores), or ``None``.
 
     Raises:
         StoreCorruptError: not even the header is readable.
@@ -87,17 +88,19 @@ def _open(path: Path) -> sqlite3.Connection:
     if not path.is_file():
         raise StoreError(f"there is no state database at {path}")
     uri = f"file:{quote(str(path.resolve()))}"
+    unseen = None
     try:
         db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
         try:
             db.execute("SELECT count(*) FROM sqlite_schema").fetchone()
         except sqlite3.OperationalError:
             db.close()
+            unseen = _files.unread_wal(path)
             db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
             db.execute("SELECT count(*) FROM sqlite_schema").fetchone()
     except sqlite3.DatabaseError as exc:
         raise StoreCorruptError(str(path), str(exc), opened=False) from exc
-    return db
+    return db, unseen
 
 
 def _run_ids(db: sqlite3.Connection, problems: list[str]) -> list[str]:
@@ -215,7 +218,13 @@ def export_runs(path: Path, run_ids: list[str] | None, out: TextIO) -> ExportRep
         StoreError: there is no database at ``path``.
     """
     report = ExportReport()
-    db = _open(path)
+    db, unseen = _open(path)
+    if unseen is not None:
+        problem = f"the export lacks the newest changes: {unseen}"
+        out.write(
+            json.dumps({"kind": "problem", "runId": None, "message": problem}, ensure_ascii=False) + "\n"
+        )
+        report.problems.append(problem)
     try:
         for run in salvage_runs(db, run_ids):
             if run.record is not None:
@@ -240,8 +249,12 @@ def check_store(path: Path) -> list[str]:
 
     Raises:
         StoreCorruptError: not even the file's header is readable.
+        StoreError: part of it cannot be read here (a ``-wal`` on a read-only location).
     """
-    db = _open(path)
+    db, unseen = _open(path)
+    if unseen is not None:
+        db.close()
+        raise StoreError(f"the state database {path} cannot be checked whole: {unseen}")
     try:
         try:
             found = [str(r[0]) for r in db.execute("PRAGMA integrity_check(100)").fetchall()]
@@ -356,18 +369,26 @@ def repair_store(path: Path) -> RepairReport:
             (the original and the backup are left as they were).
         StoreCorruptError: not even the file's header is readable (nothing can be salvaged; move it
             aside).
+        StoreReadOnlyError: the backup cannot be written next to it (nothing was changed).
     """
-    db = _open(path)
+    db, unseen = _open(path)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     target = path.with_name(f"{path.name}.repair-{stamp}")
     try:
+        if unseen is not None:
+            raise StoreReadOnlyError(str(path), f"it cannot be repaired where it is: {unseen}")
         live = _live_owners(db)
         if live:
             who = ", ".join(f"pid {o.pid} on {o.host}" for o in live)
             raise StoreError(
                 f"the state database {path} is still in use by workflow-mcp ({who}); stop it, then repair"
             )
-        backup = _backup(path, stamp)
+        try:
+            backup = _backup(path, stamp)
+        except OSError as exc:
+            raise StoreReadOnlyError(
+                str(path), f"its backup cannot be written ({exc.strerror or exc}), so nothing was repaired"
+            ) from exc
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
         report = RepairReport(backup=backup, method="vacuum", runs=0, events=0)

@@ -8,8 +8,8 @@ Schema changes are numbered SQL files in ``migrations/``, applied in order and r
 Failure modes (issue 9), each translated once here (``_faults.translate``):
 
 - **Read-only** (an immutable file, a read-only mount): the store opens for reading (``mode=ro``, or
-  ``immutable=1`` when SQLite cannot even create its ``-shm`` file); queries work, every write raises
-  :class:`StoreReadOnlyError` naming the path.
+  ``immutable=1`` when SQLite cannot even create its ``-shm`` file, which hides a ``-wal``: then
+  ``notices`` says so); queries work, every write raises :class:`StoreReadOnlyError` naming the path.
 - **Disk full / file-size limit**: the failed transaction is rolled back (never "cannot rollback"),
   :class:`StoreFullError` says how much space is left, and every stored run stays readable.
 - **Damage**: ``SQLITE_CORRUPT``/``SQLITE_NOTADB`` become :class:`StoreCorruptError`, the file is marked
@@ -180,6 +180,7 @@ class SqliteStore:
         self._ordinals: dict[str, dict[str, int]] = {}
         self._read_only: str | None = None
         self._damaged: str | None = _files.read_damage(self.path)
+        self._unread_wal: str | None = None  # read as an immutable file, blind to a non-empty -wal
         self.notices: list[str] = []
         home = self.path.parent
         try:
@@ -219,6 +220,8 @@ class SqliteStore:
                 self._db.execute("PRAGMA foreign_keys=ON")
                 self._migrate()
             elif int(self._db.execute("PRAGMA user_version").fetchone()[0]) < self._newest():
+                if self._unread_wal is not None:  # the schema itself is among the unreadable changes
+                    raise StoreReadOnlyError(str(self.path), f"{self._read_only}; {self._unread_wal}")
                 raise StoreReadOnlyError(
                     str(self.path),
                     f"{self._read_only or 'it is marked damaged'}; it predates this release's schema and "
@@ -255,8 +258,11 @@ class SqliteStore:
             return db
         except sqlite3.OperationalError:
             # A WAL database whose -shm cannot be created (a read-only directory): nobody can be
-            # writing it, so reading it as an immutable file is safe.
+            # writing it, so reading it as an immutable file is safe, but blind to its -wal.
             db.close()
+            self._unread_wal = _files.unread_wal(self.path)
+            if self._unread_wal is not None:
+                self.notices.append(f"the state database {self.path} is read in part: {self._unread_wal}")
             return sqlite3.connect(
                 f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False
             )
@@ -429,28 +435,54 @@ class SqliteStore:
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, record: RunRecord) -> None:
-        """Record a new run and claim it (and the stored run it resumes) for this store.
+        """Record a new run and claim it (and the run it resumes) for this store.
+
+        ``record.resumed_from`` names a stored run (claimed too) or an origin outside the store, such
+        as an imported Claude Code run (``claude:<runId>``): that has no row to claim, so the new run
+        is refused while another run resuming the same origin still holds its own claim.
 
         Raises:
-            RunClaimedError: a live owner holds the claim of ``record.resumed_from``.
+            RunClaimedError: a live owner holds the claim of ``record.resumed_from``, or (an origin
+                outside the store) of a run that resumes it.
             StoreError: the run id, or the owner's idempotency key, is already used.
         """
         resumed = record.resumed_from
         if resumed is not None:
             # Refuse at once, without waiting for the write lock (its holder may be busy or stopped).
             with self._lock, self._guard(f"reading the claim of run {resumed}"):
-                refused = self._held(self._db, resumed)
+                refused = self._held(self._db, resumed) or self._origin_held(self._db, resumed)
             if refused is not None:
                 raise refused
         with self._transaction(f"creating run {record.run_id}") as db:
             self._register(db, time.time())
+            # Checked again inside the write transaction: the first look took no lock.
             if (
                 resumed is not None
                 and db.execute("SELECT 1 FROM runs WHERE run_id = ?", (resumed,)).fetchone()
             ):
-                self._claim(db, resumed, record.run_id)  # checked again: the first look took no lock
+                self._claim(db, resumed, record.run_id)
+            elif resumed is not None and (refused := self._origin_held(db, resumed)) is not None:
+                raise refused
             _insert_run(db, record)
             self._claim(db, record.run_id, record.run_id)
+
+    def _origin_held(self, db: sqlite3.Connection, origin: str) -> RunClaimedError | None:
+        """For an ``origin`` with no run row: the refusal to give when a run resuming it is still
+        claimed by a live owner, else ``None`` (a stored run's own claim answers for it)."""
+        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (origin,)).fetchone():
+            return None
+        rows = db.execute(
+            "SELECT r.run_id FROM runs r JOIN run_claims c ON c.run_id = r.run_id AND c.holder_run = r.run_id "
+            "WHERE r.resumed_from = ?",
+            (origin,),
+        ).fetchall()
+        for (run_id,) in rows:
+            held = self._held(db, str(run_id))
+            if held is not None:
+                return RunClaimedError(
+                    origin, holder_run=held.run_id, pid=held.pid, host=held.host, since=held.since
+                )
+        return None
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._read(

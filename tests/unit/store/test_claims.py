@@ -4,9 +4,12 @@ processes run it; and appends that refuse a second writer instead of interleavin
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +20,7 @@ from workflow_mcp.errors import RunClaimedError, SequenceConflictError
 from workflow_mcp.events import Event
 from workflow_mcp.store import LEASE_TTL_S, MemoryStore, RunRecord, SqliteStore
 from workflow_mcp.store.base import RunStore
+from workflow_mcp.store.sqlite import migrations
 
 from store_faults import runs_of_a_killed_owner
 
@@ -79,6 +83,21 @@ def test_the_holders_terminal_event_releases_both_claims(store: RunStore) -> Non
     store.append_many([ev("run_b", 1, "run.started"), ev("run_b", 2, "run.completed")])
     store.create_run(record("run_c", resumed_from="run_a"))  # run_a is free again
     store.create_run(record("run_d", resumed_from="run_b"))  # and so is run_b
+
+
+def test_a_second_resume_of_an_origin_outside_the_store_is_refused_until_the_first_ends(
+    store: RunStore,
+) -> None:
+    # An imported Claude Code run has no row here: the claim is the resuming run's own.
+    store.create_run(record("run_a", resumed_from="claude:wf_1"))
+    with pytest.raises(RunClaimedError) as caught:
+        store.create_run(record("run_b", resumed_from="claude:wf_1"))
+    assert (caught.value.run_id, caught.value.holder_run) == ("claude:wf_1", "run_a")
+    assert f"run claude:wf_1 is already being resumed by process {os.getpid()}" in str(caught.value)
+    assert store.get_run("run_b") is None
+    store.create_run(record("run_c", resumed_from="claude:wf_2"))  # another origin is free
+    store.append_many([ev("run_a", 1, "run.started"), ev("run_a", 2, "run.interrupted")])
+    store.create_run(record("run_d", resumed_from="claude:wf_1"))  # released with run_a's end
 
 
 def test_a_paused_run_releases_its_claim_and_can_be_resumed(store: RunStore) -> None:
@@ -265,3 +284,52 @@ def test_an_owner_renews_its_lease_and_a_store_that_owns_nothing_writes_nothing(
         watcher.close()
         owner.close()
         reader.close()
+
+
+def previous_release_database(db: Path, runs: dict[str, int]) -> None:
+    """A database as the release before claims (schema version 2) leaves it: each of ``runs`` (run id
+    to owner pid, on this host) started and never ended."""
+    raw = sqlite3.connect(db, isolation_level=None)
+    for number, sql in migrations():
+        if number > 2:
+            break
+        raw.executescript(sql)
+        raw.execute(f"PRAGMA user_version = {number}")
+    for run_id, pid in runs.items():
+        raw.execute(
+            "INSERT INTO runs (run_id, workflow_name, source_hash, source, created_at, owner_pid, owner_host) "
+            "VALUES (?, 'wf', 'h', 'export const meta = {}', '2026-11-30T10:00:00.000Z', ?, ?)",
+            (run_id, pid, socket.gethostname()),
+        )
+        raw.execute(
+            "INSERT INTO events (run_id, sequence, type, timestamp, body) VALUES (?, 1, 'run.started', ?, ?)",
+            (run_id, "2026-11-30T10:00:00.000Z", json.dumps(ev(run_id, 1, "run.started").to_json())),
+        )
+    raw.close()
+
+
+def test_a_database_of_the_previous_release_upgrades_and_recovers_only_runs_whose_process_is_gone(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "state.db"
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    dead_pid = int(gone.stdout)
+    previous_release_database(db, {"run_dead": dead_pid, "run_alive": 1})
+    fresh = SqliteStore(tmp_path / "fresh.db")
+    newest = fresh.schema()
+    fresh.close()
+    store = SqliteStore(db)
+    try:
+        assert store.schema() == newest
+        assert sorted(r.run_id for r in store.list_runs()) == ["run_alive", "run_dead"]
+        assert store.recover(set(), interrupted) == ["run_dead"]
+        assert f"(pid {dead_pid})" in store.events("run_dead")[-1].payload["reason"]
+        assert store.recover(set(), interrupted) == []
+        assert store.last_run_event("run_alive") == "run.started"  # pid 1 lives: still its run
+        store.create_run(record("run_next", resumed_from="run_dead"))  # resumable, and now claimed
+        with pytest.raises(RunClaimedError, match="as run run_next"):
+            store.create_run(record("run_other", resumed_from="run_dead"))
+    finally:
+        store.close()

@@ -17,6 +17,7 @@ import pytest
 from workflow_mcp.errors import StoreCorruptError, StoreFullError, StoreReadOnlyError
 from workflow_mcp.events import Event
 from workflow_mcp.store import RunRecord, SqliteStore
+from workflow_mcp.store.salvage import export_runs
 
 from store_faults import (
     damage_event_pages,
@@ -152,6 +153,45 @@ def test_a_database_on_a_read_only_mount_is_read_as_an_immutable_file(tmp_path: 
         finally:
             store.close()
         assert sorted(p.name for p in ro.iterdir()) == ["state.db"]
+
+
+def test_a_read_only_mount_that_hides_the_newest_changes_in_a_wal_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    store = SqliteStore(folder / "state.db")
+    stored_run(store, "run_a")
+    store.close()  # checkpointed: run_a is in state.db itself
+    killed = runs_of_a_killed_owner(folder / "state.db", 2)  # these stay in state.db-wal
+    (folder / "state.db-shm").unlink()  # e.g. copied without it: SQLite can no longer read the -wal
+    with read_only_mount(folder, tmp_path / "ro") as ro:
+        store = SqliteStore(ro / "state.db")
+        try:
+            assert [r.run_id for r in store.list_runs()] == ["run_a"]  # what the file itself holds
+            (notice,) = store.notices
+            assert f"its newest changes are in {ro / 'state.db-wal'}" in notice and "cp -a" in notice
+        finally:
+            store.close()
+        out = tmp_path / "export.jsonl"
+        with out.open("w") as f:
+            report = export_runs(ro / "state.db", None, f)
+        assert report.runs == 1 and "the export lacks the newest changes" in report.problems[0]
+    assert killed  # readable again where the -shm can be made
+    store = SqliteStore(folder / "state.db")
+    try:
+        assert sorted(r.run_id for r in store.list_runs()) == sorted(["run_a", *killed])
+    finally:
+        store.close()
+
+
+def test_a_read_only_mount_whose_schema_is_still_in_the_wal_is_refused_saying_why(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    folder.mkdir()
+    runs_of_a_killed_owner(folder / "state.db", 1)  # a new database: even its schema is in the -wal
+    (folder / "state.db-shm").unlink()
+    with read_only_mount(folder, tmp_path / "ro") as ro:
+        with pytest.raises(StoreReadOnlyError) as caught:
+            SqliteStore(ro / "state.db")
+        assert f"its newest changes are in {ro / 'state.db-wal'}" in str(caught.value)
+        assert "predates" not in str(caught.value)
 
 
 # -- damage ------------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from workflow_mcp.errors import StoreError
+from workflow_mcp.errors import StoreError, StoreReadOnlyError
 from workflow_mcp.events import Event
 from workflow_mcp.store import RunRecord, SqliteStore
 from workflow_mcp.store.salvage import check_store, export_runs, repair_store
 
-from store_faults import damage_event_pages
+from store_faults import damage_event_pages, read_only_mount
 
 
 def record(run_id: str) -> RunRecord:
@@ -147,3 +147,18 @@ def test_repair_refuses_while_another_process_owns_runs(tmp_path: Path) -> None:
     finally:
         holder.close()
     assert sqlite3.connect(db).execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+
+
+def test_repair_on_a_read_only_mount_says_the_backup_cannot_be_written_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "state"
+    folder.mkdir()
+    fill(folder / "state.db", {"run_a": 3})
+    with read_only_mount(folder, tmp_path / "ro") as ro:
+        with pytest.raises(StoreReadOnlyError) as caught:
+            repair_store(ro / "state.db")
+        assert f"the state database {ro / 'state.db'} is read-only (its backup cannot be written" in str(
+            caught.value
+        )
+    assert sorted(p.name for p in folder.iterdir()) == ["state.db"]
