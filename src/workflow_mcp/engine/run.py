@@ -48,7 +48,7 @@ from ..providers.base import (
 from ..realm.worker import DEFAULT_HEAP_MB, RealmWorker
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key
-from .nested import ChildResolver
+from .nested import ChildCheck, ChildResolver
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
 __all__ = ["MISSING", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
@@ -155,12 +155,15 @@ def run_workflow(
     resumed_from: str | None = None,
     workflow_meta: Mapping[str, Any] | None = None,
     worker: RealmWorker | None = None,
+    child_check: ChildCheck | None = None,
 ) -> RunHandle:
     """Start running ``workflow`` (a loaded ``definitions.Workflow``) and return its handle.
 
     ``args`` is any JSON value (omit it for ``undefined``). ``persist`` receives each batch of events
     before they are published (the store's ``append_many``: a group commit per event-loop turn). ``replay`` reuses recorded results on resume.
     ``worker`` is an already spawned, unstarted realm worker to use (else one is spawned).
+    ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
+    runs (see :class:`~workflow_mcp.engine.nested.ChildCheck`); a refusal rejects the parent's call.
     Must be called with a running event loop.
     """
     opts = options or RunOptions()
@@ -182,6 +185,7 @@ def run_workflow(
         resumed_from,
         dict(workflow_meta) if workflow_meta is not None else workflow.meta.to_json(),
     )
+    run.children.check = child_check
     run.worker = worker
     run.task = asyncio.get_running_loop().create_task(run.main())
     return RunHandle(run)
