@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .definitions.discover import Discovery, find_workflows, resolve_workflow
+from .definitions.discover import DiscoveredWorkflow, Discovery, find_workflows, resolve_workflow
 from .definitions.load import ValidationReport, Workflow, load_workflow, validate_workflow
 from .definitions.profile import get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy
+from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
 from .errors import InvalidInputError, WorkflowMcpError, WorkflowNotFoundError
 from .events import Event, utc_now
@@ -32,7 +33,7 @@ from .state import RunState, project_state
 from .store.base import RunRecord, RunStore
 from .store.sqlite import default_home
 
-__all__ = ["RunSummary", "WorkflowService"]
+__all__ = ["ChildCheck", "RunSummary", "WorkflowService"]
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,33 @@ class WorkflowService:
 
     # -- definitions -------------------------------------------------------------------------
     def validate(
-        self, path: str | None = None, *, source: str | None = None, profile: str | None = None
+        self,
+        path: str | None = None,
+        *,
+        source: str | None = None,
+        profile: str | None = None,
+        check_syntax: bool = True,
     ) -> ValidationReport:
-        """Validate a file or inline source; never raises for an invalid workflow (see the report)."""
-        return validate_workflow(path, source=source, profile=get_profile(profile))
+        """Validate a file or inline source; never raises for an invalid workflow (see the report).
+        ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`."""
+        return validate_workflow(path, source=source, profile=get_profile(profile), check_syntax=check_syntax)
 
     def list_workflows(self, cwd: str | None = None) -> Discovery:
         """Personal and project workflows visible from ``cwd`` (Claude's precedence and order)."""
         return find_workflows(cwd or self.cwd, self.home)
+
+    def find_workflow(
+        self, name: str, *, cwd: str | None = None, profile: str | None = None, check_syntax: bool = True
+    ) -> DiscoveredWorkflow:
+        """The workflow ``name`` (exact, case-sensitive) resolves to from ``cwd`` by discovery alone,
+        never a file path.
+
+        Raises:
+            WorkflowNotFoundError: nothing visible has that name.
+        """
+        return resolve_workflow(
+            name, cwd or self.cwd, self.home, profile=get_profile(profile), check_syntax=check_syntax
+        )
 
     def load(
         self, target: str, *, cwd: str | None = None, profile: str | None = None, check_syntax: bool = True
@@ -141,6 +161,7 @@ class WorkflowService:
         worker: RealmWorker | None = None,
         replay: Replay | None = None,
         provider_config: dict[str, Any] | None = None,
+        child_check: ChildCheck | None = None,
     ) -> RunHandle:
         """Record and start a run; returns its live handle. Needs a running event loop.
 
@@ -149,6 +170,8 @@ class WorkflowService:
         ``idempotency_key`` returns the already-started run for a repeated key (``owner`` scopes
         keys). ``on_event`` sees each event after it is committed. ``provider_config`` (JSON) is
         recorded with the run so a resume can rebuild the same provider (e.g. a fake script).
+        ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
+        runs (the MCP server passes its file scope and source approval; default: every child may run).
 
         Raises:
             WorkflowNotFoundError: ``resume_from`` names no stored run.
@@ -211,6 +234,7 @@ class WorkflowService:
             replay=replay,
             resumed_from=resume_from,
             worker=worker,
+            child_check=child_check,
         )
         self.live[run_id] = handle
         self._ensure_watcher()
@@ -351,15 +375,35 @@ class WorkflowService:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}")
         return MISSING if record.args_json is None else json.loads(record.args_json)
 
+    #: Events read per store query when a whole log is needed: the store is shared by every client of a
+    #: server, and one query over a million events would hold it for seconds.
+    EVENT_PAGE = 5_000
+
     def status(self, run_id: str) -> RunState:
-        """The projected state of a stored run.
+        """The projected state of a stored run. The log is read in pages of :attr:`EVENT_PAGE` events;
+        this is CPU work in proportion to the run's events, so async callers run it in a thread.
 
         Raises:
             WorkflowNotFoundError: unknown run id.
         """
         if self.store.get_run(run_id) is None:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
-        return project_state(self.store.events(run_id), run_id=run_id)
+        events: list[Event] = []
+        while True:
+            page = self.store.events(run_id, events[-1].sequence if events else 0, self.EVENT_PAGE)
+            events += page
+            if len(page) < self.EVENT_PAGE:
+                return project_state(events, run_id=run_id)
+
+    def running_count(self) -> int:
+        """How many runs this process is running now (each holds its own Node worker)."""
+        return sum(1 for handle in self.live.values() if handle.status == "running")
+
+    @property
+    def state_dir(self) -> str:
+        """The state directory: the folder of a file store, else ``$WORKFLOW_MCP_HOME``."""
+        path = getattr(self.store, "path", None)
+        return str(Path(path).parent) if isinstance(path, str | os.PathLike) else str(default_home())
 
     def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         if self.store.get_run(run_id) is None:
@@ -573,7 +617,7 @@ class WorkflowService:
                 cursor = batch[-1].sequence
                 if on_events is not None:
                     await on_events(batch)
-        return self.status(run_id)
+        return await asyncio.to_thread(self.status, run_id)  # a long log must not stall the event loop
 
     def prune_finished(self, keep: int = 100) -> int:
         """Forget the in-memory handles of finished runs beyond the newest ``keep`` (their events and
