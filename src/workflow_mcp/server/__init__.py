@@ -1,7 +1,7 @@
 """workflow-mcp over the Model Context Protocol.
 
     create_server(service, policy=, trust=, principal=, scope=)   the MCP server (tools, resources, prompt)
-    run_server(service, http=, host=, port=, trust_dirs=, state_dir=, policy=)   `workflow-mcp serve`
+    run_server(service, http=, host=, port=, trust_dirs=, state_dir=, policy=, limits=)   `workflow-mcp serve`
     ServerPolicy, SourceTrust, Principal, FileScope        limits, source approval, the caller, reachable files
 
 Stdio (the default) carries only JSON-RPC on stdout; diagnostics go to stderr. Streamable HTTP binds
@@ -18,12 +18,16 @@ import contextlib
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import WorkflowMcpError
 from ..service import WorkflowService
 from ._files import FileScope
 from ._policy import LOCAL, Principal, ServerPolicy, SourceTrust
 from .mcp import WorkflowMcpServer, create_server
+
+if TYPE_CHECKING:
+    from .http import HttpLimits
 
 __all__ = [
     "LOCAL",
@@ -64,12 +68,13 @@ def run_server(
     trust_dirs: tuple[str, ...] = (),
     state_dir: str,
     policy: ServerPolicy | None = None,
+    limits: HttpLimits | None = None,
 ) -> int:
     """Run the server in this process until it stops; returns the exit status (0, or 2 for bad input).
 
     ``state_dir`` (``$WORKFLOW_MCP_HOME``) holds the source approvals and the generated HTTP token; no
     tool reaches it. The project roots are the ``trust_dirs`` and the service's directory; over HTTP
-    every path resolves only inside them.
+    every path resolves only inside them. ``limits`` bound the HTTP server (:class:`~.http.HttpLimits`).
     """
     try:
         trust = SourceTrust(trusted_dirs=trust_dirs, approvals_path=os.path.join(state_dir, APPROVALS_FILE))
@@ -80,7 +85,7 @@ def run_server(
 
             tokens = load_tokens(state_dir)
             server = create_server(service, policy=policy, trust=trust, principal=None, scope=scope)
-            asyncio.run(serve_http(server, host=host, port=port, tokens=tokens))
+            asyncio.run(serve_http(server, host=host, port=port, tokens=tokens, limits=limits))
         else:
             server = create_server(service, policy=policy, trust=trust, principal=LOCAL, scope=scope)
             where = getattr(service.store, "path", "memory")
