@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -388,12 +388,18 @@ class WorkflowService:
         """
         if self.store.get_run(run_id) is None:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
-        events: list[Event] = []
+        return project_state(self._all_events(run_id), run_id=run_id)
+
+    def _all_events(self, run_id: str) -> Iterator[Event]:
+        """Every event of ``run_id`` in order, read :attr:`EVENT_PAGE` at a time (the store's lock is
+        held for one page, never for the whole log)."""
+        after = 0
         while True:
-            page = self.store.events(run_id, events[-1].sequence if events else 0, self.EVENT_PAGE)
-            events += page
+            page = self.store.events(run_id, after, self.EVENT_PAGE)
+            yield from page
             if len(page) < self.EVENT_PAGE:
-                return project_state(events, run_id=run_id)
+                return
+            after = page[-1].sequence
 
     def running_count(self) -> int:
         """How many runs this process is running now (each holds its own Node worker)."""
