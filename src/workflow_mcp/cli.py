@@ -363,22 +363,22 @@ async def _load_and_run(
     then run: one Node process per run."""
     import asyncio
 
-    from .definitions.load import syntax_error
     from .realm.worker import RealmWorker
 
     spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
     await asyncio.sleep(0)
     try:
-        workflow = service.load(target, profile=options.profile, check_syntax=False)
+        pending = service.prepare(target, profile=options.profile)
     except (WorkflowLoadError, WorkflowNotFoundError) as exc:
         with contextlib.suppress(Exception):
             await (await spawn).close()
         _fail(f"invalid workflow: {exc}" if isinstance(exc, WorkflowLoadError) else str(exc))
     worker = await spawn
-    (problem,) = await worker.check([workflow.body])
-    if problem is not None:
+    try:
+        workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
+    except WorkflowLoadError as exc:
         await worker.close()
-        _fail(f"invalid workflow: {syntax_error(workflow.body, workflow.path, problem)}")
+        _fail(f"invalid workflow: {exc}")
     return await _run(service, workflow, provider, args, options, resume_from, policy, mode, worker)
 
 

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from .definitions.discover import DiscoveredWorkflow, Discovery, find_workflows, resolve_workflow
-from .definitions.load import ValidationReport, Workflow, load_workflow, validate_workflow
+from .definitions.load import (
+    PendingWorkflow,
+    ValidationReport,
+    Workflow,
+    load_workflow,
+    prepare_workflow,
+    validate_workflow,
+)
 from .definitions.profile import get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy
 from .engine.nested import ChildCheck
@@ -144,6 +151,25 @@ class WorkflowService:
                 raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
             return load_workflow(str(candidate), profile=prof, check_syntax=check_syntax)
         return resolve_workflow(target, base, self.home, profile=prof).workflow
+
+    def prepare(self, target: str, *, cwd: str | None = None, profile: str | None = None) -> PendingWorkflow:
+        """Like :meth:`load`, leaving V8's syntax check of a file to the caller (the CLI runs it in the
+        run's own worker, so a run starts one Node process, not two); the verdict and its wording are
+        :meth:`load`'s. A name resolves through discovery, which has already checked it.
+
+        Raises:
+            WorkflowNotFoundError: neither a file nor a known name.
+            WorkflowLoadError: the file breaks a static loading rule.
+        """
+        base = cwd or self.cwd
+        prof = get_profile(profile)
+        candidate = Path(base, target).expanduser()
+        looks_like_path = target.endswith(".js") or os.sep in target or target.startswith(".")
+        if candidate.is_file() or looks_like_path:
+            if not candidate.exists():
+                raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
+            return prepare_workflow(str(candidate), profile=prof)
+        return PendingWorkflow.of(resolve_workflow(target, base, self.home, profile=prof).workflow)
 
     # -- runs --------------------------------------------------------------------------------
     def start_run(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from workflow_mcp.definitions._js import Source, parse
+from workflow_mcp.definitions._lexical import Mark, find_marks, marked_text
 from workflow_mcp.definitions._meta import WorkflowMeta, read_meta_statement
 from workflow_mcp.definitions._scan import scan
 from workflow_mcp.definitions.profile import Profile
@@ -38,7 +39,8 @@ __all__ = [
     "WorkflowWarning",
     "analyze_file",
     "analyze_source",
-    "apply_syntax_problem",
+    "apply_syntax_problems",
+    "check_analyses",
     "check_and_collate_bodies",
     "check_bodies",
     "finish",
@@ -126,6 +128,10 @@ class Analysis:
     __slots__ = (
         "body",
         "errors",
+        "mark_positions",
+        "mark_v8_positions",
+        "marked_body",
+        "marks",
         "meta",
         "parse_error",
         "path",
@@ -146,10 +152,27 @@ class Analysis:
         self.warnings: list[WorkflowWarning] = []
         # A tree-sitter error after the meta statement: V8 decides whether the code is really broken.
         self.parse_error: WorkflowLoadError | None = None
+        # Words tree-sitter reads as text; V8 must agree (see _lexical). `marked_body` is the body with
+        # each of them overwritten, compiled after the body itself.
+        self.marks: list[Mark] = []
+        self.marked_body: str | None = None
+        self.mark_positions: list[tuple[int, int]] = []
+        self.mark_v8_positions: list[tuple[int, int]] = []
 
     @property
     def needs_syntax_check(self) -> bool:
-        return not self.errors and self.body is not None
+        # Also when a static rule already refused the file: V8, not tree-sitter, says whether the body
+        # has a syntax error, so every caller reports the same errors in the same order.
+        return self.body is not None
+
+    def syntax_sources(self) -> list[str]:
+        """The texts V8 must compile for this analysis: the body, then the marked body if any (only
+        for a file no static rule refused)."""
+        if self.body is None:
+            return []
+        if self.errors or self.marked_body is None:
+            return [self.body]
+        return [self.body, self.marked_body]
 
     def to_workflow(self) -> Workflow:
         assert self.meta is not None and self.body is not None and not self.errors
@@ -223,12 +246,16 @@ def analyze_source(source: str, profile: Profile, *, label: str | None = None) -
     try:
         data = source.encode("utf-8")
     except UnicodeEncodeError as exc:
+        line_start = source.rfind("\n", 0, exc.start) + 1
+        column = len(source[line_start : exc.start].encode("utf-16-le", "surrogatepass")) // 2 + 1
         analysis.errors.append(
             WorkflowLoadError(
                 "not-utf8",
                 f"the inline source contains the lone surrogate U+{ord(source[exc.start]):04X} at index "
                 f"{exc.start}, which has no UTF-8 form; remove it or pair it",
                 path=label,
+                line=source.count("\n", 0, exc.start) + 1,
+                column=column,
             )
         )
         return analysis
@@ -292,6 +319,7 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
     path = analysis.path
     first_error = _first_error(root) if root.has_error else None
     meta_readable = True
+    meta_range: tuple[int, int] | None = None
     if first_error is not None:
         problem = _parse_error(first_error, src, path)
         first = next((c for c in root.named_children if c.type not in ("comment", "hash_bang_line")), None)
@@ -307,12 +335,8 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
             analysis.errors.append(exc)
         else:
             analysis.meta = statement.meta
-            # The meta statement becomes blank space (line breaks kept, so every position stays put):
-            # Claude Code 2.1.332 extracts it, and `typeof meta` is 'undefined' in the body.
-            at = len(data[: statement.export_start].decode("utf-8"))
-            end = len(data[: statement.statement_end].decode("utf-8"))
-            blank = "".join(ch if ch in "\r\n\u2028\u2029" else " " for ch in analysis.source[at:end])
-            analysis.body = analysis.source[:at] + blank + analysis.source[end:]
+            meta_range = (statement.export_start, statement.statement_end)
+            analysis.body = _body(analysis.source, data, meta_range)
             for message, node in statement.dropped:
                 line, column = src.position(node)
                 analysis.warnings.append(WorkflowWarning("meta-discarded", message, line, column))
@@ -328,6 +352,18 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
                     )
                 )
     profile = analysis.profile
+    if analysis.body is not None and meta_range is not None:
+        marks, static = find_marks(
+            root, src, meta_range=meta_range, import_refused=profile.import_refused_at_load
+        )
+        for html in static:
+            line, column = src.offset_position(html.start)
+            analysis.errors.append(_html_comment_error(html.kind, path, line, column))
+        if marks:
+            analysis.marks = marks
+            analysis.marked_body = _body(marked_text(data, marks).decode("utf-8"), data, meta_range)
+            analysis.mark_positions = [src.offset_position(m.start) for m in marks]
+            analysis.mark_v8_positions = _v8_positions(analysis.source, data, marks)
     for finding in scan(root, src, import_refused=profile.import_refused_at_load, profile=profile.name):
         if finding.error:
             analysis.errors.append(
@@ -340,6 +376,81 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
                 WorkflowWarning(finding.rule, finding.message, finding.line, finding.column)
             )
     _sort(analysis)
+
+
+def _body(text: str, data: bytes, meta_range: tuple[int, int]) -> str:
+    """What the realm executes: ``text`` with the meta statement (Claude Code 2.1.332 extracts it:
+    `typeof meta` is 'undefined' in the body) and a ``#!`` line at the very start (accepted by Claude Code
+    2.1.332 and 2.1.209, measured; after a BOM or anything else it is refused) blanked out. Line breaks stay and every other character becomes as many spaces
+    as it has UTF-16 code units, so every line and column V8 reports is a position in the file."""
+    at = len(data[: meta_range[0]].decode("utf-8"))
+    end = len(data[: meta_range[1]].decode("utf-8"))
+    body = text[:at] + _blank(text[at:end]) + text[end:]
+    if body.startswith("#!"):  # only at the very start: after a BOM or a comment Claude refuses it
+        stop = _LINE_BREAK.search(body)
+        cut = stop.start() if stop else len(body)
+        body = _blank(body[:cut]) + body[cut:]
+    return body
+
+
+def _blank(text: str) -> str:
+    return "".join(ch if ch in "\r\n\u2028\u2029" else ("  " if ord(ch) > 0xFFFF else " ") for ch in text)
+
+
+def _v8_positions(text: str, data: bytes, marks: Sequence[Mark]) -> list[tuple[int, int]]:
+    """``(line, column)`` of each mark as V8 counts them: CR LF, CR, LF, U+2028 and U+2029 end a line;
+    columns in UTF-16 code units, both 1-based."""
+    out: list[tuple[int, int]] = []
+    for mark in marks:
+        before = data[: mark.start].decode("utf-8")
+        lines = _LINE_BREAK.split(before)
+        last = lines[-1]
+        out.append((len(lines), len(last.encode("utf-16-le", "surrogatepass")) // 2 + 1))
+    return out
+
+
+_HTML_COMMENT = {
+    "html-open": "`<!--`",
+    "html-close": "`-->` at the start of a line",
+}
+
+
+def _html_comment_error(
+    kind: str, path: str | None, line: int | None, column: int | None
+) -> WorkflowLoadError:
+    return WorkflowLoadError(
+        "html-comment",
+        f"{_HTML_COMMENT[kind]} opens an HTML-like comment for V8 but is read as operators by Claude "
+        "Code's loader, which refuses or runs it differently (profile claude-code/2.1.332, measured); "
+        "use // or /* */ for comments and spaces between operators",
+        path=path,
+        line=line,
+        column=column,
+    )
+
+
+def _hidden_code_error(mark: Mark, path: str | None, line: int, column: int) -> WorkflowLoadError:
+    if mark.kind == "import-call":
+        return WorkflowLoadError(
+            "dynamic-import",
+            "import() is refused before launch (profile claude-code/2.1.332): the workflow realm has no "
+            "module loader; remove the import and use agent() or args instead",
+            path=path,
+            line=line,
+            column=column,
+        )
+    if mark.kind in _HTML_COMMENT:
+        return _html_comment_error(mark.kind, path, line, column)
+    return WorkflowLoadError(
+        "hidden-code",
+        f"V8 reads this `{mark.kind}` as code, but the loader's static check read it as text inside a "
+        "string, template, regular expression or comment: something before it (an HTML-like comment "
+        "`<!--`, an unusual line break such as U+2028, or another construct JavaScript parsers read "
+        "differently) changes how the file is read. The file is refused; rewrite that construct",
+        path=path,
+        line=line,
+        column=column,
+    )
 
 
 def _sort(analysis: Analysis) -> None:
@@ -404,22 +515,67 @@ def syntax_error(body: str, path: str | None, problem: SyntaxProblem) -> Workflo
     )
 
 
-def apply_syntax_problem(analysis: Analysis, problem: SyntaxProblem | None) -> None:
-    """Stage two with V8's verdict on ``analysis.body``."""
+def apply_syntax_problems(analysis: Analysis, problems: Sequence[SyntaxProblem | None]) -> None:
+    """Stage two with V8's verdicts on ``analysis.syntax_sources()`` (the body, then the marked body).
+
+    A syntax error in the body refuses the file. Otherwise a failure of the marked body means V8 reads
+    one of the marks as code (see ``_lexical``): the first such mark names the rule. A tree-sitter gap
+    V8 accepts is a ``parser-gap`` warning.
+    """
+    problem = problems[0] if problems else None
+    marked = problems[1] if len(problems) > 1 else None
     if problem is not None:
         analysis.errors.append(syntax_error(analysis.body or "", analysis.path, problem))
+    elif analysis.errors:
+        pass  # refused already; a tree-sitter gap V8 accepts is no error
+    elif marked is not None and analysis.marks:
+        index = _mark_at(analysis.mark_v8_positions, marked.line, marked.column)
+        line, column = analysis.mark_positions[index]
+        analysis.errors.append(_hidden_code_error(analysis.marks[index], analysis.path, line, column))
     elif analysis.parse_error is not None:
         error = analysis.parse_error
         analysis.warnings.append(
             WorkflowWarning(
                 "parser-gap",
-                "the tree-sitter grammar could not parse this region although V8 compiles it, so the checks "
-                "for import(), await using and dependency warnings may have missed something here",
+                "the tree-sitter grammar could not parse this region although V8 compiles it; V8 confirmed "
+                "that import() and await using appear nowhere in it",
                 error.line,
                 error.column,
             )
         )
     _sort(analysis)
+
+
+def _mark_at(positions: Sequence[tuple[int, int]], line: int | None, column: int | None) -> int:
+    # V8's error sits on the first mark it reads as code; without a position, blame the first mark.
+    if line is None:
+        return 0
+    where = (line, column or 1)
+    best = 0
+    for i, position in enumerate(positions):
+        if position == where:
+            return i
+        if position <= where:
+            best = i
+    return best
+
+
+def check_analyses(analyses: Sequence[Analysis], names: Sequence[str] | None = None) -> list[str] | None:
+    """Stage two for every analysis that needs it, in one realm call; returns ``names`` sorted with
+    ``localeCompare`` when given (see :func:`check_and_collate_bodies`).
+
+    Raises:
+        RealmError: the Node worker could not run.
+    """
+    pending = pending_bodies(analyses)
+    sources = [a.syntax_sources() for a in pending]
+    flat = [text for group in sources for text in group]
+    problems, ordered = check_and_collate_bodies(flat, names)
+    at = 0
+    for analysis, group in zip(pending, sources, strict=True):
+        apply_syntax_problems(analysis, problems[at : at + len(group)])
+        at += len(group)
+    return ordered
 
 
 _LINE_BREAK = re.compile("\r\n|[\r\n\u2028\u2029]")
@@ -436,8 +592,7 @@ def finish(analyses: Sequence[Analysis], *, check_syntax: bool) -> None:
     """Stage two for ``analyses``: one realm call compiles every body still in question."""
     pending = pending_bodies(analyses) if check_syntax else []
     if pending:
-        for analysis, problem in zip(pending, check_bodies([a.body or "" for a in pending]), strict=True):
-            apply_syntax_problem(analysis, problem)
+        check_analyses(pending)
     checked = {id(a) for a in pending}
     for analysis in analyses:
         if id(analysis) not in checked:

@@ -32,8 +32,7 @@ from workflow_mcp.definitions._analysis import (
     Analysis,
     Workflow,
     analyze_file,
-    apply_syntax_problem,
-    check_and_collate_bodies,
+    check_analyses,
     finish_unchecked,
     pending_bodies,
 )
@@ -209,9 +208,7 @@ def _discover(
     analyses = [c.analysis for c in candidates]
     pending = pending_bodies(analyses) if check_syntax else []
     names = sorted({a.meta.name for a in analyses if a.meta is not None}) if sort else None
-    problems, ordered_names = check_and_collate_bodies([a.body or "" for a in pending], names)
-    for analysis, problem in zip(pending, problems, strict=True):
-        apply_syntax_problem(analysis, problem)
+    ordered_names = check_analyses(pending, names)
     checked = {id(a) for a in pending}
     for analysis in analyses:
         if id(analysis) not in checked:

@@ -37,6 +37,8 @@ Positions are 1-based; columns count UTF-16 code units (as V8 and editors using 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from workflow_mcp.definitions._analysis import (
     Analysis,
@@ -45,19 +47,25 @@ from workflow_mcp.definitions._analysis import (
     WorkflowWarning,
     analyze_file,
     analyze_source,
+    apply_syntax_problems,
     finish,
     syntax_error,
 )
 from workflow_mcp.definitions._meta import Phase, WorkflowMeta
 from workflow_mcp.definitions.profile import Profile, get_profile
 
+if TYPE_CHECKING:
+    from workflow_mcp.realm.worker import SyntaxProblem
+
 __all__ = [
+    "PendingWorkflow",
     "Phase",
     "ValidationReport",
     "Workflow",
     "WorkflowMeta",
     "WorkflowWarning",
     "load_workflow",
+    "prepare_workflow",
     "syntax_error",
     "validate_workflow",
 ]
@@ -104,6 +112,72 @@ def validate_workflow(
         RealmError: the Node worker needed for the syntax check could not run.
     """
     return _analyze_one(path, source, _profile(profile), check_syntax=check_syntax).report()
+
+
+class PendingWorkflow:
+    """A workflow that passed every static rule and waits for V8's verdict on :attr:`sources`.
+
+    For callers that compile in a realm worker of their own (the CLI checks the syntax in the run's
+    worker, so a run starts one Node process): compile each of ``sources`` as
+    :func:`workflow_mcp.realm.worker.check_syntax` does, then call :meth:`complete` with the verdicts.
+    The verdict and its wording are exactly :func:`load_workflow`'s.
+    """
+
+    __slots__ = ("_analysis", "_workflow")
+
+    def __init__(self, analysis: Analysis | None = None, workflow: Workflow | None = None) -> None:
+        self._analysis = analysis
+        self._workflow = workflow
+
+    @classmethod
+    def of(cls, workflow: Workflow) -> PendingWorkflow:
+        """An already checked workflow (``sources`` is empty; :meth:`complete` returns it)."""
+        return cls(workflow=workflow)
+
+    @property
+    def sources(self) -> list[str]:
+        """The texts to compile: the body, and a marked copy when V8 must confirm what is code."""
+        return self._analysis.syntax_sources() if self._analysis is not None else []
+
+    def complete(self, problems: Sequence[SyntaxProblem | None]) -> Workflow:
+        """The loaded workflow, given V8's verdict on each of :attr:`sources` (in order).
+
+        Raises:
+            WorkflowLoadError: V8 refused the body, or read as code what the static checks read as text.
+        """
+        if self._workflow is not None:
+            return self._workflow
+        analysis = self._analysis
+        assert analysis is not None
+        apply_syntax_problems(analysis, problems)
+        if analysis.errors:
+            raise analysis.errors[0]
+        self._workflow = analysis.to_workflow()
+        return self._workflow
+
+
+def prepare_workflow(
+    path: StrPath | None = None, *, source: str | None = None, profile: Profile | str | None = None
+) -> PendingWorkflow:
+    """Stage one of :func:`load_workflow`: every rule but V8's, which the caller runs (see
+    :class:`PendingWorkflow`). Arguments as for :func:`load_workflow`.
+
+    Raises:
+        WorkflowNotFoundError: the path does not exist or is not a readable regular file.
+        WorkflowLoadError: the meta statement itself breaks a rule (other static errors are raised
+            by :meth:`PendingWorkflow.complete`, after V8's verdict, in source order).
+        ValueError: neither ``path`` nor ``source`` was given.
+    """
+    prof = _profile(profile)
+    if source is not None:
+        analysis = analyze_source(source, prof, label=os.fspath(path) if path is not None else None)
+    elif path is not None:
+        analysis = analyze_file(os.fspath(path), prof)
+    else:
+        raise ValueError("prepare_workflow() needs a path or source=")
+    if not analysis.needs_syntax_check:
+        raise analysis.errors[0]
+    return PendingWorkflow(analysis)
 
 
 def _profile(profile: Profile | str | None) -> Profile:

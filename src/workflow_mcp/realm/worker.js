@@ -394,10 +394,8 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       resolve(undefined)
     },
     setBudget(t, s) { total = t; spent = s },
-    importError(specifier) {
-      return new TypeErrorCtor('import(' + JSONstringify(specifier) + ') is not available in workflows: the ' +
-        'realm has no module loader (profile ' + LIMITS.profile + '); use agent() for work and args for data')
-    },
+    // Claude Code 2.1.209 (measured): import() rejects with an Error reading exactly this.
+    importError() { return new ErrorCtor('import() is not available in workflow scripts.') },
     idle() { return apply(mapSize, pending, []) === 0 },
     setLimits(maxFanoutItems, profile) { LIMITS.maxFanoutItems = maxFanoutItems; LIMITS.profile = profile },
     setArgs(text) {
@@ -425,16 +423,16 @@ const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, 
 const CHILD_TAIL = '\n})() })'
 
 // Dynamic import() (profile claude-code/2.1.209 launches files that use it; 2.1.332 refuses them at
-// load, but a static scan can be fooled) rejects with a TypeError made *inside* the realm. Without
+// load, but a static scan can be fooled) rejects with an Error made *inside* the realm. Without
 // this callback Node rejects with an error from the worker's own realm, whose constructor chain
 // reaches the worker's Function and `process`. Node honours the callback only when the worker runs
 // with --experimental-vm-modules (worker.py passes it); the rejection settles on a later host turn,
 // so the realm's microtasks are flushed once more then and the deadlock check waits for it.
 let importsInFlight = 0
-function refuseImport(specifier) {
+function refuseImport() {
   importsInFlight++
   setImmediate(() => { importsInFlight--; if (!finished) guarded(() => {}) })
-  throw api.importError(typeof specifier === 'string' ? specifier : '')
+  throw api.importError()
 }
 
 function compile(head, body, tail, filename) {

@@ -1045,15 +1045,15 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> tuple[str, str | None, str]:
         """``(source_hash, file, label)`` of what workflow_run would run, cheaply (no V8)."""
         if script is not None:
-            inline = await anyio.to_thread.run_sync(
-                lambda: self.service.load_source(script, check_syntax=False)
-            )
+            inline = await anyio.to_thread.run_sync(lambda: self.service.load_source(script))
             return inline.source_hash, None, f"{inline.meta.name!r} (inline script)"
         if path is None and name is None:
             assert resume is not None
             workflow = await anyio.to_thread.run_sync(self.service.load_stored, resume)
             return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} (stored source of {resume})"
-        workflow, _ = await self._load(name, path, None, cwd, check_syntax=False)
+        # With V8's verdict, so a file validate accepts is never refused here (the verdict is cached,
+        # so the load that follows compiles nothing again).
+        workflow, _ = await self._load(name, path, None, cwd)
         return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} ({workflow.path})"
 
     # -- notifications ----------------------------------------------------------------------

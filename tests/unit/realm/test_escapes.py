@@ -14,7 +14,9 @@ The probe reports one of:
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,9 +245,13 @@ def assert_host_unaffected(outcome: Outcome) -> None:
     assert (again.status, again.result) == ("completed", "still fine")
 
 
+PROFILES = ["claude-code/2.1.332", "claude-code/2.1.209"]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize(("snippet", "expected"), ESCAPES)
-def test_an_escape_attempt_is_contained_inside_the_realm(snippet: str, expected: str) -> None:
-    outcome = run_source(PROBE + f"const __r = probe(() => {snippet})\nreturn __r")
+def test_an_escape_attempt_is_contained_inside_the_realm(snippet: str, expected: str, profile: str) -> None:
+    outcome = run_source(PROBE + f"const __r = probe(() => {snippet})\nreturn __r", profile=profile)
     assert outcome.status == "completed", outcome.error
     assert not str(outcome.result).startswith("LEAK"), outcome.result
     assert outcome.result == expected
@@ -353,6 +359,131 @@ def test_an_error_raised_in_the_host_never_reaches_workflow_code(body: str) -> N
     # contained: nothing foreign was thrown, or what was thrown is a realm error (its constructor
     # chain ends at the realm's Function, which refuses code generation)
     assert outcome.result in ("contained", "threw:RangeError", "threw:Error"), outcome.result
+    assert_host_unaffected(outcome)
+
+
+# -- dynamic import(), with the loader's refusal out of the way ------------------------------------
+# 2.1.209 launches files that use import(); under 2.1.332 a static check that was fooled would do the
+# same. Either way the rejection must be a realm error: these bodies bypass the loader entirely.
+
+IMPORT_MESSAGE = "import() is not available in workflow scripts."  # Claude Code 2.1.209, measured
+CAUGHT = "(async () => {{ try {{ await import('node:child_process') }} catch (e) {{ return {} }} }})()"
+
+IMPORT_ESCAPES = [
+    pytest.param(
+        CAUGHT.format("probe(() => e.constructor.constructor('return process')())"),
+        CODEGEN,
+        id="rejection.constructor",
+    ),
+    pytest.param(CAUGHT.format("probe(() => e)"), "ok:object", id="rejection-is-a-realm-object"),
+    pytest.param(
+        CAUGHT.format("[e instanceof Error, e.name, e.message]"),
+        ["ok", True, "Error", IMPORT_MESSAGE],
+        id="rejection-like-claude",
+    ),
+    pytest.param(CAUGHT.format(f"({WALK})(e)"), "object,object", id="walk-rejection"),
+    pytest.param(
+        "(() => { const p = import('x'); p.catch(() => {}); return probe(() => p) })()",
+        "ok:object",
+        id="import-promise",
+    ),
+    pytest.param(
+        f"(() => {{ const p = import('x'); p.catch(() => {{}}); return ({WALK})(p) }})()",
+        "TypeError,object",
+        id="walk-import-promise",
+    ),
+    pytest.param(
+        "new Promise((resolve) => setTimeout(async () => { try { await import('x') } catch (e) {"
+        " resolve(probe(() => e.constructor.constructor('return process')())) } }, 1))",
+        CODEGEN,
+        id="from-a-timer-callback",
+    ),
+    pytest.param(
+        "agent('x').then(async () => { try { await import('x') } catch (e) {"
+        " return probe(() => e.constructor.constructor('return process')()) } })",
+        CODEGEN,
+        id="from-an-agent-continuation",
+    ),
+    pytest.param(
+        "parallel([async () => { try { await import('x') } catch (e) {"
+        " return probe(() => e.constructor.constructor('return process')()) } }]).then((r) => r[0])",
+        CODEGEN,
+        id="from-a-parallel-thunk",
+    ),
+    pytest.param("import('x').then(() => 'loaded', () => 'rejected')", "rejected", id="then-settles"),
+]
+
+
+def unchecked(body: str, profile: str = "claude-code/2.1.332") -> Any:
+    """A workflow whose body never went through the loader's static checks (as if they were fooled)."""
+    return dataclasses.replace(workflow("return 1"), body=body, profile=profile)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("snippet", "expected"), IMPORT_ESCAPES)
+def test_a_dynamic_import_rejects_with_a_realm_error_even_past_the_loader(
+    snippet: str, expected: Any, profile: str
+) -> None:
+    outcome = run_source(
+        unchecked(PROBE + f"const __r = await {snippet}\nreturn __r", profile), profile=profile
+    )
+    assert outcome.status == "completed", outcome.error
+    result = outcome.result
+    if isinstance(expected, list):
+        assert result == expected[1:]
+    else:
+        assert result == expected
+    assert_host_unaffected(outcome)
+
+
+def test_the_import_rejection_s_stack_frames_expose_no_host_function_or_receiver() -> None:
+    # The rejection is made while the worker's own import hook is on the stack.
+    body = (
+        "let frames = []\n"
+        "Error.prepareStackTrace = (e, f) => { frames = f; return 'formatted' }\n"
+        "let stack\n"
+        "try { await import('x') } catch (e) { stack = e.stack }\n"
+        "delete Error.prepareStackTrace\n"
+        "return { stack, frames: frames.length, exposed: frames.filter((f) =>\n"
+        "  f.getFunction() !== undefined || f.getThis() !== undefined).map((f) => f.getFileName()) }"
+    )
+    outcome = run_source(unchecked(body))
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result["stack"] == "formatted" and outcome.result["frames"] > 0
+    assert outcome.result["exposed"] == []
+    assert_host_unaffected(outcome)
+
+
+def test_an_uncaught_dynamic_import_fails_the_run_with_claudes_message() -> None:
+    outcome = run_source(unchecked("await import('node:fs')\nreturn 1"))
+    assert outcome.status == "failed"
+    assert IMPORT_MESSAGE in str(outcome.error)
+    assert_host_unaffected(outcome)
+
+
+def test_a_pending_import_rejection_is_not_mistaken_for_a_deadlock() -> None:
+    outcome = run_source(unchecked("return await import('x').catch(() => 'settled')"))
+    assert (outcome.status, outcome.result) == ("completed", "settled")
+
+
+def test_a_real_deadlock_after_an_import_is_still_detected() -> None:
+    outcome = run_source(unchecked("import('x').catch(() => {})\nawait new Promise(() => {})\nreturn 1"))
+    assert outcome.status == "failed"
+    assert "nothing will ever settle" in str(outcome.error)
+
+
+def test_a_dynamic_import_in_a_nested_child_is_contained(tmp_path: Path) -> None:
+    # Under 2.1.209 the child loads (import() is a warning there) and runs its import().
+    (tmp_path / "child.js").write_text(
+        "export const meta = { name: 'child', description: 'imports' }\n"
+        "try { await import('node:fs') } catch (e) {\n"
+        "  try { return e.constructor.constructor('return process')().pid } catch (x) { return x.name }\n"
+        "}\n"
+    )
+    parent = workflow("return await workflow({ scriptPath: 'child.js' })")
+    parent = dataclasses.replace(parent, profile="claude-code/2.1.209")
+    outcome = run_source(parent, profile="claude-code/2.1.209", cwd=str(tmp_path))
+    assert (outcome.status, outcome.result) == ("completed", "EvalError"), outcome.error
     assert_host_unaffected(outcome)
 
 
