@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .definitions.discover import DiscoveredWorkflow, Discovery, find_workflows, resolve_workflow
+from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
 from .definitions.load import (
     PendingWorkflow,
     ValidationReport,
@@ -114,21 +114,34 @@ class WorkflowService:
         ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`."""
         return validate_workflow(path, source=source, profile=get_profile(profile), check_syntax=check_syntax)
 
-    def list_workflows(self, cwd: str | None = None) -> Discovery:
-        """Personal and project workflows visible from ``cwd`` (Claude's precedence and order)."""
-        return find_workflows(cwd or self.cwd, self.home)
+    def list_workflows(self, cwd: str | None = None, *, reachable: Reachable | None = None) -> Discovery:
+        """Personal and project workflows visible from ``cwd`` (Claude's precedence and order).
+        ``reachable`` (a predicate on real paths) skips, unread, what it refuses (an MCP server's file
+        scope)."""
+        return find_workflows(cwd or self.cwd, self.home, reachable=reachable)
 
     def find_workflow(
-        self, name: str, *, cwd: str | None = None, profile: str | None = None, check_syntax: bool = True
+        self,
+        name: str,
+        *,
+        cwd: str | None = None,
+        profile: str | None = None,
+        check_syntax: bool = True,
+        reachable: Reachable | None = None,
     ) -> DiscoveredWorkflow:
         """The workflow ``name`` (exact, case-sensitive) resolves to from ``cwd`` by discovery alone,
-        never a file path.
+        never a file path; ``reachable`` as in :meth:`list_workflows`.
 
         Raises:
-            WorkflowNotFoundError: nothing visible has that name.
+            WorkflowNotFoundError: nothing visible (and reachable) has that name.
         """
         return resolve_workflow(
-            name, cwd or self.cwd, self.home, profile=get_profile(profile), check_syntax=check_syntax
+            name,
+            cwd or self.cwd,
+            self.home,
+            profile=get_profile(profile),
+            check_syntax=check_syntax,
+            reachable=reachable,
         )
 
     def load(

@@ -6,7 +6,10 @@ the same child gets its own synthetic phase: ``▸ name``, then ``▸ name #2``,
 Unknown names, unreadable paths, invalid children and children a :class:`ChildCheck` refuses raise,
 which rejects the parent's call.
 
-A child is read from its real path (symbolic links resolved), the path the check was asked about. A
+A child is read from its real path (symbolic links resolved), the path the check was asked about; a
+child by name is found by a discovery that reads only the files the check allows (so a not-found message
+never names one it refuses). Resolution reads files and may compile them in V8: the coordinator runs it
+in a worker thread, one call at a time in call order (so ``#2`` numbering follows the calls). A
 load error about a file that is not a workflow source quotes nothing of it
 (:mod:`workflow_mcp.definitions.disclosure`), so ``workflow({scriptPath: args.path})`` in a trusted
 workflow cannot be used to read other files through the rejection message.
@@ -15,11 +18,12 @@ workflow cannot be used to read other files through the rejection message.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..definitions.profile import Profile
-from ..errors import WorkflowLoadError, WorkflowNotFoundError
+from ..errors import WorkflowLoadError, WorkflowMcpError, WorkflowNotFoundError
 
 __all__ = ["ChildCheck", "ChildResolver", "ChildWorkflow"]
 
@@ -29,11 +33,16 @@ class ChildCheck(Protocol):
     MCP server passes its file scope and source approval here; the engine itself allows everything)."""
 
     def readable(self, path: str) -> None:
-        """Raise a ``WorkflowMcpError`` when the file at ``path`` (a real path) may not be read."""
+        """Raise a ``WorkflowMcpError`` when the file or directory at ``path`` (a real path) may not be read
+        (discovery also asks about each workflow directory and file before listing or reading it)."""
 
     def runnable(self, name: str, path: str, source_hash: str) -> None:
         """Raise a ``WorkflowMcpError`` when the loaded child (``path`` real, ``source_hash`` SHA-256 of
         its bytes) may not run."""
+
+    def not_found(self, error: WorkflowNotFoundError) -> WorkflowMcpError:
+        """The error to raise when no readable definition has the child's name (``error`` is
+        discovery's; the host may add where names resolve)."""
 
 
 @dataclass(frozen=True)
@@ -64,39 +73,65 @@ class ChildResolver:
         from ..definitions.discover import resolve_workflow
         from ..definitions.load import load_workflow
 
-        path = ""
-        real = ""
+        check = self.check
         if "scriptPath" in target:
             path = os.path.join(self.cwd, os.path.expanduser(str(target["scriptPath"])))
             real = os.path.realpath(path)
-            if self.check is not None:
-                self.check.readable(real)
+            if check is not None:
+                check.readable(real)
             if not os.path.isfile(real):
                 raise WorkflowNotFoundError(
                     f"workflow scriptPath {target['scriptPath']!r} is not a readable file"
                 )
-        try:
-            if "scriptPath" in target:
+            try:
                 wf = load_workflow(real, profile=self.profile)
-            else:
+            except WorkflowLoadError as exc:
+                shown = _quotable(exc, real, self.profile)
+                raise WorkflowLoadError(
+                    shown.rule,
+                    f"nested workflow: {shown.detail}",
+                    path=shown.path,
+                    line=shown.line,
+                    column=shown.column,
+                ) from None
+        else:
+            # Discovery reads only what the check allows, so an unreadable file is neither a candidate
+            # nor named in a not-found message; invalid files are diagnostics there, never raised.
+            try:
                 wf = resolve_workflow(
-                    str(target.get("name", "")), self.cwd, self.home, profile=self.profile
+                    str(target.get("name", "")),
+                    self.cwd,
+                    self.home,
+                    profile=self.profile,
+                    reachable=None if check is None else _reachable(check),
                 ).workflow
-                path = str(wf.path)
-                real = os.path.realpath(path)
-                if self.check is not None:
-                    self.check.readable(real)
-        except WorkflowLoadError as exc:
-            exc = _quotable(exc, real, self.profile)
-            raise WorkflowLoadError(
-                exc.rule, f"nested workflow: {exc.detail}", path=exc.path, line=exc.line, column=exc.column
-            ) from None
+            except WorkflowNotFoundError as exc:
+                if check is None:
+                    raise
+                raise check.not_found(exc) from None
+            path = str(wf.path)
+            real = os.path.realpath(path)
+            if check is not None:
+                check.readable(real)  # the same answer unless a link changed since discovery asked
         if self.check is not None:
             self.check.runnable(wf.meta.name, real, wf.source_hash)
         n = self._calls.get(wf.meta.name, 0) + 1
         self._calls[wf.meta.name] = n
         phase = f"▸ {wf.meta.name}" if n == 1 else f"▸ {wf.meta.name} #{n}"
         return ChildWorkflow(name=wf.meta.name, phase=phase, body=wf.body, path=path)
+
+
+def _reachable(check: ChildCheck) -> Callable[[str], bool]:
+    """``check.readable`` as the predicate discovery takes."""
+
+    def reachable(path: str) -> bool:
+        try:
+            check.readable(path)
+        except WorkflowMcpError:
+            return False
+        return True
+
+    return reachable
 
 
 def _quotable(exc: WorkflowLoadError, path: str, profile: Profile) -> WorkflowLoadError:

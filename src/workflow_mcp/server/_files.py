@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import PathRefusedError, SourceNotApprovedError
+from ..errors import PathRefusedError, SourceNotApprovedError, WorkflowMcpError, WorkflowNotFoundError
 from ._policy import SourceTrust
 
 __all__ = ["ChildGate", "FileScope"]
@@ -74,6 +74,17 @@ class FileScope:
         if self.confined and not any(_inside(real, root) for root in self.roots):
             raise PathRefusedError("outside-roots", shown or real, roots=self.roots)
 
+    def not_found(self, error: WorkflowNotFoundError) -> WorkflowNotFoundError:
+        """``error`` (discovery found no reachable definition of a name), saying where names resolve when
+        the scope is confined: a workflow outside the roots (e.g. a personal one) is invisible, not
+        refused, so that its existence is not disclosed."""
+        if not self.confined:
+            return error
+        return WorkflowNotFoundError(
+            f"{error}; over HTTP only workflows inside this server's project roots ({', '.join(self.roots)}) "
+            "are visible [outside-roots]"
+        )
+
     def allows(self, path: str) -> bool:
         """Whether ``path`` (symbolic links resolved here) may be reached."""
         try:
@@ -98,3 +109,6 @@ class ChildGate:
     def runnable(self, name: str, path: str, source_hash: str) -> None:
         if not self.trust.allows(source_hash, path):
             raise SourceNotApprovedError(name, path, source_hash, nested=True)
+
+    def not_found(self, error: WorkflowNotFoundError) -> WorkflowMcpError:
+        return self.scope.not_found(error)

@@ -991,40 +991,30 @@ class WorkflowMcpServer(MCPServer[Any]):
             raise shown.errors[0] from None
 
     def _resolve_name(self, name: str, base: str, check_syntax: bool) -> DiscoveredWorkflow:
-        """The workflow ``name`` resolves to from ``base`` by discovery, when its file is in scope. Over HTTP
-        an inside definition always beats an outside one (project beats personal, nearer beats farther),
-        so a winner outside the roots means no definition inside them."""
+        """The workflow ``name`` resolves to from ``base`` by discovery. Discovery reads only what the file
+        scope allows (over HTTP nothing outside the project roots, e.g. no personal workflow; never the
+        state directory), so neither the winner nor a not-found message involves any other file.
+
+        Raises:
+            WorkflowNotFoundError: no reachable definition (over HTTP the message says where names resolve).
+        """
         try:
-            found = self.service.find_workflow(name, cwd=base, check_syntax=check_syntax)
-        except WorkflowNotFoundError:
-            if not self.scope.confined:
-                raise
-            found = None  # the message may name workflows outside the roots
-        if found is not None and self.scope.allows(found.path):
-            return found
-        if found is not None and not self.scope.confined:
-            raise WorkflowNotFoundError(
-                f"workflow {name!r} resolves to a file in the server's state directory ({self.scope.state_dir}), "
-                "which no tool may reach [state-dir]"
+            return self.service.find_workflow(
+                name, cwd=base, check_syntax=check_syntax, reachable=self.scope.allows
             )
-        raise WorkflowNotFoundError(
-            f"no workflow named {name!r} is visible from {base} inside this server's project roots "
-            f"({', '.join(self.scope.roots)}) [outside-roots]"
-        )
+        except WorkflowNotFoundError as exc:
+            raise self.scope.not_found(exc) from None
 
     def _discover(self, base: str) -> tuple[list[DiscoveredWorkflow], list[Diagnostic]]:
-        """Discovery from ``base``, keeping what is in scope; an invalid file that is not a workflow source
-        is reported without quoting it."""
-        found = self.service.list_workflows(base)
-        workflows = [w for w in found.workflows if self.scope.allows(w.path)]
+        """Discovery from ``base`` of what the file scope allows; an invalid file that is not a workflow
+        source is reported without quoting it."""
+        found = self.service.list_workflows(base, reachable=self.scope.allows)
         diagnostics = []
         for d in found.diagnostics:
-            if not self.scope.allows(d.path):
-                continue
             if d.kind == "invalid" and (quiet := self._unquoted(d.path)) is not None:
                 d = Diagnostic(d.path, d.kind, quiet)
             diagnostics.append(d)
-        return workflows, diagnostics
+        return found.workflows, diagnostics
 
     def _unquoted(self, path: str) -> str | None:
         """``None`` when the invalid file ``path`` is a workflow source (its diagnostic may quote it);

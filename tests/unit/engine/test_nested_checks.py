@@ -11,7 +11,13 @@ import pytest
 
 from workflow_mcp.definitions.profile import get_profile
 from workflow_mcp.engine.nested import ChildResolver
-from workflow_mcp.errors import SourceNotApprovedError, WorkflowLoadError
+from workflow_mcp.errors import (
+    PathRefusedError,
+    SourceNotApprovedError,
+    WorkflowLoadError,
+    WorkflowMcpError,
+    WorkflowNotFoundError,
+)
 
 CHILD = "export const meta = { name: 'child', description: 'c' }\nreturn 1\n"
 
@@ -19,17 +25,23 @@ CHILD = "export const meta = { name: 'child', description: 'c' }\nreturn 1\n"
 class Recorder:
     """A ChildCheck that records what it was asked and refuses what it is told to."""
 
-    def __init__(self, refuse_run: bool = False) -> None:
+    def __init__(self, refuse_run: bool = False, refuse_under: Path | None = None) -> None:
         self.asked: list[tuple[str, ...]] = []
         self.refuse_run = refuse_run
+        self.refuse_under = refuse_under
 
     def readable(self, path: str) -> None:
         self.asked.append(("readable", path))
+        if self.refuse_under is not None and Path(path).is_relative_to(self.refuse_under):
+            raise PathRefusedError("outside-roots", path, roots=("the project",))
 
     def runnable(self, name: str, path: str, source_hash: str) -> None:
         self.asked.append(("runnable", name, path, source_hash))
         if self.refuse_run:
             raise SourceNotApprovedError(name, path, source_hash, nested=True)
+
+    def not_found(self, error: WorkflowNotFoundError) -> WorkflowMcpError:
+        return WorkflowNotFoundError(f"{error} (as the recorder sees it)")
 
 
 def test_a_script_path_child_is_checked_by_its_real_path_before_reading_and_by_hash_before_running(
@@ -59,3 +71,28 @@ def test_a_child_that_is_not_a_workflow_source_is_refused_without_quoting_it(tmp
         ChildResolver(str(tmp_path), None, get_profile(None)).resolve({"scriptPath": "secret.txt"})
     assert caught.value.rule == "meta-first-statement" and "TOPSECRET" not in str(caught.value)
     assert "nested workflow: the file is not a workflow source" in str(caught.value)
+
+
+def test_a_child_by_name_is_found_only_among_the_files_the_check_allows(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    personal = home / ".claude" / "workflows"
+    personal.mkdir(parents=True)
+    (personal / "child.js").write_text(CHILD)
+    (personal / "broken.js").write_text("export const meta = { name: 'child', description: TOPSECRET }\n")
+    (project / ".git").mkdir(parents=True)
+    check = Recorder(refuse_under=home)
+    resolver = ChildResolver(str(project), str(home), get_profile(None), check)
+    with pytest.raises(WorkflowNotFoundError) as caught:
+        resolver.resolve({"name": "child"})
+    message = str(caught.value)
+    assert message.endswith("(as the recorder sees it)") and "no workflow named 'child'" in message
+    assert str(home) not in message and "TOPSECRET" not in message
+    # Asked about the personal directory and refused it, so none of its files was listed or read.
+    assert ("readable", str(personal.resolve())) in check.asked
+    assert not any(str(personal / "child.js") in entry for entry in check.asked)
+    # The same name in the project is found, and asked about before it runs.
+    project_child = project / ".claude" / "workflows" / "child.js"
+    project_child.parent.mkdir(parents=True)
+    project_child.write_text(CHILD)
+    assert resolver.resolve({"name": "child"}).path == str(project_child)
+    assert check.asked[-1][:3] == ("runnable", "child", str(project_child.resolve()))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcp_kit import Env, call, connect, data
+from mcp_kit import Env, call, connect, data, text
 
 pytestmark = pytest.mark.anyio
 
@@ -111,3 +111,20 @@ async def test_a_child_that_is_not_a_workflow_source_is_reported_without_quoting
     assert out["status"] == "failed"
     message = out["error"]["message"]
     assert "nested workflow: the file is not a workflow source" in message and "TOPSECRET" not in message
+
+
+async def test_a_confined_server_never_names_or_quotes_a_personal_definition_of_a_childs_name(
+    env: Env,
+) -> None:
+    trusted, parent, _ = layout(env)
+    personal = env.home / ".claude" / "workflows" / "helper.js"
+    personal.parent.mkdir(parents=True)
+    personal.write_text("export const meta = { name: 'helper', description: 'h' }\nconst = TOPSECRET\n")
+    server = env.server(trust=(str(trusted),), confined=True)
+    out = await run_parent(env, server, parent)
+    async with connect(server) as c:
+        top = await call(c, "workflow_validate", {"name": "helper"})
+    assert out["status"] == "failed" and top.is_error
+    for message in (out["error"]["message"], text(top)):
+        assert "no workflow named 'helper'" in message and "[outside-roots]" in message, message
+        assert "TOPSECRET" not in message and str(env.home) not in message, message
