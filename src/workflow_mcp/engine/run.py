@@ -234,6 +234,8 @@ class _Run:
             tempfile.gettempdir(), "workflow-mcp-worktrees"
         )
         self.children = ChildResolver(self.cwd, options.home, self.profile)
+        # One child resolution at a time, in call order (asyncio.Lock is FIFO), off the event loop.
+        self.children_lock = asyncio.Lock()
         self.admitted = 0
         self.agent_seq = 0
         self.seen_phases: set[str] = set()
@@ -506,7 +508,10 @@ class _Run:
     async def _workflow(self, msg: dict[str, Any]) -> dict[str, Any]:
         target = msg.get("target") or {}
         try:
-            child = self.children.resolve(target)
+            # Discovery and the V8 check read files and start Node: never on the loop other runs and
+            # every MCP client share.
+            async with self.children_lock:
+                child = await asyncio.to_thread(self.children.resolve, target)
         except WorkflowMcpError as exc:
             return {
                 "t": "result",

@@ -4,13 +4,16 @@ anything."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import threading
 from pathlib import Path
 
 import pytest
 
 from workflow_mcp.definitions.profile import get_profile
 from workflow_mcp.engine.nested import ChildResolver
+from workflow_mcp.engine.run import RunOptions, run_workflow
 from workflow_mcp.errors import (
     PathRefusedError,
     SourceNotApprovedError,
@@ -18,6 +21,9 @@ from workflow_mcp.errors import (
     WorkflowMcpError,
     WorkflowNotFoundError,
 )
+from workflow_mcp.providers import FakeProvider
+
+from helpers import arun, finish, workflow
 
 CHILD = "export const meta = { name: 'child', description: 'c' }\nreturn 1\n"
 
@@ -96,3 +102,43 @@ def test_a_child_by_name_is_found_only_among_the_files_the_check_allows(tmp_path
     project_child.write_text(CHILD)
     assert resolver.resolve({"name": "child"}).path == str(project_child)
     assert check.asked[-1][:3] == ("runnable", "child", str(project_child.resolve()))
+
+
+class HeldRead:
+    """A ChildCheck whose first ``readable`` waits (bounded) until the test releases it: the test can
+    release it only while the event loop is free, so ``held_the_loop`` says where resolution ran."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.held_the_loop = False
+
+    def readable(self, path: str) -> None:
+        if not self.entered.is_set():
+            self.entered.set()
+            self.held_the_loop = not self.release.wait(10)
+
+    def runnable(self, name: str, path: str, source_hash: str) -> None:
+        return None
+
+    def not_found(self, error: WorkflowNotFoundError) -> WorkflowMcpError:
+        return error
+
+
+def test_resolving_a_child_leaves_the_event_loop_free_for_everything_else(tmp_path: Path) -> None:
+    (tmp_path / "child.js").write_text(CHILD)
+    check = HeldRead()
+
+    async def scenario() -> str:
+        handle = run_workflow(
+            workflow("return await workflow({ scriptPath: 'child.js' })"),
+            provider=FakeProvider(),
+            options=RunOptions(cwd=str(tmp_path)),
+            child_check=check,
+        )
+        assert await asyncio.to_thread(check.entered.wait, 15)
+        check.release.set()  # reached only while the check waits in a worker thread
+        return (await finish(handle)).status
+
+    assert arun(scenario()) == "completed"
+    assert not check.held_the_loop
