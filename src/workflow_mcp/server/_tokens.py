@@ -7,7 +7,9 @@ bits, always does):
    in one case counts 4 bits a character (32 hex digits at least); one drawn from base64 or base64url
    (letters of both cases, digits, ``-_+/``) counts 6 (22 characters at least); anything else counts
    ``log2`` of the character classes it uses (lower case 26, upper case 26, digits 10, punctuation 32).
-   Letters of one case alone look like words and are refused whatever the length.
+   Letters of one case alone look like words and are refused whatever the length. Hex digits grouped
+   by separators (``-``, ``:``, ``.``, ``_``) count their digits only, and a UUID is refused outright: a
+   version-4 UUID carries 122 random bits (RFC 9562 fixes six), other versions fewer.
 2. **By what is left after obvious patterns** — characters that continue a run (``aaa``, ``abc``,
    ``987``), repeat an earlier three-character chunk (``abcabc``) or sit inside a common password word
    (``password``, ``secret``, ``token``…) count 1 bit; the rest count as in 1. The estimate must reach
@@ -15,12 +17,14 @@ bits, always does):
    length pass and ``Password1234567890Abcdefg`` does not.
 
 This is a sanity check against hand-typed and placeholder tokens, not a proof: a token is only as good as
-its source. Generate one with ``python3 -c 'import secrets; print(secrets.token_urlsafe(32))'``.
+its source. (Password meters such as zxcvbn model human choices and credit a random character about 3.3
+bits, so they cannot vouch for 128 bits; they would refuse ``secrets.token_urlsafe(16)``.) Generate one with ``python3 -c 'import secrets; print(secrets.token_urlsafe(32))'``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import string
 
 __all__ = ["MIN_PATTERN_BITS", "MIN_TOKEN_BITS", "TOKEN_RULE", "token_problem"]
@@ -68,6 +72,16 @@ _COMMON = (
     "workflow",
 )
 _WORD_BITS = math.log2(len(_COMMON))
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_SEPARATORS = str.maketrans("", "", "-:._")
+
+
+def _entropic(token: str) -> str:
+    """The characters that carry the token's entropy: grouped hex digits without their separators."""
+    digits = token.translate(_SEPARATORS)
+    if digits != token and digits and (set(digits) <= _HEX_LOWER or set(digits) <= _HEX_UPPER):
+        return digits
+    return token
 
 
 def _alphabet(token: str) -> int:
@@ -112,14 +126,19 @@ def token_problem(token: str) -> str | None:
         return "a token is printable characters without spaces"
     if token.isalpha() and (token.islower() or token.isupper()):
         return f"this one is {len(token)} letters of one case, which reads like words; {TOKEN_RULE}"
-    per_char = math.log2(_alphabet(token))
-    bits = len(token) * per_char
+    if _UUID.fullmatch(token):
+        return f"this one is a UUID, which carries at most 122 random bits (RFC 9562); {TOKEN_RULE}"
+    body = _entropic(token)
+    alphabet = _alphabet(body)
+    per_char = math.log2(alphabet)
+    bits = len(body) * per_char
     if bits < MIN_TOKEN_BITS:
+        counted = "hex digits between separators" if body is not token else "characters"
         return (
-            f"this one has {len(token)} characters from an alphabet of {_alphabet(token)}, about "
-            f"{bits:.0f} bits; {TOKEN_RULE}"
+            f"this one has {len(body)} {counted} from an alphabet of {alphabet}, about {bits:.0f} bits; "
+            f"{TOKEN_RULE}"
         )
-    left = _pattern_bits(token, per_char)
+    left = _pattern_bits(body, per_char)
     if left < MIN_PATTERN_BITS:
         return (
             f"this one is mostly runs, repeats or common words (about {left:.0f} bits once they are "

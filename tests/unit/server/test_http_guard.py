@@ -154,6 +154,8 @@ def test_tokens_are_kept_only_as_digests() -> None:
         "Tr0ub4dor&3",  # too short for 128 bits from any alphabet
         "nKzLOLLWXUBACWqsgZUE1",  # 21 base64url characters: 126 bits
         "0f3a9c27e1b64d58a0c2e97b31d4f68",  # 31 hex digits: 124 bits
+        "3f2b8c1e-9a4d-4e7b-8c2a-5d6e7f8091ab",  # a UUID: 122 random bits at most
+        "0f3a9c27-e1b64d58-a0c2e97b-31d4f6",  # 30 hex digits between separators: 120 bits
     ],
 )
 def test_a_token_under_128_bits_is_refused_with_the_rule_and_never_echoed(weak: str) -> None:
@@ -170,8 +172,8 @@ def test_a_token_under_128_bits_is_refused_with_the_rule_and_never_echoed(weak: 
         "nKzLOLLWXUBACWqsgZUE1P",  # 22 base64url characters
         "0f3a9c27e1b64d58a0c2e97b31d4f68b",  # 32 hex digits
         "0F3A9C27E1B64D58A0C2E97B31D4F68B",
-        "3f2b8c1e-9a4d-4e7b-8c2a-5d6e7f8091ab",  # a UUID
-        "ZmFrZS1iYXNlNjQtYnV0LXJhbmRvbT09",  # base64 with padding
+        "0f3a9c27-e1b64d58-a0c2e97b-31d4f68b",  # 32 hex digits between separators
+        "REcKQzBZtRD2N8aKc1Mzi6g=",  # base64 of 17 random bytes, with padding
     ],
 )
 def test_tokens_with_128_bits_from_a_random_source_are_accepted(strong: str) -> None:
