@@ -687,7 +687,8 @@ def runs_cancel(run_id: str, reason: str) -> None:
     default=10.0,
     show_default=True,
     metavar="SECONDS",
-    help="HTTP: a connection that sends no complete request head within this time is closed.",
+    help="HTTP: a connection that sends no complete request (head and body) within this time of connecting "
+    "or of its previous response is closed.",
 )
 def serve(
     use_http: bool,

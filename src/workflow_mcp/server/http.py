@@ -10,10 +10,10 @@ of entropy (:mod:`workflow_mcp.server._tokens`: 32 hex digits or 22 base64url ch
 repeats or words); two entries with one name, or one token given twice, are refused — either would
 merge two clients into one.
 
-What one client may hold is bounded (:class:`HttpLimits`, uvicorn's settings plus a request-head
-deadline uvicorn lacks): connections and in-flight requests beyond ``max_connections`` get 503; a
-connection that has not sent a complete request head within ``header_timeout_s`` (idle, or trickling
-header bytes) is closed; idle keep-alive connections close after ``keep_alive_s``. The soft limit on
+What one client may hold is bounded (:class:`HttpLimits`, uvicorn's settings plus a request deadline
+uvicorn lacks): connections and in-flight requests beyond ``max_connections`` get 503; a connection that
+has not sent a complete request (head and body) within ``header_timeout_s`` (idle, or trickling bytes)
+is closed; idle keep-alive connections close after ``keep_alive_s``. The soft limit on
 file descriptors is raised to the hard limit at start, and running out of them (``EMFILE``) only pauses
 accepting for a second: no per-connection error ends the process.
 
@@ -213,8 +213,8 @@ class HttpLimits:
 
     ``max_connections``: open connections plus in-flight requests (uvicorn ``limit_concurrency``); a
     request beyond it is answered 503. ``header_timeout_s``: seconds a connection has, from connecting or
-    from its previous response, to deliver a complete request head; then it is closed (uvicorn 0.54 has
-    no such deadline: idle and slow-header sockets were held forever). ``keep_alive_s``: an idle
+    from its previous response, to deliver a complete request — head and body; then it is closed
+    (uvicorn 0.54 has no such deadline: idle, slow-header and slow-body sockets were held forever). ``keep_alive_s``: an idle
     keep-alive connection closes after this (uvicorn ``timeout_keep_alive``). ``max_header_bytes``: the
     largest request head (h11), beyond it 400. ``backlog``: the listen queue.
     """
@@ -244,24 +244,31 @@ def raise_fd_limit() -> int:
 
 
 def _head_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a deadline for each request head (see :class:`HttpLimits`)."""
+    """uvicorn's h11 protocol with a deadline for each request's head and body (see :class:`HttpLimits`).
+
+    uvicorn 0.54 has none: its keep-alive timer starts only after a first response and is cancelled by
+    any byte received, so a socket that never sends a byte, or sends one now and then, was held forever.
+    The deadline starts when the connection opens and after each response, and ends once a whole
+    request (head and body) has arrived; a streamed response (SSE) is the server's time, not counted.
+    """
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class HeadDeadlineProtocol(H11Protocol):
+    class RequestDeadlineProtocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
+        _armed_after: object = None  # the cycle that was current when the deadline started
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
 
         def handle_events(self) -> None:
-            cycle = self.cycle
             super().handle_events()
-            if self.cycle is not cycle:  # a request head arrived: the app has it now
-                self._disarm()
+            cycle = self.cycle
+            if cycle is not None and cycle is not self._armed_after and not cycle.more_body:
+                self._disarm()  # a new request arrived whole: the app has it now
 
         def on_response_complete(self) -> None:
-            self._arm()  # for the next request head; a pipelined one (handled inside) disarms it again
+            self._arm()  # for the next request; a pipelined one (handled inside) disarms it again
             super().on_response_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -270,6 +277,7 @@ def _head_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
 
         def _arm(self) -> None:
             self._disarm()
+            self._armed_after = self.cycle
             self._deadline = self.loop.call_later(header_timeout_s, self._expire)
 
         def _disarm(self) -> None:
@@ -282,7 +290,7 @@ def _head_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
             if not self.transport.is_closing():
                 self.transport.close()
 
-    return HeadDeadlineProtocol
+    return RequestDeadlineProtocol
 
 
 def _loop_error_handler() -> Any:
@@ -345,7 +353,7 @@ async def serve_http(
             file=sys.stderr,
         )
     limits_text = (
-        f"at most {limits.max_connections} connections, {limits.header_timeout_s:g} s per request head, "
+        f"at most {limits.max_connections} connections, {limits.header_timeout_s:g} s to send a request, "
         f"{server.policy.max_runs or 'unlimited'} concurrent runs, "
         f"{fd_limit if fd_limit >= 0 else 'unlimited'} file descriptors"
     )
