@@ -440,6 +440,11 @@ class WorkflowService:
                 return
             after = page[-1].sequence
 
+    def event_count(self, run_id: str) -> int:
+        """How many events run ``run_id`` has stored (its newest sequence; one indexed lookup, 0 for an
+        unknown run): what a projection of its log will cost."""
+        return self.store.last_sequence(run_id)
+
     def running_count(self) -> int:
         """How many runs this process is running now (each holds its own Node worker)."""
         return sum(1 for handle in self.live.values() if handle.status == "running")

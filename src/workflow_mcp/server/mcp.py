@@ -35,11 +35,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
@@ -80,6 +80,7 @@ from ..events import Event
 from ..providers.base import AgentProvider
 from ..providers.fake import FakeProvider
 from ..service import WorkflowService
+from ..state import RunState, project_state
 from ._files import ChildGate, FileScope
 from ._models import (
     CancelOutcome,
@@ -116,6 +117,14 @@ __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create
 
 PRINCIPAL_SCOPE_KEY = "workflow_mcp.principal"
 """Key under the ASGI ``scope["state"]`` where the HTTP guard puts the request's :class:`Principal`."""
+
+BIG_RUN_EVENTS = 20_000
+"""Runs with more stored events than this are projected on the :data:`BIG_RUN_THREADS` shared threads
+(projecting 20,000 events takes about half a second; a million, about half a minute)."""
+BIG_RUN_THREADS = 2
+"""Worker threads that projections of big runs share, whoever asks (each holds the GIL while it parses)."""
+
+_T = TypeVar("_T")
 
 RUN_URI = re.compile(r"^workflow://runs/(?P<run>[^/?#]+)(?:/(?P<rest>.*))?$")
 
@@ -192,6 +201,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             cwd=service.cwd, trust_dirs=self.trust.trusted_dirs, state_dir=service.state_dir, confined=False
         )
         self.children = ChildGate(self.scope, self.trust)
+        self._big_runs = anyio.CapacityLimiter(BIG_RUN_THREADS)
         self.default_principal = principal
         self._legacy_subscribers: dict[str, set[ServerSession]] = {}
         self._pending_updates: set[str] = set()
@@ -679,6 +689,14 @@ class WorkflowMcpServer(MCPServer[Any]):
             "the directory that holds the workflow file (inline scripts then need a file under that directory)."
         )
 
+    async def _projection(self, run_id: str, work: Callable[[], _T]) -> _T:
+        """``work()`` (a projection of ``run_id``'s whole log) in a worker thread. A run of more than
+        :data:`BIG_RUN_EVENTS` events is projected on one of :data:`BIG_RUN_THREADS` threads shared by
+        all clients, so however many of those requests arrive, the other worker threads stay free for
+        every other request (anyio's default pool has 40)."""
+        big = self.service.event_count(run_id) > BIG_RUN_EVENTS
+        return await anyio.to_thread.run_sync(work, limiter=self._big_runs if big else None)
+
     def _at_run_cap(self) -> str | None:
         """``None`` while this server runs fewer runs than ``policy.max_runs``; else the isError text."""
         limit = self.policy.max_runs
@@ -821,10 +839,11 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> Annotated[CallToolResult, RunSnapshot]:
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
-        snap = await anyio.to_thread.run_sync(
+        snap = await self._projection(
+            runId,
             lambda: snapshot_of(
                 self.service.status(runId), last_n=lastN, label_glob=labelGlob, log_lines=logLines
-            )
+            ),
         )
         return _result(snapshot_text(snap), snap)
 
@@ -888,7 +907,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         state = (
             await self.service.await_run(runId, 2_000)
             if outcome == "cancelling"
-            else await anyio.to_thread.run_sync(self.service.status, runId)
+            else await self._projection(runId, lambda: self.service.status(runId))
         )
         out = CancelOutcome(run_id=runId, outcome=outcome, status=cast(RunStatus, state.status))
         if outcome not in ("cancelling", "requested"):
@@ -1140,8 +1159,8 @@ class WorkflowMcpServer(MCPServer[Any]):
     async def _run_resource(self, runId: str) -> str:
         if (problem := self._visible(runId)) is not None:
             raise ResourceNotFoundError(problem)
-        return await anyio.to_thread.run_sync(
-            lambda: json.dumps(dump(snapshot_of(self.service.status(runId))), ensure_ascii=False)
+        return await self._projection(
+            runId, lambda: json.dumps(dump(snapshot_of(self.service.status(runId))), ensure_ascii=False)
         )
 
     async def _events_resource(self, runId: str, after: int = 0) -> str:
@@ -1299,8 +1318,15 @@ def _can_elicit(ctx: Context[Any, Any]) -> bool:
 
 
 def _progress_reporter(ctx: Context[Any, Any], service: WorkflowService, run_id: str) -> Any:
+    """Progress for one wait: the run's log is projected once (in a thread), then each new batch is
+    folded in, so following a run costs each event once, not the whole log per batch."""
+    state: RunState | None = None
+
     async def report(batch: list[Event]) -> None:
-        state = await anyio.to_thread.run_sync(service.status, run_id)
+        nonlocal state
+        if state is None:
+            state = await anyio.to_thread.run_sync(service.status, run_id)
+        project_state([e for e in batch if e.sequence > state.last_sequence], into=state)
         c = state.counts()
         done = c.get("completed", 0) + c.get("cached", 0) + c.get("failed", 0)
         total = done + c.get("running", 0) + c.get("queued", 0)
