@@ -21,7 +21,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import PathRefusedError, SourceNotApprovedError, WorkflowMcpError, WorkflowNotFoundError
+from ..errors import (
+    InvalidInputError,
+    PathRefusedError,
+    SourceNotApprovedError,
+    WorkflowMcpError,
+    WorkflowNotFoundError,
+)
 from ._policy import SourceTrust
 
 __all__ = ["ChildGate", "FileScope"]
@@ -44,13 +50,26 @@ class FileScope:
     def of(
         cls, *, cwd: str, trust_dirs: tuple[str, ...] = (), state_dir: str | None, confined: bool
     ) -> FileScope:
-        """The scope of a server serving ``cwd`` and trusting ``trust_dirs`` (symbolic links resolved)."""
+        """The scope of a server serving ``cwd`` and trusting ``trust_dirs`` (symbolic links resolved).
+
+        Raises:
+            InvalidInputError: a root lies inside the state directory, so nothing in it could be reached
+                (the message names both and says to give the state a directory of its own).
+        """
         roots: list[str] = []
         for d in (cwd, *trust_dirs):
             real = os.path.realpath(os.path.expanduser(d))
             if real not in roots:
                 roots.append(real)
         state = os.path.realpath(os.path.expanduser(state_dir)) if state_dir else None
+        for root in roots:
+            if state is not None and _inside(root, state):
+                raise InvalidInputError(
+                    f"the server's state directory {state} contains its project root {root}, and no tool may "
+                    "reach the state directory, so nothing in the project could be read. Keep the state apart "
+                    "from projects: set WORKFLOW_MCP_HOME to a directory of its own (default ~/.workflow-mcp), "
+                    "or serve from a directory outside it"
+                )
         return cls(roots=tuple(roots), state_dir=state, confined=confined)
 
     def resolve(self, raw: str, base: str) -> str:

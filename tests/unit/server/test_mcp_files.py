@@ -15,6 +15,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult
 
+from workflow_mcp.errors import InvalidInputError
+
 from mcp_kit import HELLO, Env, call, connect, data, text
 
 pytestmark = pytest.mark.anyio
@@ -189,3 +191,11 @@ async def test_the_state_directory_is_unreachable_even_as_a_listing_cwd(env: Env
     async with connect(env.server(state=files["state"])) as c:
         message = await refused(c, "workflow_list", {"cwd": str(files["state"])})
     assert "[state-dir]" in message and os.fspath(files["state"]) in message
+
+
+def test_a_server_whose_state_directory_holds_its_project_refuses_to_start(env: Env) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        env.server(state=env.root)  # the project lies inside the state directory
+    message = str(caught.value)
+    assert str(env.root) in message and str(env.project) in message
+    assert "set WORKFLOW_MCP_HOME to a directory of its own" in message
