@@ -46,9 +46,11 @@ def hostile_site(tmp_path: Path) -> tuple[Site, dict[str, Path]]:
     personal = site.home / ".claude" / "workflows" / "mine.js"
     personal.parent.mkdir(parents=True)
     personal.write_text(f"export const meta = {{ name: 'mine', description: '{SECRET}' }}\nreturn 1\n")
+    record = outside / "wf_0123abcd-456.json"  # a Claude Code run record, as `workflow-mcp resume` takes
+    record.write_text(json.dumps({"runId": "wf_0123abcd-456", "script": f"// {SECRET}"}))
     (project / "link.js").symlink_to(secret_file)
     (project / "token-link.js").symlink_to(token_file)
-    return site, {"secret": secret_file, "token": token_file, "outside": outside}
+    return site, {"secret": secret_file, "token": token_file, "outside": outside, "record": record}
 
 
 class Transcript:
@@ -94,7 +96,17 @@ async def test_a_client_reads_nothing_outside_the_roots_nor_the_token_file(tmp_p
                 ):
                     message = await seen.refused(bob, tool, {**arguments, **extra})
                     assert rule in message and str(site.project) in message, (tool, arguments, message)
-            assert "[outside-roots]" in await seen.refused(bob, "workflow_list", {"cwd": str(site.home)})
+            for cwd, rule in (
+                (str(site.home), "[outside-roots]"),
+                ("..", "[outside-roots]"),
+                (".state", "[state-dir]"),
+            ):
+                for tool, extra in (
+                    ("workflow_list", {}),
+                    ("workflow_validate", {"name": "hello"}),
+                    ("workflow_run", {"name": "hello", "provider": "fake"}),
+                ):
+                    assert rule in await seen.refused(bob, tool, {"cwd": cwd, **extra}), (tool, cwd)
             listed = seen.keep(data(await call(bob, "workflow_list", {})))
             assert sorted(w["name"] for w in listed["workflows"]) == ["hello", "reader"]
             personal = seen.keep(await call(bob, "workflow_validate", {"name": "mine"}))
@@ -132,6 +144,13 @@ async def test_a_client_reads_nothing_outside_the_roots_nor_the_token_file(tmp_p
                 )
             )
             assert state_child["status"] == "failed" and "[state-dir]" in state_child["error"]["message"]
+            # A run id that is a path (a Claude run record, the token file) reads nothing: only stored
+            # runs of this client resume.
+            for record in (files["record"], files["token"]):
+                resumed = seen.keep(
+                    await call(bob, "workflow_run", {"resumeFromRunId": str(record), "provider": "fake"})
+                )
+                assert resumed.is_error and "is visible to this client" in text(resumed), text(resumed)
     everything = "\n".join(seen.seen)
     assert SECRET not in everything and secret(ALICE) not in everything and secret(BOB) not in everything
     assert all(SECRET not in line and secret(ALICE) not in line for line in server.stderr)
