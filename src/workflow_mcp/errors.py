@@ -80,8 +80,9 @@ class PathRefusedError(InvalidInputError):
 
     ``rule`` is ``outside-roots`` (over HTTP, files resolve only inside the server's project roots:
     its ``--trust`` directories and its working directory, symbolic links followed) or ``state-dir``
-    (``$WORKFLOW_MCP_HOME`` holds tokens, approvals and every run; no tool reaches it). ``path`` is
-    what the caller gave, never the resolved target of a link.
+    (``$WORKFLOW_MCP_HOME`` holds tokens, approvals and every run; no tool reaches it) or
+    ``malformed-path`` (it holds a NUL character, which no file name can). ``path`` is what the caller
+    gave, never the resolved target of a link.
     """
 
     def __init__(
@@ -91,7 +92,11 @@ class PathRefusedError(InvalidInputError):
         self.path = path
         self.roots = roots
         self.state_dir = state_dir
-        if rule == "state-dir":
+        if rule == "malformed-path":
+            message = (
+                f"{path!r} is not a path: it holds a NUL character, which no file name can [malformed-path]"
+            )
+        elif rule == "state-dir":
             message = (
                 f"{path!r} is inside the server's state directory ({state_dir}), which holds its tokens, "
                 "approvals and runs; no tool may reach it [state-dir]"

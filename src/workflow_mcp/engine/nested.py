@@ -75,6 +75,10 @@ class ChildResolver:
 
         check = self.check
         if "scriptPath" in target:
+            if "\x00" in str(target["scriptPath"]):
+                raise WorkflowNotFoundError(
+                    f"workflow scriptPath {target['scriptPath']!r} is not a path: it holds a NUL character"
+                )
             path = os.path.join(self.cwd, os.path.expanduser(str(target["scriptPath"])))
             real = os.path.realpath(path)
             if check is not None:

@@ -76,8 +76,11 @@ class FileScope:
         """The real path of ``raw`` (``~`` expanded, relative to ``base``) when it may be reached.
 
         Raises:
-            PathRefusedError: rule ``state-dir`` or ``outside-roots`` (the message names the roots).
+            PathRefusedError: rule ``malformed-path``, ``state-dir`` or ``outside-roots`` (the message
+                names the roots).
         """
+        if "\x00" in raw:
+            raise PathRefusedError("malformed-path", raw)
         real = os.path.realpath(os.path.join(base, os.path.expanduser(raw)))
         self.check(real, shown=raw)
         return real

@@ -142,3 +142,9 @@ def test_resolving_a_child_leaves_the_event_loop_free_for_everything_else(tmp_pa
 
     assert arun(scenario()) == "completed"
     assert not check.held_the_loop
+
+
+def test_a_script_path_holding_a_nul_character_is_refused_as_not_a_path(tmp_path: Path) -> None:
+    resolver = ChildResolver(str(tmp_path), None, get_profile(None), Recorder())
+    with pytest.raises(WorkflowNotFoundError, match="not a path: it holds a NUL character"):
+        resolver.resolve({"scriptPath": "child\x00.js"})

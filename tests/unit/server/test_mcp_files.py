@@ -199,3 +199,12 @@ def test_a_server_whose_state_directory_holds_its_project_refuses_to_start(env: 
     message = str(caught.value)
     assert str(env.root) in message and str(env.project) in message
     assert "set WORKFLOW_MCP_HOME to a directory of its own" in message
+
+
+@pytest.mark.parametrize("arguments", [{"path": "hello\x00.js"}, {"name": "hello", "cwd": ".\x00"}])
+async def test_a_path_holding_a_nul_character_is_invalid_params_naming_the_rule(
+    env: Env, arguments: dict[str, Any]
+) -> None:
+    async with connect(env.server(confined=True)) as c:
+        message = await refused(c, "workflow_validate", arguments)
+    assert "holds a NUL character" in message and "[malformed-path]" in message
