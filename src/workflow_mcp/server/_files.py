@@ -11,7 +11,11 @@ children of a run — goes through one :class:`FileScope`:
   the ``--trust`` directories and the server's working directory. Symbolic links are resolved
   (``realpath``) before the check, and the file is then read through its real path, so a link inside a
   root that points outside is refused like the target itself. The local user of a stdio server may reach
-  any other path, as the CLI may.
+  any other path, as the CLI may;
+* ``malformed-path``: a path holding a NUL character.
+
+Names resolve through a discovery that is handed :meth:`FileScope.allows` and reads nothing else, so a
+definition outside the scope is invisible rather than refused (its existence is not disclosed either).
 
 What a diagnostic may quote of a file is decided by :mod:`workflow_mcp.definitions.disclosure`.
 """

@@ -10,13 +10,15 @@ targets wrongly, or name a path the server's :class:`~workflow_mcp.server._files
 JSON-RPC invalid-params errors; workflow and run failures are ``isError`` results whose text says what to
 call next.
 
-Files: every ``path``, ``cwd`` and workflow ``name`` (through the file it resolves to), and every nested
-child of a run started here, passes the server's file scope (no tool reaches the state directory; over
-HTTP nothing outside the project roots) and, before it runs, the same source approval. Diagnostics quote
-a file only when it is a workflow source (:mod:`workflow_mcp.definitions.disclosure`).
+Files: every ``path``, ``cwd`` and workflow ``name`` (discovery reads only what the scope allows), and
+every nested child of a run started here, passes the server's file scope (no tool reaches the state
+directory; over HTTP nothing outside the project roots) and, before it runs, the same source approval.
+Diagnostics quote a file only when it is a workflow source (:mod:`workflow_mcp.definitions.disclosure`).
 
 Store-heavy and CPU-heavy work (projecting a run's whole log, listing runs, discovery, validation)
-runs in worker threads, so one client's big request never stalls the others.
+runs in worker threads, so one client's big request never stalls the others; projections of runs over
+:data:`BIG_RUN_EVENTS` events share :data:`BIG_RUN_THREADS` threads, so many of them cannot take the
+whole pool.
 
 Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``,
 ``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
