@@ -307,6 +307,8 @@ def _loop_error_handler() -> Any:
         now = time.monotonic()
         if now - last.get(line, -1e9) < 5:
             return
+        if len(last) >= 1024:  # lines naming peers differ; keep the memory of them bounded
+            last.clear()
         last[line] = now
         with contextlib.suppress(OSError, ValueError):  # stderr closed or out of descriptors: stay up
             sys.stderr.write(line + "\n")

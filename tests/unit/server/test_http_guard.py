@@ -3,6 +3,8 @@ as ASGI: a request goes in, the response (or the inner app's view of the request
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
 import stat
@@ -13,7 +15,7 @@ import pytest
 
 from workflow_mcp.errors import InvalidInputError
 from workflow_mcp.server import Principal
-from workflow_mcp.server.http import HttpGuard, TokenSet, load_tokens
+from workflow_mcp.server.http import HttpGuard, TokenSet, _loop_error_handler, load_tokens
 from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
 
 pytestmark = pytest.mark.anyio
@@ -219,3 +221,25 @@ def test_the_generated_token_has_256_bits_and_passes_the_rule(tmp_path: Path) ->
     load_tokens(tmp_path, env={})
     token = (tmp_path / "http-token").read_text().strip()
     assert len(token) == 43 and token_problem(token) is None
+
+
+def test_the_serving_loops_error_handler_writes_one_line_per_message_and_never_raises(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handle = _loop_error_handler()
+    loop = asyncio.new_event_loop()
+    try:
+        emfile = {"message": "socket.accept() out of system resource", "exception": OSError(24, "Too many")}
+        for _ in range(3):
+            handle(loop, emfile)
+        for i in range(2_000):  # lines that differ (peers) are each written once
+            handle(loop, {"message": f"peer {i} reset"})
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[0] == "workflow-mcp: socket.accept() out of system resource: OSError(24, 'Too many')"
+        assert len(lines) == 2_001 and lines[-1] == "workflow-mcp: peer 1999 reset"
+        closed = io.StringIO()
+        closed.close()
+        monkeypatch.setattr("sys.stderr", closed)
+        handle(loop, {"message": "with no usable stderr", "exception": OSError(24, "Too many")})
+    finally:
+        loop.close()
