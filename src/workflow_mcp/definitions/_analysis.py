@@ -330,7 +330,7 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
             analysis.parse_error = problem
     if meta_readable:
         try:
-            statement = read_meta_statement(root, src, path)
+            statement = read_meta_statement(root, src, path, analysis.profile)
         except WorkflowLoadError as exc:
             analysis.errors.append(exc)
         else:
@@ -500,7 +500,16 @@ def syntax_error(body: str, path: str | None, problem: SyntaxProblem) -> Workflo
     """The ``syntax`` load error for V8's ``problem`` with ``body`` (positions in the file)."""
     message, line, column = problem.message, problem.line, problem.column
     lines = _LINE_BREAK.split(body)
-    if line is not None and line > len(lines):
+    if "Maximum call stack size exceeded" in message:
+        # V8's parser recurses too: a body nested thousands of brackets deep overflows its stack,
+        # wherever V8 happened to be when it gave up.
+        message = (
+            "the code is nested too deeply for V8's parser (Maximum call stack size exceeded); "
+            "flatten the deepest brackets or build the value in a loop"
+        )
+        if line is not None and line > len(lines):
+            line, column = len(lines), 1
+    elif line is not None and line > len(lines):
         # The realm wraps the body in a function; an error in the wrapper's closing text means the
         # file ended in the middle of something (an unclosed bracket, string or comment).
         message = f"the file ends in the middle of a statement or bracket (V8: {message})"

@@ -21,6 +21,8 @@ the last one wins; the loader reports them as warnings.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
@@ -38,9 +40,13 @@ from workflow_mcp.errors import WorkflowLoadError
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+    from workflow_mcp.definitions.profile import Profile
+
 __all__ = ["MetaStatement", "Phase", "WorkflowMeta", "read_meta_statement"]
 
 FORBIDDEN_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _SHAPE = "`export const meta = { name: '…', description: '…' }`"
 
@@ -101,6 +107,8 @@ class _Scalar:
 
 
 _Value = Union[str, "_Object", list["_Value"], _Scalar]
+_Frame = Generator["Node", _Value, _Value]
+"""An array or object being read: yields each child node, is sent the child's value."""
 
 
 class _Object:
@@ -134,9 +142,11 @@ class MetaStatement:
 
 
 class _Reader:
-    def __init__(self, src: Source, path: str | None) -> None:
+    def __init__(self, src: Source, path: str | None, max_depth: int, profile: str) -> None:
         self.src = src
         self.path = path
+        self.max_depth = max_depth
+        self.profile = profile
         self.duplicates: list[tuple[str, Node]] = []
         self.dropped: list[tuple[str, Node]] = []  # (what was discarded and why, where)
 
@@ -150,9 +160,54 @@ class _Reader:
         return self.fail("meta-pure-literal", message, node)
 
     # -- values ------------------------------------------------------------------------------
+    # Arrays and objects are generators that yield each child node and receive its value, driven by
+    # an explicit stack: a meta nested thousands deep costs no Python recursion, and the depth limit
+    # is a rule, not a RecursionError.
     def value(self, node: Node) -> _Value:
-        node = _unwrap(node)
+        """The literal value of ``node``, read iteratively; deeper than ``max_depth`` is refused."""
+        stack: list[tuple[_Frame, int]] = []
+        current: Node | None = node
+        sent: _Value | None = None  # the value of the child the top frame asked for; None: a new frame
+        while True:
+            if current is not None:
+                opened = self._open(current, stack[-1][1] if stack else 0)
+                current = None
+                if isinstance(opened, tuple):
+                    stack.append(opened)
+                    sent = None
+                elif not stack:
+                    return opened
+                else:
+                    sent = opened
+            frame = stack[-1][0]
+            try:
+                current = next(frame) if sent is None else frame.send(sent)
+            except StopIteration as stop:
+                stack.pop()
+                if not stack:
+                    result: _Value = stop.value
+                    return result
+                sent = stop.value
+
+    def _open(self, node: Node, depth: int) -> _Value | tuple[_Frame, int]:
+        """A scalar's value, or a frame (and its depth) for an array or object. ``depth`` counts the
+        arrays, objects and parentheses around ``node``."""
+        node, parens = _unwrap_counting(node)
         kind = node.type
+        depth += parens + (kind in ("array", "object"))
+        if depth > self.max_depth:
+            raise self.fail(
+                "meta-too-deep",
+                f"meta is nested more than {self.max_depth:,} levels deep (arrays, objects and "
+                "parentheses); Claude Code's recursive parser overflows its stack near there (profile "
+                f"{self.profile}). Flatten the value, or keep large data outside meta (pass it "
+                "through args)",
+                node,
+            )
+        if kind == "array":
+            return self.array(node), depth
+        if kind == "object":
+            return self.object(node), depth
         if kind == "string":
             return self.string(node)
         if kind == "template_string":
@@ -174,10 +229,6 @@ class _Reader:
             return _Scalar("null")
         if kind == "unary_expression":
             return self.unary(node)
-        if kind == "array":
-            return self.array(node)
-        if kind == "object":
-            return self.object(node)
         raise self.impure(_describe(node, self.src), node)
 
     def string(self, node: Node) -> str:
@@ -185,9 +236,25 @@ class _Reader:
 
     def decode(self, node: Node, body: str, *, template: bool) -> str:
         try:
-            return decode_string(body, template=template)
+            text = decode_string(body, template=template)
         except EscapeError as exc:
             raise self.fail("syntax", f"invalid escape sequence in a meta string: {exc}", node) from None
+        self.check_surrogates(text, node)
+        return text
+
+    def check_surrogates(self, text: str, node: Node) -> None:
+        """Refuse a lone UTF-16 surrogate (an unpaired ``\\uD800``-``\\uDFFF`` escape) in a meta string
+        or key: it has no UTF-8 form, so no store, JSON-RPC message or terminal can carry it (and
+        Claude Code 2.1.332, measured, lists such a name but cannot launch the workflow by it)."""
+        lone = _LONE_SURROGATE.search(text)
+        if lone is not None:
+            raise self.fail(
+                "meta-lone-surrogate",
+                f"this meta string holds the lone surrogate U+{ord(lone.group()):04X} (an unpaired "
+                "\\uD800-\\uDFFF escape), which has no UTF-8 form; remove it, write the whole "
+                "character (e.g. \\u{1F600}) or pair it with its other half",
+                node,
+            )
 
     def number(self, node: Node) -> _Scalar:
         text = self.src.text(node)
@@ -221,7 +288,7 @@ class _Reader:
             "only a minus sign directly on a number (such as -5) is allowed; write the value itself",
         )
 
-    def array(self, node: Node) -> list[_Value]:
+    def array(self, node: Node) -> _Frame:
         items: list[_Value] = []
         expecting = True  # after `[` or `,` a value is due; a comma there is a hole
         for child in node.children:
@@ -239,11 +306,11 @@ class _Reader:
                 continue
             if kind == "spread_element":
                 raise self.impure("a spread `...` in an array", child, "list the values out")
-            items.append(self.value(child))
+            items.append((yield child))
             expecting = False
         return items
 
-    def object(self, node: Node) -> _Object:
+    def object(self, node: Node) -> _Frame:
         obj = _Object()
         for child in node.named_children:
             kind = child.type
@@ -264,7 +331,7 @@ class _Reader:
                     )
                 if key in obj.entries:
                     self.duplicates.append((key, key_node))
-                obj.entries[key] = self.value(value_node)
+                obj.entries[key] = yield value_node
                 obj.nodes[key] = child
             elif kind == "spread_element":
                 raise self.impure("a spread `...` in an object", child, "write the properties out")
@@ -286,7 +353,9 @@ class _Reader:
     def key(self, node: Node) -> str:
         kind = node.type
         if kind == "property_identifier":
-            return decode_identifier(self.src.text(node))
+            name = decode_identifier(self.src.text(node))
+            self.check_surrogates(name, node)
+            return name
         if kind == "string":
             return self.string(node)
         if kind == "number":
@@ -303,12 +372,19 @@ class _Reader:
 
 def _unwrap(node: Node) -> Node:
     """The expression inside parentheses (Acorn's default AST has no parenthesized nodes)."""
+    return _unwrap_counting(node)[0]
+
+
+def _unwrap_counting(node: Node) -> tuple[Node, int]:
+    """The expression inside parentheses and how many pairs of them surround it."""
+    parens = 0
     while node.type == "parenthesized_expression":
         inner = [c for c in node.named_children if c.type != "comment"]
         if len(inner) != 1:
             break
         node = inner[0]
-    return node
+        parens += 1
+    return node, parens
 
 
 def _describe(node: Node, src: Source) -> str:
@@ -328,15 +404,17 @@ def _describe(node: Node, src: Source) -> str:
     return f"the expression `{short}`"
 
 
-def read_meta_statement(root: Node, src: Source, path: str | None) -> MetaStatement:
-    """Read and normalize the meta statement, the first statement of ``root``.
+def read_meta_statement(root: Node, src: Source, path: str | None, profile: Profile) -> MetaStatement:
+    """Read and normalize the meta statement, the first statement of ``root``, under ``profile``
+    (its ``max_meta_depth`` bounds the nesting).
 
     Raises:
         WorkflowLoadError: ``empty-file``, ``meta-first-statement``, ``meta-not-const``,
             ``meta-single-declarator``, ``meta-not-object``, ``meta-pure-literal``,
-            ``meta-forbidden-key``, ``meta-name``, ``meta-description`` or ``syntax`` (bad escapes).
+            ``meta-forbidden-key``, ``meta-too-deep``, ``meta-lone-surrogate``, ``meta-name``,
+            ``meta-description`` or ``syntax`` (bad escapes).
     """
-    reader = _Reader(src, path)
+    reader = _Reader(src, path, profile.max_meta_depth, profile.name)
     statements = [c for c in root.named_children if c.type not in ("comment", "hash_bang_line")]
     if not statements:
         start = f"a workflow file starts with {_SHAPE} followed by its script"
@@ -403,7 +481,8 @@ def read_meta_statement(root: Node, src: Source, path: str | None) -> MetaStatem
             f"write {_SHAPE}",
             literal,
         )
-    obj = reader.object(literal)
+    obj = reader.value(value)
+    assert isinstance(obj, _Object)  # `literal` is an object literal
     meta = _normalize(obj, literal, reader)
     export_keyword = first.children[0]
     return MetaStatement(

@@ -19,6 +19,12 @@ rule                        what breaks it
 ``meta-not-object``         the initializer is not an object literal (a call, an array, nothing)
 ``meta-pure-literal``       a value that is not a pure literal (see ``_meta``)
 ``meta-forbidden-key``      a ``__proto__``, ``constructor`` or ``prototype`` key at any depth
+``meta-too-deep``           meta nested deeper than 4,000 arrays, objects and parentheses (Claude
+                            Code's recursive parser overflows between 6,000 and 7,000, measured;
+                            2.1.209: 2,000, as it overflows between 3,000 and 4,000)
+``meta-lone-surrogate``     a meta string or key holding an unpaired ``\\uD800``-``\\uDFFF`` escape: it has
+                            no UTF-8 form (no store, JSON-RPC message or terminal carries it), and
+                            Claude Code 2.1.332 lists such a name but cannot launch the workflow
 ``meta-name``               ``name`` missing, not a string, or empty
 ``meta-description``        ``description`` missing, not a string, or empty
 ``dynamic-import``          a real ``import()`` call (2.1.332 refuses it at load; 2.1.209: a warning)

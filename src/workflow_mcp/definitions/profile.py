@@ -23,7 +23,25 @@ class Profile:
         max_inline_code_units: inline source limit in UTF-16 code units.
         max_agent_calls: agent() calls admitted per run (the child workflows included).
         max_fanout_items: entries allowed in one parallel()/pipeline() call.
+        max_meta_depth: nesting depth of the meta literal (arrays, objects and parentheses, the meta
+            object included). Claude Code's parser recurses: measured with the oracle, 2.1.332 loads
+            meta nested 6,000 deep and fails at 7,000 ("Script parse error: Maximum call stack size
+            exceeded", or the file is not listed); 2.1.209 loads 3,000 and fails at 4,000. The point
+            depends on the stack in use, so the limit keeps a margin below it.
         sync_timeout_ms: longest synchronous stretch of workflow JavaScript.
+        log_line_max_chars, log_line_keep_chars: a log line longer than ``log_line_max_chars`` UTF-16
+            code units keeps its first and last ``log_line_keep_chars`` around the marker
+            ``\n\n... [N characters truncated] ...\n\n`` (N the units dropped). Measured in Claude
+            Code 2.1.332: 11,024 units stay whole, 11,025 are cut to 5,000 + 5,000.
+        max_log_lines, max_log_chars: log lines (and UTF-16 units of log text) one run keeps; later
+            lines are dropped, with one ``warning`` event naming the limit and one at the end counting
+            the dropped lines. workflow-mcp limits: Claude Code 2.1.332 keeps the first 1,000 lines
+            in its run record and drops the rest silently (measured); the events here are the run's
+            log, so more are kept, within a bound on storage.
+        max_run_events: events one run may emit; the run then fails with a ``LimitError`` naming the
+            limit (the events of stopping still follow). A workflow-mcp limit (a phase() title per
+            loop turn or a provider streaming millions of deltas would otherwise grow the store
+            without bound).
         stall_window_ms: default per-agent stall window; ``stall_retries`` retries follow a stall.
         schema_retries: re-asks after a structured output fails validation (then agent() rejects).
         cache_key_options: execution-affecting agent() options hashed into the v2 cache key.
@@ -42,7 +60,13 @@ class Profile:
     max_inline_code_units: int = 524_288
     max_agent_calls: int = 1_000
     max_fanout_items: int = 4_096
+    max_meta_depth: int = 4_000
     sync_timeout_ms: int = 30_000
+    log_line_max_chars: int = 11_024
+    log_line_keep_chars: int = 5_000
+    max_log_lines: int = 100_000
+    max_log_chars: int = 64 * 1024 * 1024
+    max_run_events: int = 1_000_000
     stall_window_ms: int = 180_000
     stall_retries: int = 5
     schema_retries: int = 5
@@ -97,6 +121,7 @@ PROFILES: dict[str, Profile] = {
     # profile claude-code/2.1.209: the release the specification was written against.
     "claude-code/2.1.209": Profile(
         name="claude-code/2.1.209",
+        max_meta_depth=2_000,
         import_refused_at_load=False,
         journal_started_has_label=False,
         budget_from_turn=True,

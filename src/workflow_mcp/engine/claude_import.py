@@ -56,7 +56,7 @@ from typing import Any, Protocol
 
 from ..definitions.load import Workflow, load_workflow
 from ..errors import WorkflowMcpError
-from .journal import JournalRecord, Replay, ResumePolicy
+from .journal import JournalRecord, Replay, ResumePolicy, json_value_problem
 from .run import MISSING
 
 __all__ = [
@@ -176,9 +176,11 @@ class ClaudeRun:
     ``profile`` is guessed from the journal's line shapes (``launched`` lines, labels on ``started``
     lines, ``sessionId`` on ``result`` lines mean 2.1.332; bare lines mean 2.1.209; an empty journal
     defaults to 2.1.332). ``records`` holds one read-only record per ``result`` line, in journal order.
-    Counts: ``skipped_lines`` (not JSON, truncated, not an object, a ``result`` without a result),
-    ``keyless_lines`` (tolerated lines without a ``key``, ``launched`` not counted), ``failed_calls``
-    (``failed`` lines), ``unfinished_calls`` (started, neither result nor failed).
+    Counts: ``skipped_lines`` (not JSON, truncated, nested too deeply, not an object, a ``result``
+    without a result or with one that cannot be replayed), ``keyless_lines`` (tolerated lines without
+    a ``key``, ``launched`` not counted), ``failed_calls`` (``failed`` lines), ``unfinished_calls``
+    (started, neither result nor failed). ``diagnostics`` says why each skipped line was skipped
+    (``journal.jsonl line 7: …``; the first 20, then a count); a resumed run shows them as warnings.
     """
 
     run_id: str
@@ -192,6 +194,7 @@ class ClaudeRun:
     keyless_lines: int = 0
     failed_calls: int = 0
     unfinished_calls: int = 0
+    diagnostics: tuple[str, ...] = ()
     status: str | None = None
     result: Any = None
     record_path: str = ""
@@ -289,13 +292,31 @@ def _read_bytes(path: Path) -> bytes:
         return f.read()
 
 
+def _strict_json(text: str, *, constants: bool = False) -> Any:
+    """``json.loads`` that refuses ``NaN``/``Infinity`` (not JSON, and the realm's ``JSON.parse``
+    refuses them) unless ``constants`` (the caller checks the value), and turns a nesting too deep
+    for Python's parser into a ``ValueError``."""
+    try:
+        return json.loads(text) if constants else json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to read") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"it holds {name}, which JSON does not allow")
+
+
 def _read_record(record_path: Path) -> ClaudeRun:
     try:
-        record = json.loads(_read_bytes(record_path).decode("utf-8"))
+        record = _strict_json(_read_bytes(record_path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ClaudeRunFormatError(record_path, f"cannot read it as JSON ({exc})") from exc
     if not isinstance(record, dict):
         raise ClaudeRunFormatError(record_path, "the file holds no JSON object")
+    if "args" in record:
+        problem = json_value_problem(record["args"])
+        if problem is not None:
+            raise ClaudeRunFormatError(record_path, f"its args cannot be replayed: {problem}")
     run_id = record.get("runId")
     if not isinstance(run_id, str) or not run_id:
         raise ClaudeRunFormatError(record_path, "no runId")
@@ -345,6 +366,7 @@ def _read_record(record_path: Path) -> ClaudeRun:
         profile=parsed.profile(),
         records=records,
         skipped_lines=parsed.skipped,
+        diagnostics=tuple(parsed.diagnostics),
         keyless_lines=parsed.keyless,
         failed_calls=parsed.failed,
         unfinished_calls=len(parsed.started - parsed.finished),
@@ -406,8 +428,12 @@ class _Result:
     label: str
 
 
+_MAX_DIAGNOSTICS = 20
+
+
 class _Journal:
     def __init__(self) -> None:
+        self.diagnostics: list[str] = []
         self.results: list[_Result] = []
         self.agent_ids: set[str] = set()
         self.started: set[str] = set()
@@ -421,6 +447,13 @@ class _Journal:
         self.session_ids = False
         self.lines = 0
 
+    def skip(self, where: str, why: str) -> None:
+        self.skipped += 1
+        if len(self.diagnostics) < _MAX_DIAGNOSTICS:
+            self.diagnostics.append(f"{where}: {why}")
+        elif len(self.diagnostics) == _MAX_DIAGNOSTICS:
+            self.diagnostics.append("more journal lines were skipped (see the skipped-line count)")
+
     def profile(self) -> str:
         if self.launched or self.labelled or self.session_ids:
             return PROFILE_332
@@ -428,17 +461,25 @@ class _Journal:
 
 
 def _parse_journal(path: Path) -> _Journal:
+    """Every line is read on its own: one that cannot be used is skipped with a diagnostic (a result
+    line's call then runs live), never a reason to refuse the whole run."""
     j = _Journal()
-    for raw in _read_bytes(path).split(b"\n"):
+    for number, raw in enumerate(_read_bytes(path).split(b"\n"), 1):
         if not raw.strip():
             continue
+        where = f"{path.name} line {number}"
         try:
-            entry = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            j.skipped += 1  # e.g. the last line cut off mid-JSON by a crash
+            # NaN/Infinity parse here so the line can be told apart; its result is checked below.
+            entry = _strict_json(raw.decode("utf-8"), constants=True)
+        except UnicodeDecodeError:
+            j.skip(where, "it is not UTF-8; skipped (a result line's call runs live)")
+            continue
+        except ValueError as exc:
+            # e.g. the last line cut off mid-JSON by a crash
+            j.skip(where, f"it is not usable JSON ({exc}); skipped (a result line's call runs live)")
             continue
         if not isinstance(entry, dict):
-            j.skipped += 1
+            j.skip(where, "it is not a JSON object; skipped")
             continue
         kind = entry.get("type")
         if kind == "launched":
@@ -461,7 +502,11 @@ def _parse_journal(path: Path) -> _Journal:
                 j.labels[agent_id] = label
         elif kind == "result":
             if "result" not in entry:
-                j.skipped += 1
+                j.skip(where, "a result line without a result; skipped")
+                continue
+            problem = json_value_problem(entry["result"])
+            if problem is not None:
+                j.skip(where, f"its result cannot be replayed: {problem}; skipped, the call runs live")
                 continue
             j.lines += 1
             j.agent_ids.add(agent_id)
@@ -481,7 +526,7 @@ def _parse_journal(path: Path) -> _Journal:
 
 def _json_file(path: Path) -> Any:
     try:
-        return json.loads(_read_bytes(path).decode("utf-8"))
+        return _strict_json(_read_bytes(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
 
@@ -507,7 +552,7 @@ def _tokens(run_dir: Path, agent_id: str) -> dict[str, int]:
         return {}
     for n, raw in enumerate(data.split(b"\n")):
         try:
-            entry = json.loads(raw.decode("utf-8")) if raw.strip() else None
+            entry = _strict_json(raw.decode("utf-8")) if raw.strip() else None
         except (UnicodeDecodeError, ValueError):
             continue
         if not isinstance(entry, dict) or entry.get("type") != "assistant":
@@ -583,5 +628,5 @@ def import_claude_run(
             raise ForeignWorkflowError(run.run_id, live_path, run.workflow_name, workflow.meta.name)
         if not allow_edits and workflow.source_hash != run.source_hash:
             raise LiveCopyMismatchError(run.run_id, live_path, run.source_hash, workflow.source_hash)
-    replay = Replay(run.records, policy, allow_side_effects=allow_side_effects)
+    replay = Replay(run.records, policy, allow_side_effects=allow_side_effects, notes=run.diagnostics)
     return ClaudeResume(run=run, workflow=workflow, replay=replay, args=run.args)

@@ -31,9 +31,49 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["JournalRecord", "Replay", "ResumePolicy", "content_key"]
+__all__ = ["MAX_VALUE_DEPTH", "JournalRecord", "Replay", "ResumePolicy", "content_key", "json_value_problem"]
 
 ResumePolicy = Literal["content", "prefix"]
+
+
+MAX_VALUE_DEPTH = 256
+"""The deepest recorded value replayed: the realm bounds every value it hands the host at 256 levels
+(worker.js), so a deeper one was never produced by a run and is not handed back to one."""
+
+
+def json_value_problem(value: Any, max_depth: int = MAX_VALUE_DEPTH) -> str | None:
+    """Why ``value`` (as ``json.loads`` made it) cannot be replayed into the realm or stored, or
+    ``None``: nested deeper than ``max_depth``, a non-finite number (``NaN``/``Infinity``, which JSON
+    does not allow) or a lone UTF-16 surrogate (no UTF-8 form) in a string or key. Iterative."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _has_lone_surrogate(item):
+                return "it holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape), which has no UTF-8 form"
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                name = "NaN" if item != item else ("Infinity" if item > 0 else "-Infinity")
+                return f"it holds {name}, which JSON does not allow"
+        elif isinstance(item, dict | list):
+            if depth >= max_depth:
+                return f"it is nested deeper than {max_depth} levels"
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if isinstance(key, str) and _has_lone_surrogate(key):
+                        return "a key holds a lone UTF-16 surrogate, which has no UTF-8 form"
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+    return None
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def content_key(prompt: str, canon: str) -> str:
@@ -57,7 +97,10 @@ class JournalRecord:
 
 
 class Replay:
-    """Lookup of recorded results for one resumed run. Not thread-safe; one per run."""
+    """Lookup of recorded results for one resumed run. Not thread-safe; one per run.
+
+    ``notes`` are diagnostics about where the records came from (a Claude journal's skipped lines);
+    the run emits each as a ``warning`` event when it starts."""
 
     def __init__(
         self,
@@ -65,8 +108,10 @@ class Replay:
         policy: ResumePolicy = "content",
         *,
         allow_side_effects: bool = False,
+        notes: Iterable[str] = (),
     ) -> None:
         self.policy: ResumePolicy = policy
+        self.notes = tuple(notes)  # diagnostics about the records (e.g. skipped journal lines)
         self._by_key: dict[str, JournalRecord] = {}
         self._by_content: dict[str, deque[JournalRecord]] = {}
         self._by_key_only: dict[str, deque[JournalRecord]] = {}
@@ -112,3 +157,12 @@ class Replay:
         else:
             self.hits += 1
         return hit
+
+    def refuse(self, label: str = "") -> None:
+        """The record :meth:`take` just returned cannot be replayed (its result is unusable): count
+        the call as a miss, so under ``prefix`` every later call runs live too."""
+        self.hits -= 1
+        self.misses += 1
+        if not self._missed:
+            self._missed = True
+            self.first_miss_label = label

@@ -45,9 +45,16 @@ from ..providers.base import (
     ProviderEvent,
     TokenUsage,
 )
-from ..realm.worker import DEFAULT_HEAP_MB, RealmWorker
+from ..realm.worker import (
+    DEFAULT_HEAP_MB,
+    MAX_MESSAGE_BYTES,
+    MessageNotJsonError,
+    MessageTooLargeError,
+    RealmWorker,
+    encode_message,
+)
 from .budget import Budget
-from .journal import JournalRecord, Replay, content_key
+from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildCheck, ChildResolver
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
@@ -136,6 +143,11 @@ class RunHandle:
     @property
     def status(self) -> str:
         return self._run.status
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended and every one of its events has been handed to ``persist``."""
+        return self._run.task.done()
 
     def cancel(self, reason: str = "cancelled by the user") -> None:
         """Request cancellation: in-flight provider calls get their signal, the worker is stopped, and
@@ -248,9 +260,73 @@ class _Run:
         self.error_message: str | None = None
         self.cancel_reason: str | None = None
         self._terminal_emitted = False
-        self._outbox: list[dict[str, Any]] = []
+        self._outbox: list[str] = []  # encoded answers
         self.store_error: Exception | None = None
+        self.limit_error: str | None = None  # a per-run limit was reached: the run fails with this
         self.pause_context: dict[str, Any] | None = None
+        self.log_lines = 0
+        self.log_chars = 0
+        self.logs_dropped = 0
+
+    # -- events ----------------------------------------------------------------------------
+    def emit(
+        self,
+        type: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        phase_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        """Emit one event; the one that reaches the profile's ``max_run_events`` stops the run (the
+        events of stopping it still follow, a bounded few)."""
+        self.log.emit(type, payload, phase_id=phase_id, agent_id=agent_id)
+        if self.log.last_sequence == self.profile.max_run_events:
+            self._stop_for_limit(
+                f"the run emitted {self.profile.max_run_events:,} events, the most one run may "
+                f"(workflow-mcp limit, profile {self.profile.name}); emit fewer log lines, phases or "
+                "agent calls, or split the work into several runs"
+            )
+
+    def _log(self, message: str, *, runtime: bool = False) -> None:
+        """One ``log`` event: cut like Claude Code cuts long lines, dropped past the run's log limits."""
+        p = self.profile
+        if self.log_lines >= p.max_log_lines or self.log_chars >= p.max_log_chars:
+            self.logs_dropped += 1
+            if self.logs_dropped == 1:
+                limit = (
+                    f"{p.max_log_lines:,} log lines"
+                    if self.log_lines >= p.max_log_lines
+                    else f"{p.max_log_chars:,} characters of log text"
+                )
+                self.emit(
+                    "warning",
+                    {
+                        "message": f"this run reached its log limit ({limit}, workflow-mcp limit, profile "
+                        f"{p.name}); later log lines are dropped. Log less, or summarize in the result"
+                    },
+                )
+            return
+        text = clip_text(message, p.log_line_max_chars, p.log_line_keep_chars)
+        self.log_lines += 1
+        self.log_chars += len(text)
+        self.emit("log", {"message": text, "source": "runtime"} if runtime else {"message": text})
+
+    def _note_dropped_logs(self) -> None:
+        if self.logs_dropped and not self._terminal_emitted:
+            count, self.logs_dropped = self.logs_dropped, 0
+            self.emit("warning", {"message": f"{count:,} log lines of this run were dropped (log limit)"})
+
+    def _stop_for_limit(self, message: str) -> None:
+        """A per-run limit was reached: stop at once, like a store failure, and fail with ``message``."""
+        if self.limit_error is not None or self._terminal_emitted:
+            return
+        self.limit_error = message
+        for signal in list(self.signals.values()):
+            signal.cancel("the run reached a limit")
+        for task in list(self.tasks):
+            task.cancel()
+        if self.worker is not None:
+            asyncio.get_running_loop().create_task(self.worker.close())
 
     # -- lifecycle -------------------------------------------------------------------------
     def _persist_failed(self, exc: Exception) -> None:
@@ -280,6 +356,7 @@ class _Run:
     def _finish_paused(self) -> None:
         if self._terminal_emitted or self.pause_context is None:
             return
+        self._note_dropped_logs()
         self._terminal_emitted = True
         self.status = "paused"
         ctx = self.pause_context
@@ -287,13 +364,13 @@ class _Run:
         self.error_message = (
             f"paused: {ctx.get('backend')} needs authentication.{hint}, then resume this run."
         )
-        self.log.emit("run.paused", {**ctx, "resumable": True, "tokenUsage": self._usage()})
+        self.emit("run.paused", {**ctx, "resumable": True, "tokenUsage": self._usage()})
 
     def request_cancel(self, reason: str) -> None:
         if self.cancel_reason is not None or self._terminal_emitted:
             return
         self.cancel_reason = reason
-        self.log.emit("run.cancellation_requested", {"reason": reason})
+        self.emit("run.cancellation_requested", {"reason": reason})
         for signal in list(self.signals.values()):
             signal.cancel(reason)
         for task in list(self.tasks):
@@ -314,7 +391,9 @@ class _Run:
         if self.resumed_from is not None:
             started["resumedFrom"] = self.resumed_from
             started["resumePolicy"] = self.replay.policy if self.replay is not None else None
-        self.log.emit("run.started", started)
+        self.emit("run.started", started)
+        for note in self.replay.notes if self.replay is not None else ():
+            self.emit("warning", {"message": note})
         try:
             await self._drive()
         except asyncio.CancelledError:
@@ -335,6 +414,8 @@ class _Run:
             if not self._terminal_emitted:
                 if self.pause_context is not None:
                     self._finish_paused()
+                elif self.limit_error is not None:
+                    self._finish_failed("LimitError", self.limit_error)
                 elif self.cancel_reason is not None:
                     self._finish_cancelled()
                 else:
@@ -361,10 +442,21 @@ class _Run:
             "profile": self.profile.name,
             "cacheKeyOptions": list(self.profile.cache_key_options),
             "flatCacheChain": self.profile.flat_cache_chain,
+            "logLine": {"max": self.profile.log_line_max_chars, "keep": self.profile.log_line_keep_chars},
         }
         if self.args is not MISSING:
             start["args"] = json.dumps(self.args, ensure_ascii=False)
-        await worker.send(start)
+        try:
+            text = encode_message(start, "the run's args with the workflow source")
+        except MessageTooLargeError as exc:
+            self._finish_failed(
+                "RangeError", f"{exc}; pass large inputs as files and give their paths in args"
+            )
+            return
+        except MessageNotJsonError:
+            self._finish_failed("TypeError", "the run's args hold NaN or Infinity, which JSON does not allow")
+            return
+        worker.post_text(text)
         while True:
             msg = await worker.receive()
             if self.store_error is not None:
@@ -372,6 +464,9 @@ class _Run:
                     "StoreError",
                     f"the run stopped because its events could not be stored: {self.store_error}",
                 )
+                return
+            if self.limit_error is not None:
+                self._finish_failed("LimitError", self.limit_error)
                 return
             if msg is None:
                 if self.pause_context is not None:
@@ -387,18 +482,16 @@ class _Run:
             elif t == "log":
                 child = msg.get("child")
                 text = str(msg.get("message", ""))
-                self.log.emit("log", {"message": f"[{child}] {text}" if child else text})
+                self._log(f"[{child}] {text}" if child else text)
             elif t == "phase":
                 self._phase(str(msg["title"]))
             elif t == "child":
                 # The parent's log lines about a child, shaped like Claude Code 2.1.332's.
                 name = str(msg.get("name"))
                 if msg.get("ok"):
-                    self.log.emit("log", {"message": f"▸ {name} done", "source": "runtime"})
+                    self._log(f"▸ {name} done", runtime=True)
                 else:
-                    self.log.emit(
-                        "log", {"message": f"▸ {name} failed: {msg.get('message')}", "source": "runtime"}
-                    )
+                    self._log(f"▸ {name} failed: {msg.get('message')}", runtime=True)
             elif t == "console":
                 continue
             elif t == "done":
@@ -407,11 +500,8 @@ class _Run:
 
     def _death_message(self, worker: RealmWorker) -> str:
         tail = worker.stderr_tail()
-        if "heap out of memory" in tail or "Allocation failed" in tail:
-            return (
-                f"the workflow ran out of memory (realm heap limit {worker.heap_mb} MB); "
-                "keep large intermediate data out of JavaScript or raise the heap limit"
-            )
+        if "out of memory" in tail or "Allocation failed" in tail or "allocation failure" in tail:
+            return _memory_message(worker)
         return f"the realm worker exited unexpectedly (exit {worker.returncode}): {tail[-500:]}"
 
     async def _done(self, msg: dict[str, Any]) -> None:
@@ -420,6 +510,9 @@ class _Run:
             return
         if self.cancel_reason is not None:
             self._finish_cancelled()
+            return
+        if self.limit_error is not None:
+            self._finish_failed("LimitError", self.limit_error)
             return
         if msg.get("ok"):
             try:
@@ -430,14 +523,26 @@ class _Run:
             # Let in-flight calls that nobody awaits finish (Claude: calls already running finish).
             if self.tasks:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
+            if self.limit_error is not None:
+                self._finish_failed("LimitError", self.limit_error)
+                return
+            self._note_dropped_logs()
             self.final_value = value
             self.status = "completed"
             self._terminal_emitted = True
-            self.log.emit("run.completed", {"result": value, "tokenUsage": self._usage()})
+            self.emit("run.completed", {"result": value, "tokenUsage": self._usage()})
         else:
             err = msg.get("error") or {}
             name = str(err.get("name") or "Error")
             message = str(err.get("message") or "the workflow failed")
+            if (
+                name == "RangeError"
+                and "Array buffer allocation failed" in message
+                and self.worker is not None
+            ):
+                # An ArrayBuffer over the worker's memory limit (RLIMIT_DATA): the same failure as
+                # a heap exhausted by strings or arrays, so the same message.
+                name, message = "Error", _memory_message(self.worker)
             self._finish_failed(name, message, stack=str(err.get("stack") or ""))
 
     def _usage(self) -> dict[str, Any]:
@@ -446,21 +551,23 @@ class _Run:
     def _finish_failed(self, name: str, message: str, stack: str = "") -> None:
         if self._terminal_emitted:
             return
+        self._note_dropped_logs()
         self._terminal_emitted = True
         self.status = "failed"
         self.error_message = f"{name}: {message}" if name not in ("Error", "") else message
         payload: dict[str, Any] = {"error": {"name": name, "message": message}, "tokenUsage": self._usage()}
         if stack:
             payload["error"]["stack"] = stack[-4000:]
-        self.log.emit("run.failed", payload)
+        self.emit("run.failed", payload)
 
     def _finish_cancelled(self) -> None:
         if self._terminal_emitted:
             return
+        self._note_dropped_logs()
         self._terminal_emitted = True
         self.status = "cancelled"
         self.error_message = self.cancel_reason or "cancelled"
-        self.log.emit("run.cancelled", {"reason": self.cancel_reason, "tokenUsage": self._usage()})
+        self.emit("run.cancelled", {"reason": self.cancel_reason, "tokenUsage": self._usage()})
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
@@ -471,16 +578,18 @@ class _Run:
         if title in self.seen_phases:
             return
         self.seen_phases.add(title)
-        self.log.emit("phase.started", {"title": title}, phase_id=title)
+        self.emit("phase.started", {"title": title}, phase_id=title)
 
     # -- calls from the realm -----------------------------------------------------------------
     async def _answer(self, msg: dict[str, Any]) -> None:
         reply: dict[str, Any]
+        what = "the answer to workflow()"
         try:
             if msg["fn"] == "agent":
+                what = f"the result of agent [{msg.get('label') or ''}]"
                 value = await self._agent(msg)
             else:
-                self._answer_realm(await self._workflow(msg))
+                self._answer_realm(await self._workflow(msg), msg["id"], what)
                 return
             reply = {"ok": True, "value": value}
         except _RejectCall as exc:
@@ -489,11 +598,28 @@ class _Run:
             # Never leave the realm waiting: an unexpected failure rejects the call with its message.
             reply = {"ok": False, "error": {"name": "Error", "message": f"workflow runtime error: {exc}"}}
         reply["spent"] = self.budget.spent
-        self._answer_realm({"t": "result", "id": msg["id"], "r": reply})
+        self._answer_realm({"t": "result", "id": msg["id"], "r": reply}, msg["id"], what)
 
-    def _answer_realm(self, msg: dict[str, Any]) -> None:
-        """Queue an answer; answers produced in one event-loop turn reach the realm as one batch."""
-        self._outbox.append(msg)
+    def _answer_realm(self, msg: dict[str, Any], call_id: int, what: str) -> None:
+        """Queue an answer; answers produced in one event-loop turn reach the realm as one batch. An
+        answer over the realm's message limit rejects the call instead, naming the limit."""
+        error: dict[str, str] | None = None
+        try:
+            text = encode_message(msg, what)
+        except MessageTooLargeError as exc:
+            fix = (
+                "ask for less, or let the agent write large output to a file and return its path"
+                if what.startswith("the result of agent")
+                else "pass the child workflow less data through its args"
+            )
+            error = {"name": "RangeError", "message": f"{exc}; {fix}"}
+        except MessageNotJsonError as exc:
+            error = {"name": "TypeError", "message": str(exc)}
+        if error is not None:
+            text = encode_message(
+                {"t": "result", "id": call_id, "r": {"ok": False, "error": error, "spent": self.budget.spent}}
+            )
+        self._outbox.append(text)
         if len(self._outbox) == 1:
             asyncio.get_running_loop().call_soon(self._flush_outbox)
 
@@ -502,8 +628,21 @@ class _Run:
         # workflow acts on can be missing from the journal after a crash.
         self.log.flush()
         items, self._outbox = self._outbox, []
-        if self.worker is not None and items:
-            self.worker.post(items[0] if len(items) == 1 else {"t": "batch", "items": items})
+        if self.worker is None or not items:
+            return
+        if len(items) == 1:
+            self.worker.post_text(items[0])
+            return
+        # One batch per message-size limit's worth of answers (each answer is within the limit).
+        batch: list[str] = []
+        size = 0
+        for item in items:
+            if batch and size + len(item) + 1 > _BATCH_BYTES:
+                self.worker.post_text(_batch(batch))
+                batch, size = [], 0
+            batch.append(item)
+            size += len(item) + 1
+        self.worker.post_text(_batch(batch) if len(batch) > 1 else batch[0])
 
     async def _workflow(self, msg: dict[str, Any]) -> dict[str, Any]:
         target = msg.get("target") or {}
@@ -522,7 +661,7 @@ class _Run:
                     "spent": self.budget.spent,
                 },
             }
-        self.log.emit("log", {"message": f"▸ running dynamic workflow {child.name}", "source": "runtime"})
+        self._log(f"▸ running dynamic workflow {child.name}", runtime=True)
         out: dict[str, Any] = {
             "t": "child",
             "id": msg["id"],
@@ -582,14 +721,25 @@ class _Run:
         agent_id = f"ag_{self.agent_seq:04d}"
         side_effects = opts.get("isolation") == "worktree"
         base = {"label": label, "phase": phase}
-        self.log.emit(
-            "agent.queued", {**base, "key": key, "contentKey": ckey}, agent_id=agent_id, phase_id=phase
-        )
+        self.emit("agent.queued", {**base, "key": key, "contentKey": ckey}, agent_id=agent_id, phase_id=phase)
         if self.replay is not None:
             record = self.replay.take(key, ckey, label)
+            problem = _replay_problem(record.result, schema) if record is not None else None
+            if problem is not None:
+                # A record's result is checked as a live answer is: one of the wrong shape (a
+                # damaged or edited journal, a schema changed since) never reaches the workflow.
+                self.replay.refuse(label)
+                self.emit(
+                    "warning",
+                    {
+                        "message": f"[{label}] the recorded result is not replayed: {problem}; the call runs live"
+                    },
+                    agent_id=agent_id,
+                )
+                record = None
             if record is not None:
                 self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
-                self.log.emit(
+                self.emit(
                     "agent.cached",
                     {
                         **base,
@@ -620,9 +770,7 @@ class _Run:
     ) -> Any:
         schema = opts.get("schema")
         base = {"label": label, "phase": phase}
-        self.log.emit(
-            "agent.started", {**base, "model": opts.get("model")}, agent_id=agent_id, phase_id=phase
-        )
+        self.emit("agent.started", {**base, "model": opts.get("model")}, agent_id=agent_id, phase_id=phase)
         signal = CancelSignal()
         self.signals[agent_id] = signal
         totals = TokenUsage()
@@ -638,7 +786,7 @@ class _Run:
                 raise _RejectCall(str(exc)) from None
             cwd = tree.path
             if self.replay is not None:
-                self.log.emit(
+                self.emit(
                     "warning",
                     {
                         "message": f"[{label}] has side effects (isolation: worktree) and runs live: "
@@ -689,7 +837,7 @@ class _Run:
                 self.budget.charge(result.usage.output)
                 if result.outcome == "provider_failed":
                     message = result.message or "provider failure"
-                    self.log.emit("log", {"message": f"[{label}] failed: {message}", "source": "runtime"})
+                    self._log(f"[{label}] failed: {message}", runtime=True)
                     self._agent_failed(agent_id, base, message, totals, "provider_failed")
                     return None
                 if result.outcome == "skipped":
@@ -711,7 +859,7 @@ class _Run:
                     )
                     self._agent_failed(agent_id, base, message, totals, "no_structured_output")
                     raise _RejectCall(message)
-                problem = _validate(schema, result.structured)
+                problem = json_value_problem(result.structured) or _validate(schema, result.structured)
                 if problem is None:
                     self._agent_done(agent_id, base, result.structured, totals, key, ckey, side_effects)
                     return result.structured
@@ -730,7 +878,7 @@ class _Run:
                 info = await asyncio.shield(finish_worktree(tree))
                 if info.get("kept"):
                     # What the agent wrote is never thrown away: the worktree stays, and says where.
-                    self.log.emit(
+                    self.emit(
                         "artifact.created",
                         {"kind": "worktree", "label": label, **info},
                         agent_id=agent_id,
@@ -771,7 +919,7 @@ class _Run:
                 if stall_s is not None:
                     scope.reschedule(deadline(loop.time()))
                 if event.kind == "output.delta":
-                    self.log.emit(
+                    self.emit(
                         "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
                     )
 
@@ -786,7 +934,7 @@ class _Run:
                     f"the agent did not finish within {self.options.agent_timeout_ms} ms (agentTimeoutMs)"
                 )
             if attempt < attempts:
-                self.log.emit(
+                self.emit(
                     "warning",
                     {
                         "message": f"[{request.label}] stalled: no progress for {int((stall_s or 0) * 1000)} ms; "
@@ -810,7 +958,7 @@ class _Run:
         side_effects: bool,
         outcome: str = "completed",
     ) -> None:
-        self.log.emit(
+        self.emit(
             "agent.completed",
             {
                 **base,
@@ -828,12 +976,43 @@ class _Run:
     def _agent_failed(
         self, agent_id: str, base: dict[str, Any], message: str, usage: TokenUsage, reason: str
     ) -> None:
-        self.log.emit(
+        self.emit(
             "agent.failed",
             {**base, "reason": reason, "message": message, "tokenUsage": usage.to_json()},
             agent_id=agent_id,
             phase_id=base.get("phase"),
         )
+
+
+_BATCH_BYTES = MAX_MESSAGE_BYTES - 64  # room for the batch envelope
+
+
+def _batch(texts: list[str]) -> str:
+    return '{"t":"batch","items":[' + ",".join(texts) + "]}"
+
+
+def _memory_message(worker: RealmWorker) -> str:
+    limit = f"realm heap limit {worker.heap_mb} MB"
+    if worker.memory_limited:
+        limit += f", {worker.memory_mb} MB of memory in all"
+    return (
+        f"the workflow ran out of memory ({limit}); keep large intermediate data out of JavaScript "
+        "(let agents write it to files) or raise the heap limit (--heap-mb)"
+    )
+
+
+def clip_text(text: str, max_units: int, keep: int) -> str:
+    """``text`` cut in the middle when longer than ``max_units`` UTF-16 code units: its first and last
+    ``keep`` units around ``\n\n... [N characters truncated] ...\n\n`` (Claude Code 2.1.332's log
+    lines, measured). A surrogate pair split at a cut becomes U+FFFD, as the realm's lines do."""
+    if 2 * len(text) <= max_units:
+        return text
+    units = text.encode("utf-16-le", "surrogatepass")
+    if len(units) // 2 <= max_units:
+        return text
+    head = units[: 2 * keep].decode("utf-16-le", "replace")
+    tail = units[len(units) - 2 * keep :].decode("utf-16-le", "replace")
+    return f"{head}\n\n... [{len(units) // 2 - 2 * keep} characters truncated] ...\n\n{tail}"
 
 
 def _add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
@@ -901,16 +1080,53 @@ def _check_schema(schema: Any) -> None:
         raise _RejectCall("agent() schema is unusable: an empty JSON Schema describes no structured output")
     try:
         Draft202012Validator.check_schema(schema)
+    except RecursionError:
+        # jsonschema checks a schema against the meta-schema recursively, several frames a level.
+        raise _RejectCall(
+            "agent() schema is nested too deeply to check against the JSON Schema meta-schema; "
+            "flatten it (name repeated parts under $defs and use $ref)"
+        ) from None
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
         raise _RejectCall(f"agent() schema is not a valid JSON Schema at {where}: {exc.message}") from None
+
+
+def _replay_problem(result: Any, schema: Any) -> str | None:
+    """Why a recorded ``result`` cannot stand in for a call with ``schema``, or ``None``."""
+    problem = json_value_problem(result)
+    if problem is not None:
+        return problem
+    if schema is None:
+        if not isinstance(result, str):
+            return f"a call without a schema resolves to a string, but the record holds {_json_kind(result)}"
+        return None
+    problem = _validate(schema, result)
+    return None if problem is None else f"it does not match the call's schema ({problem})"
+
+
+def _json_kind(value: Any) -> str:
+    """``value``'s JSON type with its article: ``"an object"``, ``"an array"``, ``"null"``, …"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object"
 
 
 def _validate(schema: Mapping[str, Any], value: Any) -> str | None:
     from jsonschema.exceptions import best_match
 
     validator = _validator(schema)
-    error = best_match(validator.iter_errors(value))
+    try:
+        error = best_match(validator.iter_errors(value))
+    except RecursionError:
+        return "the value is nested too deeply to validate against the schema"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"

@@ -24,7 +24,51 @@ const flushOut = () => { if (outBuf.length) { const text = outBuf.join(''); outB
 const LONE = /(\\+)u(d[89a-f][0-9a-f]{2})/gi
 const wellFormed = (text) => text.indexOf('\\ud') === -1 && text.indexOf('\\uD') === -1 ? text
   : text.replace(LONE, (all, slashes) => (slashes.length % 2 === 1 ? slashes + 'ufffd' : all))
-const out = (msg) => { if (outBuf.length === 0) process.nextTick(flushOut); outBuf.push(wellFormed(JSON.stringify(msg)) + '\n') }
+// Every line is at most MAX_MESSAGE bytes (worker.py passes MAX_MESSAGE_BYTES, newline included), so
+// the host never meets a line it cannot read; what would exceed it is refused here, by name.
+const MAX_MESSAGE = (() => {
+  const arg = process.argv.find((a) => a.startsWith('--max-message-bytes='))
+  const n = arg ? Number(arg.slice('--max-message-bytes='.length)) : NaN
+  return n > 0 ? n : 64 * 1024 * 1024
+})()
+const MB = (n) => { const v = n / 1048576; return (v === Math.floor(v) ? v.toFixed(0) : v.toFixed(1)) + ' MB' }
+const SIZE_ERROR = 'ERR_REALM_MESSAGE_SIZE'
+function sizeError(msg, size) {
+  const what = msg.t === 'done' ? "the workflow's final value"
+    : msg.t === 'phase' ? 'the phase() title'
+      : msg.t === 'call' && msg.fn === 'agent' ? 'this agent() prompt with its options'
+        : msg.t === 'call' ? 'the workflow() args' : 'a ' + JSON.stringify(String(msg.t)) + ' message'
+  const fix = msg.t === 'done' ? 'return less (let agents write large data to files and return their paths)'
+    : 'pass less data (let agents read large inputs from files)'
+  const verb = msg.t === 'call' && msg.fn !== 'agent' ? ' are ' : ' is '
+  const err = new RangeError(what + verb + MB(size) + ' as a realm message; the realm passes at most ' +
+    MB(MAX_MESSAGE) + ' per message (workflow-mcp limit); ' + fix)
+  err.code = SIZE_ERROR
+  return err
+}
+const tooLarge = (line) => line.length * 3 > MAX_MESSAGE && Buffer.byteLength(line) > MAX_MESSAGE
+const out = (msg) => {
+  let line = wellFormed(JSON.stringify(msg)) + '\n'
+  if (tooLarge(line)) {
+    const err = sizeError(msg, Buffer.byteLength(line))
+    // A realm request fails where it was made (agent(), workflow(), phase() throw or reject); the
+    // final value fails the run; anything else is a worker bug and fails the run too.
+    if (msg.t === 'call' || msg.t === 'phase') throw err
+    line = wellFormed(JSON.stringify({ t: 'done', ok: false, error: { name: 'RangeError', message: err.message } })) + '\n'
+    if (msg.t !== 'done') { finished = true; setImmediate(exitSoon) }
+  }
+  if (outBuf.length === 0) process.nextTick(flushOut)
+  outBuf.push(line)
+}
+
+// Long text is cut in the middle, as Claude Code 2.1.332 cuts log lines (measured): a line longer than
+// `max` UTF-16 units keeps its first and last `keep` units around a marker naming what was dropped.
+function clip(text, max, keep) {
+  if (typeof text !== 'string' || text.length <= max) return text
+  return text.slice(0, keep) + '\n\n... [' + (text.length - 2 * keep) + ' characters truncated] ...\n\n' + text.slice(text.length - keep)
+}
+let logLine = { max: 11024, keep: 5000 }
+const ERROR_TEXT = { max: 65536, keep: 32768 }
 const exitSoon = () => { flushOut(); process.stdout.write('', () => process.exit(0)) }
 
 // ---------------------------------------------------------------------------------------------
@@ -91,8 +135,13 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   // A host error's constructor chain would otherwise lead to the worker's own Function.
   function realmError(e) {
     let message = 'internal error'
-    try { if (e !== null && typeof e === 'object' && typeof e.message === 'string') message = '' + e.message } catch (x) {}
-    return new ErrorCtor('workflow runtime error: ' + message)
+    let sized = false
+    try {
+      if (e !== null && typeof e === 'object' && typeof e.message === 'string') message = '' + e.message
+      sized = e !== null && typeof e === 'object' && e.code === 'ERR_REALM_MESSAGE_SIZE'
+    } catch (x) {}
+    // A message over the realm's size limit says so in the workflow's own words.
+    return sized ? new RangeErrorCtor(message) : new ErrorCtor('workflow runtime error: ' + message)
   }
   const guard = (fn) => function (...argv) {
     try { return apply(fn, undefined, argv) } catch (e) { throw realmError(e) }
@@ -147,7 +196,11 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     const id = ++seq
     msg.id = id
     const gate = new PromiseCtor((resolve) => { apply(mapSet, pending, [id, resolve]) })
-    send(msg)
+    try { send(msg) } catch (e) {
+      // Nothing was sent (e.g. the message is too large): nothing will answer, so nothing waits.
+      apply(mapDelete, pending, [id])
+      throw e
+    }
     return apply(promiseThen, gate, [() => {
       const text = apply(mapGet, inbox, [id]); apply(mapDelete, inbox, [id])
       const r = JSONparse(text)
@@ -490,7 +543,11 @@ function guarded(fn) {
 
 function onPost(text) {
   const msg = JSON.parse(text)
-  if (msg.t === 'call' && msg.fn === 'agent') {
+  if (msg.t === 'log') {
+    msg.message = clip(msg.message, logLine.max, logLine.keep)
+  } else if (msg.t === 'child' && typeof msg.message === 'string') {
+    msg.message = clip(msg.message, ERROR_TEXT.max, ERROR_TEXT.keep)
+  } else if (msg.t === 'call' && msg.fn === 'agent') {
     if (depthOf(msg.opts, 0) > MAX_DEPTH) {
       throw new RangeError('agent() options are nested deeper than ' + MAX_DEPTH + ' levels')
     }
@@ -520,6 +577,10 @@ function onPost(text) {
     return
   } else if (msg.t === 'done') {
     if (finished) return
+    if (msg.error) {
+      msg.error.message = clip(msg.error.message, ERROR_TEXT.max, ERROR_TEXT.keep)
+      if (typeof msg.error.stack === 'string' && msg.error.stack.length > 8000) msg.error.stack = msg.error.stack.slice(-8000)
+    }
     finished = true
     out(msg)
     setImmediate(exitSoon)
@@ -567,6 +628,7 @@ function start(msg) {
   profileName = msg.profile || ''
   cacheKeyOptions = msg.cacheKeyOptions || []
   flatChain = msg.flatCacheChain === true
+  if (msg.logLine) logLine = { max: msg.logLine.max, keep: msg.logLine.keep }
   ctx = vm.createContext(Object.create(null), {
     name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
   })

