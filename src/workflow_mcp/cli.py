@@ -786,12 +786,45 @@ def store_repair() -> None:
     "trust_dirs",
     multiple=True,
     metavar="DIR",
-    help="Run workflow files under DIR without asking the user to approve them (repeatable).",
+    help="Run workflow files under DIR without asking the user to approve them (repeatable); over HTTP "
+    "also a project root (paths resolve only inside the roots and the serving directory).",
 )
-def serve(use_http: bool, host: str, port: int, trust_dirs: tuple[str, ...]) -> None:
+@click.option(
+    "--max-runs",
+    type=click.IntRange(1),
+    default=16,
+    show_default=True,
+    help="Runs at once (each holds a Node worker, about 50 MB); more are refused until one ends.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=256,
+    show_default=True,
+    help="HTTP: open connections plus in-flight requests; a request beyond it gets 503.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="HTTP: a connection that sends no complete request (head and body) within this time of connecting "
+    "or of its previous response is closed.",
+)
+def serve(
+    use_http: bool,
+    host: str,
+    port: int,
+    trust_dirs: tuple[str, ...],
+    max_runs: int,
+    max_connections: int,
+    header_timeout: float,
+) -> None:
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
-    from .server import run_server
+    from .server import ServerPolicy, run_server
+    from .server.http import HttpLimits
     from .store.sqlite import default_home
 
     for d in trust_dirs:
@@ -806,6 +839,8 @@ def serve(use_http: bool, host: str, port: int, trust_dirs: tuple[str, ...]) -> 
             port=port,
             trust_dirs=trust_dirs,
             state_dir=str(default_home()),
+            policy=ServerPolicy(max_runs=max_runs),
+            limits=HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout),
         )
     )
 

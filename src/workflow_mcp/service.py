@@ -15,12 +15,12 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .definitions.discover import Discovery, find_workflows, resolve_workflow
+from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
 from .definitions.load import (
     PendingWorkflow,
     ValidationReport,
@@ -31,6 +31,7 @@ from .definitions.load import (
 )
 from .definitions.profile import get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy
+from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
 from .errors import InvalidInputError, StoreError, WorkflowMcpError, WorkflowNotFoundError
 from .events import Event, utc_now
@@ -41,7 +42,7 @@ from .store import HEARTBEAT_S
 from .store.base import RunRecord, RunStore
 from .store.sqlite import default_home
 
-__all__ = ["RunSummary", "WorkflowService"]
+__all__ = ["ChildCheck", "RunSummary", "WorkflowService"]
 
 
 @dataclass(frozen=True)
@@ -107,14 +108,46 @@ class WorkflowService:
 
     # -- definitions -------------------------------------------------------------------------
     def validate(
-        self, path: str | None = None, *, source: str | None = None, profile: str | None = None
+        self,
+        path: str | None = None,
+        *,
+        source: str | None = None,
+        profile: str | None = None,
+        check_syntax: bool = True,
     ) -> ValidationReport:
-        """Validate a file or inline source; never raises for an invalid workflow (see the report)."""
-        return validate_workflow(path, source=source, profile=get_profile(profile))
+        """Validate a file or inline source; never raises for an invalid workflow (see the report).
+        ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`."""
+        return validate_workflow(path, source=source, profile=get_profile(profile), check_syntax=check_syntax)
 
-    def list_workflows(self, cwd: str | None = None) -> Discovery:
-        """Personal and project workflows visible from ``cwd`` (Claude's precedence and order)."""
-        return find_workflows(cwd or self.cwd, self.home)
+    def list_workflows(self, cwd: str | None = None, *, reachable: Reachable | None = None) -> Discovery:
+        """Personal and project workflows visible from ``cwd`` (Claude's precedence and order).
+        ``reachable`` (a predicate on real paths) skips, unread, what it refuses (an MCP server's file
+        scope)."""
+        return find_workflows(cwd or self.cwd, self.home, reachable=reachable)
+
+    def find_workflow(
+        self,
+        name: str,
+        *,
+        cwd: str | None = None,
+        profile: str | None = None,
+        check_syntax: bool = True,
+        reachable: Reachable | None = None,
+    ) -> DiscoveredWorkflow:
+        """The workflow ``name`` (exact, case-sensitive) resolves to from ``cwd`` by discovery alone,
+        never a file path; ``reachable`` as in :meth:`list_workflows`.
+
+        Raises:
+            WorkflowNotFoundError: nothing visible (and reachable) has that name.
+        """
+        return resolve_workflow(
+            name,
+            cwd or self.cwd,
+            self.home,
+            profile=get_profile(profile),
+            check_syntax=check_syntax,
+            reachable=reachable,
+        )
 
     def load(
         self, target: str, *, cwd: str | None = None, profile: str | None = None, check_syntax: bool = True
@@ -172,6 +205,7 @@ class WorkflowService:
         worker: RealmWorker | None = None,
         replay: Replay | None = None,
         provider_config: dict[str, Any] | None = None,
+        child_check: ChildCheck | None = None,
     ) -> RunHandle:
         """Record and start a run; returns its live handle. Needs a running event loop.
 
@@ -180,6 +214,8 @@ class WorkflowService:
         ``idempotency_key`` returns the already-started run for a repeated key (``owner`` scopes
         keys). ``on_event`` sees each event after it is committed. ``provider_config`` (JSON) is
         recorded with the run so a resume can rebuild the same provider (e.g. a fake script).
+        ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
+        runs (the MCP server passes its file scope and source approval; default: every child may run).
 
         Raises:
             WorkflowNotFoundError: ``resume_from`` names no stored run.
@@ -249,6 +285,7 @@ class WorkflowService:
             replay=replay,
             resumed_from=resume_from,
             worker=worker,
+            child_check=child_check,
         )
         self.live[run_id] = handle
         self._starting.discard(run_id)
@@ -407,15 +444,46 @@ class WorkflowService:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}")
         return MISSING if record.args_json is None else json.loads(record.args_json)
 
+    #: Events read per store query when a whole log is needed: the store is shared by every client of a
+    #: server, and one query over a million events would hold it for seconds.
+    EVENT_PAGE = 5_000
+
     def status(self, run_id: str) -> RunState:
-        """The projected state of a stored run.
+        """The projected state of a stored run. The log is read in pages of :attr:`EVENT_PAGE` events;
+        this is CPU work in proportion to the run's events, so async callers run it in a thread.
 
         Raises:
             WorkflowNotFoundError: unknown run id.
         """
         if self.store.get_run(run_id) is None:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
-        return project_state(self.store.events(run_id), run_id=run_id)
+        return project_state(self._all_events(run_id), run_id=run_id)
+
+    def _all_events(self, run_id: str) -> Iterator[Event]:
+        """Every event of ``run_id`` in order, read :attr:`EVENT_PAGE` at a time (the store's lock is
+        held for one page, never for the whole log)."""
+        after = 0
+        while True:
+            page = self.store.events(run_id, after, self.EVENT_PAGE)
+            yield from page
+            if len(page) < self.EVENT_PAGE:
+                return
+            after = page[-1].sequence
+
+    def event_count(self, run_id: str) -> int:
+        """How many events run ``run_id`` has stored (its newest sequence; one indexed lookup, 0 for an
+        unknown run): what a projection of its log will cost."""
+        return self.store.last_sequence(run_id)
+
+    def running_count(self) -> int:
+        """How many runs this process is running now (each holds its own Node worker)."""
+        return sum(1 for handle in self.live.values() if handle.status == "running")
+
+    @property
+    def state_dir(self) -> str:
+        """The state directory: the folder of a file store, else ``$WORKFLOW_MCP_HOME``."""
+        path = getattr(self.store, "path", None)
+        return str(Path(path).parent) if isinstance(path, str | os.PathLike) else str(default_home())
 
     def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         if self.store.get_run(run_id) is None:
@@ -627,7 +695,7 @@ class WorkflowService:
                 cursor = batch[-1].sequence
                 if on_events is not None:
                     await on_events(batch)
-        return self.status(run_id)
+        return await asyncio.to_thread(self.status, run_id)  # a long log must not stall the event loop
 
     def prune_finished(self, keep: int = 100) -> int:
         """Forget the in-memory handles of finished runs beyond the newest ``keep`` (their events and

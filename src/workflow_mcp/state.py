@@ -139,9 +139,16 @@ def _add_tokens(state: RunState, usage: dict[str, Any], *, replayed: bool) -> No
         state.token_usage[key] += int(usage.get(key, 0))
 
 
-def project_state(events: Iterable[Event], run_id: str | None = None) -> RunState:
-    """Fold ``events`` (in sequence order) into a :class:`RunState`. Pure: same events, same state."""
-    state: RunState | None = None if run_id is None else RunState(run_id=run_id)
+def project_state(
+    events: Iterable[Event], run_id: str | None = None, *, into: RunState | None = None
+) -> RunState:
+    """Fold ``events`` (in sequence order) into a :class:`RunState`. Pure: same events, same state.
+
+    ``into`` continues a projection: the state of the events before these, updated in place and
+    returned (folding a log in two parts gives the state of folding it at once), so a caller following a
+    run projects each event once.
+    """
+    state: RunState | None = into if into is not None else None if run_id is None else RunState(run_id=run_id)
     for event in events:
         if state is None:
             state = RunState(run_id=event.run_id)

@@ -58,6 +58,16 @@ def test_projecting_the_same_events_twice_gives_equal_states_and_leaves_the_even
     assert [e.to_json() for e in completed] == before
 
 
+@pytest.mark.parametrize("cut", [1, 5, -1])
+def test_folding_a_log_in_two_parts_gives_the_state_of_folding_it_at_once(
+    completed: list[Event], cut: int
+) -> None:
+    head = project_state(completed[:cut])
+    continued = project_state(completed[cut:], into=head)
+    assert continued is head
+    assert continued.to_json() == project_state(completed).to_json()
+
+
 def test_the_state_of_a_completed_run_has_its_result_counts_phases_and_logs(completed: list[Event]) -> None:
     state = project_state(completed)
     doc = state.to_json()

@@ -14,6 +14,10 @@ Rules (seed "Discovery and precedence", observed in Claude Code 2.1.209; unchang
    computed by the realm).
 6. Symbolic links are followed; the target must be a readable regular file within the size limit.
 
+A caller may narrow what discovery reads with ``reachable`` (a predicate on real paths, e.g. an MCP
+server's project roots): a directory or file it refuses is skipped before it is read, as if absent, so
+no result, diagnostic or not-found message mentions it.
+
 Choices of this project (the seed leaves them open): an invalid file is reported and does not take part
 in precedence (a farther valid definition of the same name is used); two files in one directory with
 the same name resolve to the first file name in code-point order; a project directory that is the
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -45,6 +50,7 @@ __all__ = [
     "DiagnosticKind",
     "DiscoveredWorkflow",
     "Discovery",
+    "Reachable",
     "find_workflows",
     "resolve_workflow",
 ]
@@ -53,6 +59,8 @@ NEAR_MISS_SUFFIXES = (".mjs", ".cjs", ".ts")
 WORKFLOWS_DIR = (".claude", "workflows")
 
 Source = Literal["personal", "project"]
+Reachable = Callable[[str], bool]
+"""Whether discovery may read the file or directory at a real path (symbolic links resolved)."""
 DiagnosticKind = Literal["near-miss", "invalid", "shadowed", "unreadable"]
 
 
@@ -118,19 +126,21 @@ def find_workflows(
     *,
     profile: Profile | str | None = None,
     check_syntax: bool = True,
+    reachable: Reachable | None = None,
 ) -> Discovery:
     """Every workflow visible from ``cwd``, with personal workflows read from ``home`` (default: the
     user's home directory). Invalid, shadowed, near-miss and unreadable files become diagnostics;
     nothing about one file is fatal.
 
     One realm call checks the syntax of every file and sorts the names (``check_syntax=False`` skips the
-    V8 compile but still sorts through the realm).
+    V8 compile but still sorts through the realm). ``reachable`` skips, unread, every directory and file
+    whose real path it refuses (see the module docstring).
 
     Raises:
         WorkflowNotFoundError: ``cwd`` is not a directory.
         RealmError: the Node worker could not run.
     """
-    found = _discover(cwd, home, _profile(profile), check_syntax=check_syntax, sort=True)
+    found = _discover(cwd, home, _profile(profile), check_syntax=check_syntax, sort=True, reachable=reachable)
     return Discovery(workflows=found.ordered, diagnostics=found.diagnostics)
 
 
@@ -141,15 +151,19 @@ def resolve_workflow(
     *,
     profile: Profile | str | None = None,
     check_syntax: bool = True,
+    reachable: Reachable | None = None,
 ) -> DiscoveredWorkflow:
-    """The workflow that ``name`` (exact and case-sensitive) resolves to from ``cwd``.
+    """The workflow that ``name`` (exact and case-sensitive) resolves to from ``cwd``; ``reachable`` as
+    in :func:`find_workflows` (what it refuses is neither a candidate nor named in the message).
 
     Raises:
         WorkflowNotFoundError: nothing visible has that name; the message lists near names and any
             invalid file that declares it.
         RealmError: the Node worker could not run.
     """
-    found = _discover(cwd, home, _profile(profile), check_syntax=check_syntax, sort=False)
+    found = _discover(
+        cwd, home, _profile(profile), check_syntax=check_syntax, sort=False, reachable=reachable
+    )
     winner = found.winners.get(name)
     if winner is not None:
         return winner
@@ -189,6 +203,7 @@ def _discover(
     *,
     check_syntax: bool,
     sort: bool,
+    reachable: Reachable | None = None,
 ) -> _Found:
     here = Path(cwd).resolve()
     if not here.is_dir():
@@ -197,7 +212,9 @@ def _discover(
     found = _Found()
     candidates: list[_Candidate] = []
     for source, rank, directory in _workflow_dirs(here, personal_home):
-        for path in _listing(directory, found):
+        if reachable is not None and not reachable(_real(directory)):
+            continue
+        for path in _listing(directory, found, reachable):
             try:
                 analysis = analyze_file(str(path), profile)
             except WorkflowNotFoundError as exc:
@@ -278,9 +295,10 @@ def _real(path: Path) -> str:
         return str(path)
 
 
-def _listing(directory: Path, found: _Found) -> list[Path]:
+def _listing(directory: Path, found: _Found, reachable: Reachable | None = None) -> list[Path]:
     """The ``.js`` entries of ``directory`` that are regular files (symbolic links followed), sorted by
-    name; near misses and unreadable entries go to ``found.diagnostics``."""
+    name; near misses and unreadable entries go to ``found.diagnostics``; entries whose real path
+    ``reachable`` refuses are skipped without a word."""
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -299,6 +317,8 @@ def _listing(directory: Path, found: _Found) -> list[Path]:
         is_js = entry.name.endswith(".js")
         near = entry.name.endswith(NEAR_MISS_SUFFIXES)
         if not (is_js or near):
+            continue
+        if reachable is not None and not reachable(_real(path)):
             continue
         try:
             mode = os.stat(path).st_mode  # follows symbolic links; a loop raises ELOOP

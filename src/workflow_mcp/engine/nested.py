@@ -3,19 +3,46 @@
 ``workflow(name, args)`` resolves through discovery (personal and project directories, nearest
 wins); ``workflow({scriptPath}, args)`` loads a file (relative paths from the run's cwd). Each call of
 the same child gets its own synthetic phase: ``▸ name``, then ``▸ name #2``, ``▸ name #3``…
-Unknown names, unreadable paths and invalid children raise, which rejects the parent's call.
+Unknown names, unreadable paths, invalid children and children a :class:`ChildCheck` refuses raise,
+which rejects the parent's call.
+
+A child is read from its real path (symbolic links resolved), the path the check was asked about; a
+child by name is found by a discovery that reads only the files the check allows (so a not-found message
+never names one it refuses). Resolution reads files and may compile them in V8: the coordinator runs it
+in a worker thread, one call at a time in call order (so ``#2`` numbering follows the calls). A
+load error about a file that is not a workflow source quotes nothing of it
+(:mod:`workflow_mcp.definitions.disclosure`), so ``workflow({scriptPath: args.path})`` in a trusted
+workflow cannot be used to read other files through the rejection message.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..definitions.profile import Profile
-from ..errors import WorkflowLoadError, WorkflowNotFoundError
+from ..errors import WorkflowLoadError, WorkflowMcpError, WorkflowNotFoundError
 
-__all__ = ["ChildResolver", "ChildWorkflow"]
+__all__ = ["ChildCheck", "ChildResolver", "ChildWorkflow"]
+
+
+class ChildCheck(Protocol):
+    """The host's say on every nested workflow, asked before the child is read and before it runs (the
+    MCP server passes its file scope and source approval here; the engine itself allows everything)."""
+
+    def readable(self, path: str) -> None:
+        """Raise a ``WorkflowMcpError`` when the file or directory at ``path`` (a real path) may not be read
+        (discovery also asks about each workflow directory and file before listing or reading it)."""
+
+    def runnable(self, name: str, path: str, source_hash: str) -> None:
+        """Raise a ``WorkflowMcpError`` when the loaded child (``path`` real, ``source_hash`` SHA-256 of
+        its bytes) may not run."""
+
+    def not_found(self, error: WorkflowNotFoundError) -> WorkflowMcpError:
+        """The error to raise when no readable definition has the child's name (``error`` is
+        discovery's; the host may add where names resolve)."""
 
 
 @dataclass(frozen=True)
@@ -27,10 +54,11 @@ class ChildWorkflow:
 
 
 class ChildResolver:
-    def __init__(self, cwd: str, home: str | None, profile: Profile) -> None:
+    def __init__(self, cwd: str, home: str | None, profile: Profile, check: ChildCheck | None = None) -> None:
         self.cwd = cwd
         self.home = home
         self.profile = profile
+        self.check = check
         self._calls: dict[str, int] = {}
 
     def resolve(self, target: dict[str, Any]) -> ChildWorkflow:
@@ -39,30 +67,87 @@ class ChildResolver:
         Raises:
             WorkflowNotFoundError: unknown name or missing file.
             WorkflowLoadError: the child file breaks a loading rule.
+            WorkflowMcpError: the :class:`ChildCheck` refused it (e.g. ``PathRefusedError``,
+                ``SourceNotApprovedError``).
         """
         from ..definitions.discover import resolve_workflow
         from ..definitions.load import load_workflow
 
-        path = ""
+        check = self.check
         if "scriptPath" in target:
+            if "\x00" in str(target["scriptPath"]):
+                raise WorkflowNotFoundError(
+                    f"workflow scriptPath {target['scriptPath']!r} is not a path: it holds a NUL character"
+                )
             path = os.path.join(self.cwd, os.path.expanduser(str(target["scriptPath"])))
-            if not os.path.isfile(path):
+            real = os.path.realpath(path)
+            if check is not None:
+                check.readable(real)
+            if not os.path.isfile(real):
                 raise WorkflowNotFoundError(
                     f"workflow scriptPath {target['scriptPath']!r} is not a readable file"
                 )
-        try:
-            if "scriptPath" in target:
-                wf = load_workflow(path, profile=self.profile)
-            else:
+            try:
+                wf = load_workflow(real, profile=self.profile)
+            except WorkflowLoadError as exc:
+                shown = _quotable(exc, real, self.profile)
+                raise WorkflowLoadError(
+                    shown.rule,
+                    f"nested workflow: {shown.detail}",
+                    path=shown.path,
+                    line=shown.line,
+                    column=shown.column,
+                ) from None
+        else:
+            # Discovery reads only what the check allows, so an unreadable file is neither a candidate
+            # nor named in a not-found message; invalid files are diagnostics there, never raised.
+            try:
                 wf = resolve_workflow(
-                    str(target.get("name", "")), self.cwd, self.home, profile=self.profile
+                    str(target.get("name", "")),
+                    self.cwd,
+                    self.home,
+                    profile=self.profile,
+                    reachable=None if check is None else _reachable(check),
                 ).workflow
-                path = str(wf.path)
-        except WorkflowLoadError as exc:
-            raise WorkflowLoadError(
-                exc.rule, f"nested workflow: {exc.detail}", path=exc.path, line=exc.line, column=exc.column
-            ) from None
+            except WorkflowNotFoundError as exc:
+                if check is None:
+                    raise
+                raise check.not_found(exc) from None
+            path = str(wf.path)
+            real = os.path.realpath(path)
+            if check is not None:
+                check.readable(real)  # the same answer unless a link changed since discovery asked
+        if self.check is not None:
+            self.check.runnable(wf.meta.name, real, wf.source_hash)
         n = self._calls.get(wf.meta.name, 0) + 1
         self._calls[wf.meta.name] = n
         phase = f"▸ {wf.meta.name}" if n == 1 else f"▸ {wf.meta.name} #{n}"
         return ChildWorkflow(name=wf.meta.name, phase=phase, body=wf.body, path=path)
+
+
+def _reachable(check: ChildCheck) -> Callable[[str], bool]:
+    """``check.readable`` as the predicate discovery takes."""
+
+    def reachable(path: str) -> bool:
+        try:
+            check.readable(path)
+        except WorkflowMcpError:
+            return False
+        return True
+
+    return reachable
+
+
+def _quotable(exc: WorkflowLoadError, path: str, profile: Profile) -> WorkflowLoadError:
+    """``exc``, or its redacted form when ``path`` is not a workflow source."""
+    from ..definitions.disclosure import redacted
+    from ..definitions.load import validate_workflow
+
+    if not path:
+        return exc
+    try:
+        report = validate_workflow(path, profile=profile, check_syntax=False)
+    except WorkflowNotFoundError:
+        return exc
+    shown = redacted(report)
+    return exc if shown is report else shown.errors[0]

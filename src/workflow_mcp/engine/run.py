@@ -55,7 +55,7 @@ from ..realm.worker import (
 )
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key, json_value_problem
-from .nested import ChildResolver
+from .nested import ChildCheck, ChildResolver
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
 __all__ = ["MISSING", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
@@ -167,12 +167,15 @@ def run_workflow(
     resumed_from: str | None = None,
     workflow_meta: Mapping[str, Any] | None = None,
     worker: RealmWorker | None = None,
+    child_check: ChildCheck | None = None,
 ) -> RunHandle:
     """Start running ``workflow`` (a loaded ``definitions.Workflow``) and return its handle.
 
     ``args`` is any JSON value (omit it for ``undefined``). ``persist`` receives each batch of events
     before they are published (the store's ``append_many``: a group commit per event-loop turn). ``replay`` reuses recorded results on resume.
     ``worker`` is an already spawned, unstarted realm worker to use (else one is spawned).
+    ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
+    runs (see :class:`~workflow_mcp.engine.nested.ChildCheck`); a refusal rejects the parent's call.
     Must be called with a running event loop.
     """
     opts = options or RunOptions()
@@ -194,6 +197,7 @@ def run_workflow(
         resumed_from,
         dict(workflow_meta) if workflow_meta is not None else workflow.meta.to_json(),
     )
+    run.children.check = child_check
     run.worker = worker
     run.task = asyncio.get_running_loop().create_task(run.main())
     return RunHandle(run)
@@ -242,6 +246,8 @@ class _Run:
             tempfile.gettempdir(), "workflow-mcp-worktrees"
         )
         self.children = ChildResolver(self.cwd, options.home, self.profile)
+        # One child resolution at a time, in call order (asyncio.Lock is FIFO), off the event loop.
+        self.children_lock = asyncio.Lock()
         self.admitted = 0
         self.agent_seq = 0
         self.seen_phases: set[str] = set()
@@ -641,7 +647,10 @@ class _Run:
     async def _workflow(self, msg: dict[str, Any]) -> dict[str, Any]:
         target = msg.get("target") or {}
         try:
-            child = self.children.resolve(target)
+            # Discovery and the V8 check read files and start Node: never on the loop other runs and
+            # every MCP client share.
+            async with self.children_lock:
+                child = await asyncio.to_thread(self.children.resolve, target)
         except WorkflowMcpError as exc:
             return {
                 "t": "result",

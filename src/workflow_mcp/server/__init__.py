@@ -1,11 +1,14 @@
 """workflow-mcp over the Model Context Protocol.
 
-    create_server(service, policy=, trust=, principal=)   the MCP server (tools, resources, prompt)
-    run_server(service, http=, host=, port=, trust_dirs=, state_dir=)   what `workflow-mcp serve` runs
-    ServerPolicy, SourceTrust, Principal                   limits, source approval, the caller
+    create_server(service, policy=, trust=, principal=, scope=)   the MCP server (tools, resources, prompt)
+    run_server(service, http=, host=, port=, trust_dirs=, state_dir=, policy=, limits=)   `workflow-mcp serve`
+    ServerPolicy, SourceTrust, Principal, FileScope        limits, source approval, the caller, reachable files
 
 Stdio (the default) carries only JSON-RPC on stdout; diagnostics go to stderr. Streamable HTTP binds
-to loopback and requires a bearer token (see :mod:`workflow_mcp.server.http`).
+to loopback, requires a bearer token and bounds what clients may hold (see
+:mod:`workflow_mcp.server.http`); over HTTP every path resolves only inside the project roots — the
+``--trust`` directories and the serving directory — and no transport reaches the state directory (see
+:class:`FileScope`).
 """
 
 from __future__ import annotations
@@ -15,14 +18,20 @@ import contextlib
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import WorkflowMcpError
 from ..service import WorkflowService
+from ._files import FileScope
 from ._policy import LOCAL, Principal, ServerPolicy, SourceTrust
 from .mcp import WorkflowMcpServer, create_server
 
+if TYPE_CHECKING:
+    from .http import HttpLimits
+
 __all__ = [
     "LOCAL",
+    "FileScope",
     "Principal",
     "ServerPolicy",
     "SourceTrust",
@@ -59,22 +68,26 @@ def run_server(
     trust_dirs: tuple[str, ...] = (),
     state_dir: str,
     policy: ServerPolicy | None = None,
+    limits: HttpLimits | None = None,
 ) -> int:
     """Run the server in this process until it stops; returns the exit status (0, or 2 for bad input).
 
-    ``state_dir`` (``$WORKFLOW_MCP_HOME``) holds the source approvals and the generated HTTP token.
+    ``state_dir`` (``$WORKFLOW_MCP_HOME``) holds the source approvals and the generated HTTP token; no
+    tool reaches it. The project roots are the ``trust_dirs`` and the service's directory; over HTTP
+    every path resolves only inside them. ``limits`` bound the HTTP server (:class:`~.http.HttpLimits`).
     """
     try:
         trust = SourceTrust(trusted_dirs=trust_dirs, approvals_path=os.path.join(state_dir, APPROVALS_FILE))
+        scope = FileScope.of(cwd=service.cwd, trust_dirs=trust_dirs, state_dir=state_dir, confined=http)
         service.recover()
         if http:
             from .http import load_tokens, serve_http
 
             tokens = load_tokens(state_dir)
-            server = create_server(service, policy=policy, trust=trust, principal=None)
-            asyncio.run(serve_http(server, host=host, port=port, tokens=tokens))
+            server = create_server(service, policy=policy, trust=trust, principal=None, scope=scope)
+            asyncio.run(serve_http(server, host=host, port=port, tokens=tokens, limits=limits))
         else:
-            server = create_server(service, policy=policy, trust=trust, principal=LOCAL)
+            server = create_server(service, policy=policy, trust=trust, principal=LOCAL, scope=scope)
             where = getattr(service.store, "path", "memory")
             print(f"workflow-mcp: serving MCP on stdio (state {where})", file=sys.stderr, flush=True)
             with contextlib.suppress(asyncio.CancelledError):

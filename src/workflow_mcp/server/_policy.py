@@ -20,7 +20,10 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..events import utc_now
 
-__all__ = ["LOCAL", "Principal", "ServerPolicy", "SourceTrust", "ceiling"]
+__all__ = ["DEFAULT_MAX_RUNS", "LOCAL", "Principal", "ServerPolicy", "SourceTrust", "ceiling"]
+
+DEFAULT_MAX_RUNS = 16
+"""Concurrent runs one server allows unless told otherwise (about 800 MB of Node workers)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class ServerPolicy:
     max_wait_ms: int = 25_000
     #: The providers callers may name; ``None``: every registered provider (see providers_list).
     providers: tuple[str, ...] | None = None
+    #: Runs this server runs at once (``workflow-mcp serve --max-runs N``); each holds its own Node
+    #: worker (about 50 MB). A call beyond it is refused with an isError result, nothing started.
+    #: ``None``: no cap.
+    max_runs: int | None = DEFAULT_MAX_RUNS
 
 
 @dataclass

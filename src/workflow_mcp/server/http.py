@@ -1,11 +1,21 @@
 """Streamable HTTP transport: loopback by default, bearer tokens, Host/Origin checks, one principal
-per token.
+per token, bounded connections.
 
 Tokens come from ``WORKFLOW_MCP_TOKEN`` (comma-separated) or, when that is unset, from the file
 ``$WORKFLOW_MCP_HOME/http-token`` (one per line), which is generated with 0600 permissions on first
 use and refused when others can read it. An entry is ``TOKEN`` or ``NAME=TOKEN``; each token is its
 own principal (``http:NAME``, or ``http:`` + a hash prefix of the token) and sees only the runs it
-started. Tokens are compared by SHA-256 digest and never logged.
+started. Tokens are compared by SHA-256 digest and never logged. A token must carry at least 128 bits
+of entropy (:mod:`workflow_mcp.server._tokens`: 32 hex digits or 22 base64url characters, no runs,
+repeats or words); two entries with one name, or one token given twice, are refused — either would
+merge two clients into one.
+
+What one client may hold is bounded (:class:`HttpLimits`, uvicorn's settings plus a request deadline
+uvicorn lacks): connections and in-flight requests beyond ``max_connections`` get 503; a connection that
+has not sent a complete request (head and body) within ``header_timeout_s`` (idle, or trickling bytes)
+is closed; idle keep-alive connections close after ``keep_alive_s``. The soft limit on
+file descriptors is raised to the hard limit at start, and running out of them (``EMFILE``) only pauses
+accepting for a second: no per-connection error ends the process.
 
 Every request is checked in this order, before the MCP layer sees it:
 
@@ -28,6 +38,7 @@ import signal
 import socket
 import stat
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,13 +49,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import InvalidInputError
 from ._policy import Principal, _write_private
+from ._tokens import token_problem
 from .mcp import PRINCIPAL_SCOPE_KEY, WorkflowMcpServer
 
-__all__ = ["HttpGuard", "TokenSet", "load_tokens", "serve_http"]
+__all__ = ["HttpGuard", "HttpLimits", "TokenSet", "load_tokens", "raise_fd_limit", "serve_http"]
 
 TOKEN_ENV = "WORKFLOW_MCP_TOKEN"
 TOKEN_FILE = "http-token"
-MIN_TOKEN_LENGTH = 16
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
@@ -62,15 +73,19 @@ class TokenSet:
 
 
 def load_tokens(state_dir: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> TokenSet:
-    """Tokens from ``WORKFLOW_MCP_TOKEN`` or the token file under ``state_dir`` (generated if missing).
+    """Tokens from ``WORKFLOW_MCP_TOKEN`` or the token file under ``state_dir`` (generated if missing,
+    256 bits).
 
     Raises:
-        InvalidInputError: a malformed or too short token, or a token file others can read.
+        InvalidInputError: a malformed entry, a token under 128 bits of entropy, two entries with one
+            name, one token given twice, or a token file others can read; the message names the entry
+            (never the token) and the rule.
     """
     environ = os.environ if env is None else env
     raw = environ.get(TOKEN_ENV)
     if raw:
-        return TokenSet(_parse(raw.split(","), TOKEN_ENV), TOKEN_ENV)
+        entries = [(f"{TOKEN_ENV} entry {i}", e) for i, e in enumerate(raw.split(","), start=1)]
+        return TokenSet(_parse(entries, TOKEN_ENV), TOKEN_ENV)
     path = Path(state_dir) / TOKEN_FILE
     if not path.exists():
         _write_private(str(path), secrets.token_urlsafe(32) + "\n")
@@ -80,26 +95,42 @@ def load_tokens(state_dir: str | os.PathLike[str], env: Mapping[str, str] | None
             f"the token file {path} is readable by other users (mode {stat.S_IMODE(mode):o}); run "
             f"`chmod 600 {path}` and start again"
         )
-    lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
-    return TokenSet(_parse([ln for ln in lines if ln and not ln.startswith("#")], str(path)), str(path))
+    lines = [(f"{path} line {i}", ln.strip()) for i, ln in enumerate(path.read_text("utf-8").splitlines(), 1)]
+    return TokenSet(_parse([(w, ln) for w, ln in lines if not ln.startswith("#")], str(path)), str(path))
 
 
-def _parse(entries: list[str], source: str) -> dict[str, str]:
+def _parse(entries: list[tuple[str, str]], source: str) -> dict[str, str]:
+    """``{sha256 digest: owner}`` of ``entries`` (``(where, text)`` pairs; blank texts skipped)."""
     owners: dict[str, str] = {}
-    for entry in (e.strip() for e in entries):
+    where_of_digest: dict[str, str] = {}
+    where_of_owner: dict[str, str] = {}
+    for where, entry in ((w, e.strip()) for w, e in entries):
         if not entry:
             continue
         name, sep, token = entry.partition("=")
         if not sep:
             name, token = "", entry
+        label = f"{where} ({name})" if name else where
         if name and not _NAME.match(name):
-            raise InvalidInputError(f"{source}: token name {name!r} must be letters, digits, '.', '_' or '-'")
-        if len(token) < MIN_TOKEN_LENGTH or any(c.isspace() for c in token):
-            raise InvalidInputError(
-                f"{source}: every token needs at least {MIN_TOKEN_LENGTH} characters and no spaces"
-            )
+            raise InvalidInputError(f"{where}: token name {name!r} must be letters, digits, '.', '_' or '-'")
+        if (problem := token_problem(token)) is not None:
+            raise InvalidInputError(f"{label}: the token is too weak: {problem}")
         digest = hashlib.sha256(token.encode()).hexdigest()
-        owners[digest] = f"http:{name or digest[:12]}"
+        if digest in where_of_digest:
+            raise InvalidInputError(
+                f"{label}: this token is also given at {where_of_digest[digest]}; one token is one client, "
+                "so give each entry its own token"
+            )
+        owner = f"http:{name or digest[:12]}"
+        if owner in where_of_owner:
+            raise InvalidInputError(
+                f"{label}: the name {name or digest[:12]!r} is also used at {where_of_owner[owner]}; each name "
+                "is one client (it sees and cancels the runs of every token with that name), so give each "
+                "token its own name"
+            )
+        owners[digest] = owner
+        where_of_digest[digest] = label
+        where_of_owner[owner] = label
     if not owners:
         raise InvalidInputError(f"{source} holds no token")
     return owners
@@ -175,24 +206,159 @@ async def _refuse(send: Send, status: int, error: str, message: str, *, challeng
     await send({"type": "http.response.body", "body": body})
 
 
-async def serve_http(server: WorkflowMcpServer, *, host: str, port: int, tokens: TokenSet) -> None:
+@dataclass(frozen=True)
+class HttpLimits:
+    """What clients may hold of the HTTP server (``workflow-mcp serve --max-connections``,
+    ``--header-timeout``).
+
+    ``max_connections``: open connections plus in-flight requests (uvicorn ``limit_concurrency``); a
+    request beyond it is answered 503. ``header_timeout_s``: seconds a connection has, from connecting or
+    from its previous response, to deliver a complete request — head and body; then it is closed
+    (uvicorn 0.54 has no such deadline: idle, slow-header and slow-body sockets were held forever). ``keep_alive_s``: an idle
+    keep-alive connection closes after this (uvicorn ``timeout_keep_alive``). ``max_header_bytes``: the
+    largest request head (h11), beyond it 400. ``backlog``: the listen queue.
+    """
+
+    max_connections: int = 256
+    header_timeout_s: float = 10.0
+    keep_alive_s: int = 5
+    max_header_bytes: int = 16_384
+    backlog: int = 1024
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft limit on open files (``RLIMIT_NOFILE``) to the hard limit (at most 65,536: every
+    connection, worker pipe and database handle needs a descriptor). Returns the soft limit in force
+    afterwards, ``-1`` where the platform has none."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return -1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    return -1 if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _head_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with a deadline for each request's head and body (see :class:`HttpLimits`).
+
+    uvicorn 0.54 has none: its keep-alive timer starts only after a first response and is cancelled by
+    any byte received, so a socket that never sends a byte, or sends one now and then, was held forever.
+    The deadline starts when the connection opens and after each response, and ends once a whole
+    request (head and body) has arrived; a streamed response (SSE) is the server's time, not counted.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class RequestDeadlineProtocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _armed_after: object = None  # the cycle that was current when the deadline started
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            cycle = self.cycle
+            if cycle is not None and cycle is not self._armed_after and not cycle.more_body:
+                self._disarm()  # a new request arrived whole: the app has it now
+
+        def on_response_complete(self) -> None:
+            self._arm()  # for the next request; a pipelined one (handled inside) disarms it again
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._armed_after = self.cycle
+            self._deadline = self.loop.call_later(header_timeout_s, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return RequestDeadlineProtocol
+
+
+def _loop_error_handler() -> Any:
+    """The event loop's exception handler while serving HTTP: one line on stderr (the same line at most
+    every 5 s), and nothing ever raised. asyncio's default handler logs through the root logger, whose
+    handler (rich, set up by the SDK) imports a module to format the traceback; with every descriptor in
+    use that import failed with EMFILE inside the accept loop, and the process exited. asyncio itself
+    retries a failed ``accept()`` a second later."""
+    last: dict[str, float] = {}
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        line = f"workflow-mcp: {context.get('message') or 'event loop error'}" + (f": {exc!r}" if exc else "")
+        now = time.monotonic()
+        if now - last.get(line, -1e9) < 5:
+            return
+        if len(last) >= 1024:  # lines naming peers differ; keep the memory of them bounded
+            last.clear()
+        last[line] = now
+        with contextlib.suppress(OSError, ValueError):  # stderr closed or out of descriptors: stay up
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    return handle
+
+
+async def serve_http(
+    server: WorkflowMcpServer, *, host: str, port: int, tokens: TokenSet, limits: HttpLimits | None = None
+) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until SIGINT/SIGTERM, then
-    cancel the runs this process still runs (they stay resumable)."""
+    cancel the runs this process still runs (they stay resumable). ``limits`` bound what clients may hold
+    (default :class:`HttpLimits`)."""
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
+    limits = limits or HttpLimits()
+    fd_limit = raise_fd_limit()
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_loop_error_handler())
     # HttpGuard does the Host/Origin checks (with 403s); the SDK's own check would only repeat them.
     app = server.streamable_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False), host=host
     )
     guarded: Any = HttpGuard(app, tokens, host=host, port=port)
-    config = uvicorn.Config(guarded, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        guarded,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        http=_head_deadline_protocol(limits.header_timeout_s),
+        limit_concurrency=limits.max_connections,
+        timeout_keep_alive=limits.keep_alive_s,
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        backlog=limits.backlog,
+        timeout_graceful_shutdown=5,
+    )
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"workflow-mcp: warning: listening on {host}, not loopback; workflow JavaScript runs in Node's vm, "
             "which is not a security boundary: put an OS sandbox around this server",
             file=sys.stderr,
         )
+    limits_text = (
+        f"at most {limits.max_connections} connections, {limits.header_timeout_s:g} s to send a request, "
+        f"{server.policy.max_runs or 'unlimited'} concurrent runs, "
+        f"{fd_limit if fd_limit >= 0 else 'unlimited'} file descriptors"
+    )
 
     class _Server(uvicorn.Server):
         @contextlib.contextmanager
@@ -206,13 +372,12 @@ async def serve_http(server: WorkflowMcpServer, *, host: str, port: int, tokens:
             if self.started:  # printed once the port accepts connections (scripts wait for it)
                 print(
                     f"workflow-mcp: serving MCP (Streamable HTTP) at http://{host}:{port}/mcp; "
-                    f"bearer tokens from {tokens.source}",
+                    f"bearer tokens from {tokens.source}; {limits_text}",
                     file=sys.stderr,
                     flush=True,
                 )
 
     web = _Server(config)
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX loops
             loop.add_signal_handler(sig, setattr, web, "should_exit", True)

@@ -6,8 +6,19 @@ the service (the server process and the store), never to a request: a client tha
 cancels a waiting call, leaves its runs running.
 
 Two error planes (STYLE.md 7): arguments that break a tool's input schema (or name no tool, or combine
-targets wrongly) are JSON-RPC invalid-params errors; workflow and run failures are ``isError`` results
-whose text says what to call next.
+targets wrongly, or name a path the server's :class:`~workflow_mcp.server._files.FileScope` refuses) are
+JSON-RPC invalid-params errors; workflow and run failures are ``isError`` results whose text says what to
+call next.
+
+Files: every ``path``, ``cwd`` and workflow ``name`` (discovery reads only what the scope allows), and
+every nested child of a run started here, passes the server's file scope (no tool reaches the state
+directory; over HTTP nothing outside the project roots) and, before it runs, the same source approval.
+Diagnostics quote a file only when it is a workflow source (:mod:`workflow_mcp.definitions.disclosure`).
+
+Store-heavy and CPU-heavy work (projecting a run's whole log, listing runs, discovery, validation)
+runs in worker threads, so one client's big request never stalls the others; projections of runs over
+:data:`BIG_RUN_EVENTS` events share :data:`BIG_RUN_THREADS` threads, so many of them cannot take the
+whole pool.
 
 Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``,
 ``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
@@ -26,11 +37,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
@@ -57,12 +68,22 @@ from mcp.types import Resource as MCPResource
 from pydantic import AnyUrl, BaseModel, Field, ValidationError
 
 from .. import __version__
+from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
+from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
-from ..errors import InvalidInputError, WorkflowLoadError, WorkflowMcpError, WorkflowNotFoundError
+from ..errors import (
+    InvalidInputError,
+    PathRefusedError,
+    WorkflowLoadError,
+    WorkflowMcpError,
+    WorkflowNotFoundError,
+)
 from ..events import Event
 from ..providers.base import AgentProvider
 from ..providers.fake import FakeProvider
 from ..service import WorkflowService
+from ..state import RunState, project_state
+from ._files import ChildGate, FileScope
 from ._models import (
     CancelOutcome,
     Dependencies,
@@ -98,6 +119,14 @@ __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create
 
 PRINCIPAL_SCOPE_KEY = "workflow_mcp.principal"
 """Key under the ASGI ``scope["state"]`` where the HTTP guard puts the request's :class:`Principal`."""
+
+BIG_RUN_EVENTS = 20_000
+"""Runs with more stored events than this are projected on the :data:`BIG_RUN_THREADS` shared threads
+(projecting 20,000 events takes about half a second; a million, about half a minute)."""
+BIG_RUN_THREADS = 2
+"""Worker threads that projections of big runs share, whoever asks (each holds the GIL while it parses)."""
+
+_T = TypeVar("_T")
 
 RUN_URI = re.compile(r"^workflow://runs/(?P<run>[^/?#]+)(?:/(?P<rest>.*))?$")
 
@@ -157,6 +186,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         policy: ServerPolicy | None = None,
         trust: SourceTrust | None = None,
         principal: Principal | None = LOCAL,
+        scope: FileScope | None = None,
     ) -> None:
         self._bus = InMemorySubscriptionBus()
         super().__init__(
@@ -169,6 +199,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         self.service = service
         self.policy = policy or ServerPolicy()
         self.trust = trust or SourceTrust()
+        self.scope = scope or FileScope.of(
+            cwd=service.cwd, trust_dirs=self.trust.trusted_dirs, state_dir=service.state_dir, confined=False
+        )
+        self.children = ChildGate(self.scope, self.trust)
+        self._big_runs = anyio.CapacityLimiter(BIG_RUN_THREADS)
         self.default_principal = principal
         self._legacy_subscribers: dict[str, set[ServerSession]] = {}
         self._pending_updates: set[str] = set()
@@ -357,16 +392,16 @@ class WorkflowMcpServer(MCPServer[Any]):
         ] = None,
         tags: Annotated[list[str] | None, Field(description="Sidecar tags that must all be present.")] = None,
     ) -> Annotated[CallToolResult, WorkflowList]:
-        base = cwd or self.service.cwd
+        base = self._base(cwd)
         try:
-            found = await anyio.to_thread.run_sync(self.service.list_workflows, base)
+            workflows, diagnostics = await anyio.to_thread.run_sync(self._discover, base)
         except WorkflowMcpError as exc:
             return _error_result(
                 f"Cannot list workflows from {base!r}: {exc}. Pass an existing directory as cwd."
             )
         needle = (query or "").casefold()
         items = []
-        for w in found.workflows:
+        for w in workflows:
             haystack = f"{w.name}\n{w.description}\n{w.meta.when_to_use or ''}".casefold()
             sidecar_tags: list[str] = []  # the workflow library (versions, tags) is not in the service yet
             if needle and needle not in haystack:
@@ -381,9 +416,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         out = WorkflowList(
             cwd=os.path.abspath(base),
             workflows=items,
-            diagnostics=[
-                DiagnosticOut(path=d.path, kind=d.kind, message=d.message) for d in found.diagnostics
-            ],
+            diagnostics=[DiagnosticOut(path=d.path, kind=d.kind, message=d.message) for d in diagnostics],
         )
         lines = [f"{len(items)} workflow(s) visible from {out.cwd}" + (":" if items else ".")]
         lines += [f"- {w.name} ({w.source}): {preview(w.description, 160)}" for w in items]
@@ -425,24 +458,26 @@ class WorkflowMcpServer(MCPServer[Any]):
         self, name: Name = None, path: PathArg = None, script: Script = None, cwd: Cwd = None
     ) -> Annotated[CallToolResult, WorkflowValidation]:
         _one_target(name, path, script)
-        base = cwd or self.service.cwd
+        base = self._base(cwd)
+        file = self._file(path, base) if path is not None else None
         try:
             if name is not None:
                 target, _ = await self._load(name, None, None, cwd, check_syntax=False)
-                file: str | None = target.path
-            else:
-                file = str(Path(base, path).expanduser()) if path is not None else None
-            report = await anyio.to_thread.run_sync(lambda: self.service.validate(file, source=script))
+                file = target.path
+            checked, source_hash = await anyio.to_thread.run_sync(
+                lambda: (self.service.validate(file, source=script), _hash_of(file, script))
+            )
         except WorkflowLoadError as exc:  # a named workflow resolves only when it loads
             return _load_error(exc)
         except WorkflowMcpError as exc:
             return _error_result(f"{exc}. Call workflow_list to see the workflows visible from {base!r}.")
+        report = redacted(checked)  # a file that is not a workflow source is not quoted, nor hashed
         out = WorkflowValidation(
             valid=report.valid,
             meta=dict(report.meta.to_json()) if report.meta is not None else None,
             errors=[ProblemOut.model_validate(e.to_json()) for e in report.errors],
             warnings=[WarningOut.model_validate(w.to_json()) for w in report.warnings],
-            source_hash=_hash_of(file, script),
+            source_hash=source_hash if report is checked else None,
         )
         label = file or "<inline>"
         if report.valid:
@@ -550,6 +585,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         principal = self._principal()
         targets = _run_targets(name, path, script, resumeFromRunId)
         agent_provider = self._provider(provider, fakeScript)
+        base = self._base(cwd)
         wait_ms = min(waitMs, self.policy.max_wait_ms)
         args_given = "args" in _raw_arguments(ctx)
 
@@ -584,14 +620,17 @@ class WorkflowMcpServer(MCPServer[Any]):
             max_agents=ceiling(maxAgents, self.policy.max_agents),
             agent_timeout_ms=ceiling(agentTimeoutMs, self.policy.max_agent_timeout_ms),
             profile=workflow.profile,
-            cwd=cwd,
+            cwd=base,
         )
-        # No await between this check and start_run: concurrent calls with one key start one run.
+        # No await between these checks and start_run: concurrent calls with one key start one run,
+        # and concurrent calls never start more runs than the cap.
         existing = (
             self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
         )
         if existing is not None:
             return await self._finish(ctx, existing, wait_ms, deduplicated=True)
+        if (full := self._at_run_cap()) is not None:
+            return _error_result(full)
         try:
             handle = self.service.start_run(
                 workflow,
@@ -602,6 +641,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
                 on_event=self._on_event,
+                child_check=self.children,
                 **kwargs,
             )
         except WorkflowMcpError as exc:
@@ -649,6 +689,27 @@ class WorkflowMcpServer(MCPServer[Any]):
             "cannot ask the user (it declares no form elicitation). Ask the user to approve it from a client "
             "that supports elicitation, or to restart the server with `workflow-mcp serve --trust DIR` for "
             "the directory that holds the workflow file (inline scripts then need a file under that directory)."
+        )
+
+    async def _projection(self, run_id: str, work: Callable[[], _T]) -> _T:
+        """``work()`` (a projection of ``run_id``'s whole log) in a worker thread. A run of more than
+        :data:`BIG_RUN_EVENTS` events is projected on one of :data:`BIG_RUN_THREADS` threads shared by
+        all clients, so however many of those requests arrive, the other worker threads stay free for
+        every other request (anyio's default pool has 40)."""
+        big = self.service.event_count(run_id) > BIG_RUN_EVENTS
+        return await anyio.to_thread.run_sync(work, limiter=self._big_runs if big else None)
+
+    def _at_run_cap(self) -> str | None:
+        """``None`` while this server runs fewer runs than ``policy.max_runs``; else the isError text."""
+        limit = self.policy.max_runs
+        running = self.service.running_count()
+        if limit is None or running < limit:
+            return None
+        return (
+            f"This server already runs {running} run(s), its limit of concurrent runs (max_runs {limit}; each "
+            "run holds its own Node worker, about 50 MB); nothing was started. Wait for a run to end "
+            "(workflow_run_await) or cancel one (workflow_run_cancel), then call again. The server's operator "
+            "can raise the limit with `workflow-mcp serve --max-runs N`."
         )
 
     def _allowed_providers(self) -> list[str]:
@@ -748,6 +809,8 @@ class WorkflowMcpServer(MCPServer[Any]):
         )
         if existing is not None:
             return await self._finish(ctx, existing, min(waitMs, self.policy.max_wait_ms), deduplicated=True)
+        if (full := self._at_run_cap()) is not None:
+            return _error_result(full)
         try:
             handle = self.service.run_agent(
                 prompt,
@@ -778,7 +841,12 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> Annotated[CallToolResult, RunSnapshot]:
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
-        snap = snapshot_of(self.service.status(runId), last_n=lastN, label_glob=labelGlob, log_lines=logLines)
+        snap = await self._projection(
+            runId,
+            lambda: snapshot_of(
+                self.service.status(runId), last_n=lastN, label_glob=labelGlob, log_lines=logLines
+            ),
+        )
         return _result(snapshot_text(snap), snap)
 
     async def workflow_run_events(
@@ -791,15 +859,20 @@ class WorkflowMcpServer(MCPServer[Any]):
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
         events = await self.service.wait_events(runId, after, limit, min(waitMs, self.policy.max_wait_ms))
-        page: list[dict[str, Any]] = []
-        size = 0
-        for event in events:
-            item = event_out(event)
-            size += len(json.dumps(item, ensure_ascii=False).encode())
-            if page and size > MAX_EVENTS_BYTES:
-                break
-            page.append(item)
-        cursor = int(page[-1]["sequence"]) if page else after
+
+        def render() -> tuple[list[dict[str, Any]], int, bool]:
+            page: list[dict[str, Any]] = []
+            size = 0
+            for event in events:
+                item = event_out(event)
+                size += len(json.dumps(item, ensure_ascii=False).encode())
+                if page and size > MAX_EVENTS_BYTES:
+                    break
+                page.append(item)
+            cursor = int(page[-1]["sequence"]) if page else after
+            return page, cursor, bool(self.service.events(runId, cursor, 1))
+
+        page, cursor, has_more = await anyio.to_thread.run_sync(render)
         status = self.service.run_status(runId)
         out = EventsPage(
             run_id=runId,
@@ -807,7 +880,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             next_cursor=cursor,
             status=cast(RunStatus, status),
             terminal=status in TERMINAL,
-            has_more=bool(self.service.events(runId, cursor, 1)),
+            has_more=has_more,
         )
         kinds = ", ".join(sorted({str(e["type"]) for e in page})) or "none"
         text = (
@@ -836,7 +909,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         state = (
             await self.service.await_run(runId, 2_000)
             if outcome == "cancelling"
-            else self.service.status(runId)
+            else await self._projection(runId, lambda: self.service.status(runId))
         )
         out = CancelOutcome(run_id=runId, outcome=outcome, status=cast(RunStatus, state.status))
         if outcome not in ("cancelling", "requested"):
@@ -882,32 +955,101 @@ class WorkflowMcpServer(MCPServer[Any]):
         *,
         check_syntax: bool = True,
     ) -> tuple[Workflow, Literal["personal", "project", "file", "inline"]]:
-        """Load one target in a worker thread (discovery and the V8 syntax check block)."""
-        base = cwd or self.service.cwd
+        """Load one target in a worker thread (discovery and the V8 syntax check block).
+
+        Raises:
+            MCPError: invalid params, a ``path`` or ``cwd`` the file scope refuses.
+            WorkflowNotFoundError: no such file, or no such name visible (inside the roots).
+            WorkflowLoadError: the file breaks a loading rule (quoting it only if it is a workflow source).
+        """
+        base = self._base(cwd)
         if script is not None:
             return await anyio.to_thread.run_sync(
                 lambda: self.service.load_source(script, check_syntax=check_syntax)
             ), "inline"
         if path is not None:
-            file = str(Path(base, path).expanduser())
+            file = self._file(path, base)
             if not os.path.isfile(file):
                 raise WorkflowNotFoundError(f"workflow file {path!r} does not exist (relative to {base})")
-            return await anyio.to_thread.run_sync(
-                lambda: self.service.load(file, cwd=base, check_syntax=check_syntax)
-            ), "file"
+            return await anyio.to_thread.run_sync(lambda: self._load_file(file, check_syntax)), "file"
         assert name is not None
         if os.sep in name or name.endswith(".js"):
             raise WorkflowNotFoundError(f"{name!r} is not a workflow name; pass a file as `path` instead")
-        workflow = await anyio.to_thread.run_sync(
-            lambda: self.service.load(name, cwd=base, check_syntax=check_syntax)
-        )
-        personal = os.path.realpath(
-            os.path.join(self.service.home or str(Path.home()), ".claude", "workflows")
-        )
-        origin: Literal["personal", "project"] = (
-            "personal" if os.path.realpath(workflow.path or "").startswith(personal + os.sep) else "project"
-        )
-        return workflow, origin
+        found = await anyio.to_thread.run_sync(lambda: self._resolve_name(name, base, check_syntax))
+        return found.workflow, found.source
+
+    def _base(self, cwd: str | None) -> str:
+        """The real directory names and relative paths resolve from: ``cwd`` (relative to the server's
+        directory) or the server's directory.
+
+        Raises:
+            MCPError: invalid params when the file scope refuses it (rule and roots named).
+        """
+        try:
+            return self.scope.resolve(cwd or ".", self.service.cwd)
+        except PathRefusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=f"cwd: {exc}") from exc
+
+    def _file(self, path: str, base: str) -> str:
+        """The real path of the file ``path`` (relative to ``base``), read through that real path.
+
+        Raises:
+            MCPError: invalid params when the file scope refuses it (rule and roots named).
+        """
+        try:
+            return self.scope.resolve(path, base)
+        except PathRefusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=f"path: {exc}") from exc
+
+    def _load_file(self, file: str, check_syntax: bool) -> Workflow:
+        try:
+            return self.service.load(file, check_syntax=check_syntax)
+        except WorkflowLoadError:
+            report = self.service.validate(file, check_syntax=False)
+            shown = redacted(report)
+            if shown is report or not shown.errors:
+                raise
+            raise shown.errors[0] from None
+
+    def _resolve_name(self, name: str, base: str, check_syntax: bool) -> DiscoveredWorkflow:
+        """The workflow ``name`` resolves to from ``base`` by discovery. Discovery reads only what the file
+        scope allows (over HTTP nothing outside the project roots, e.g. no personal workflow; never the
+        state directory), so neither the winner nor a not-found message involves any other file.
+
+        Raises:
+            WorkflowNotFoundError: no reachable definition (over HTTP the message says where names resolve).
+        """
+        try:
+            return self.service.find_workflow(
+                name, cwd=base, check_syntax=check_syntax, reachable=self.scope.allows
+            )
+        except WorkflowNotFoundError as exc:
+            raise self.scope.not_found(exc) from None
+
+    def _discover(self, base: str) -> tuple[list[DiscoveredWorkflow], list[Diagnostic]]:
+        """Discovery from ``base`` of what the file scope allows; an invalid file that is not a workflow
+        source is reported without quoting it."""
+        found = self.service.list_workflows(base, reachable=self.scope.allows)
+        diagnostics = []
+        for d in found.diagnostics:
+            if d.kind == "invalid" and (quiet := self._unquoted(d.path)) is not None:
+                d = Diagnostic(d.path, d.kind, quiet)
+            diagnostics.append(d)
+        return found.workflows, diagnostics
+
+    def _unquoted(self, path: str) -> str | None:
+        """``None`` when the invalid file ``path`` is a workflow source (its diagnostic may quote it);
+        else the diagnostic text that replaces the one discovery wrote."""
+        try:
+            report = self.service.validate(path, check_syntax=False)
+        except WorkflowMcpError:
+            return f"{NOT_A_WORKFLOW} [unreadable]"
+        shown = redacted(report)
+        if shown is report:
+            return None
+        e = shown.errors[0]
+        where = f" (line {e.line}, column {e.column})" if e.line is not None else ""
+        return f"{e.detail}{where} [{e.rule}]"
 
     async def _identify(
         self, name: str | None, path: str | None, script: str | None, cwd: str | None, resume: str | None
@@ -1019,22 +1161,28 @@ class WorkflowMcpServer(MCPServer[Any]):
     async def _run_resource(self, runId: str) -> str:
         if (problem := self._visible(runId)) is not None:
             raise ResourceNotFoundError(problem)
-        return json.dumps(dump(snapshot_of(self.service.status(runId))), ensure_ascii=False)
+        return await self._projection(
+            runId, lambda: json.dumps(dump(snapshot_of(self.service.status(runId))), ensure_ascii=False)
+        )
 
     async def _events_resource(self, runId: str, after: int = 0) -> str:
         if (problem := self._visible(runId)) is not None:
             raise ResourceNotFoundError(problem)
-        events = self.service.events(runId, after, 1000)
-        cursor = events[-1].sequence if events else after
-        return json.dumps(
-            {
-                "runId": runId,
-                "events": [e.to_json() for e in events],
-                "nextCursor": cursor,
-                "hasMore": bool(self.service.events(runId, cursor, 1)),
-            },
-            ensure_ascii=False,
-        )
+
+        def page() -> str:
+            events = self.service.events(runId, after, 1000)
+            cursor = events[-1].sequence if events else after
+            return json.dumps(
+                {
+                    "runId": runId,
+                    "events": [e.to_json() for e in events],
+                    "nextCursor": cursor,
+                    "hasMore": bool(self.service.events(runId, cursor, 1)),
+                },
+                ensure_ascii=False,
+            )
+
+        return await anyio.to_thread.run_sync(page)
 
     async def _artifact_resource(self, runId: str, artifactId: str) -> bytes:
         return (await self._artifact(runId, artifactId))[2]
@@ -1067,10 +1215,12 @@ class WorkflowMcpServer(MCPServer[Any]):
         principal = _PRINCIPAL.get() or self.default_principal
         if principal is None:
             return resources
-        runs = (
-            self.service.list_runs(50)
-            if not principal.scoped
-            else self.service.list_runs_of(principal.owner, 50)
+        runs = await anyio.to_thread.run_sync(
+            lambda: (
+                self.service.list_runs(50)
+                if not principal.scoped
+                else self.service.list_runs_of(principal.owner, 50)
+            )
         )
         for r in runs:
             resources.append(
@@ -1133,14 +1283,17 @@ def create_server(
     policy: ServerPolicy | None = None,
     trust: SourceTrust | None = None,
     principal: Principal | None = LOCAL,
+    scope: FileScope | None = None,
 ) -> WorkflowMcpServer:
     """The MCP server over ``service``.
 
     ``principal`` is who calls when the transport says nothing (stdio: the local user, who sees every
     run); the HTTP transport sets a per-request principal from the bearer token, and passes ``None``
-    here so a request without one is refused.
+    here so a request without one is refused. ``scope`` says which files tools may reach (default:
+    anything but the service's state directory, as for stdio; :func:`run_server` confines HTTP servers
+    to their project roots).
     """
-    return WorkflowMcpServer(service, policy=policy, trust=trust, principal=principal)
+    return WorkflowMcpServer(service, policy=policy, trust=trust, principal=principal, scope=scope)
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -1167,8 +1320,15 @@ def _can_elicit(ctx: Context[Any, Any]) -> bool:
 
 
 def _progress_reporter(ctx: Context[Any, Any], service: WorkflowService, run_id: str) -> Any:
+    """Progress for one wait: the run's log is projected once (in a thread), then each new batch is
+    folded in, so following a run costs each event once, not the whole log per batch."""
+    state: RunState | None = None
+
     async def report(batch: list[Event]) -> None:
-        state = service.status(run_id)
+        nonlocal state
+        if state is None:
+            state = await anyio.to_thread.run_sync(service.status, run_id)
+        project_state([e for e in batch if e.sequence > state.last_sequence], into=state)
         c = state.counts()
         done = c.get("completed", 0) + c.get("cached", 0) + c.get("failed", 0)
         total = done + c.get("running", 0) + c.get("queued", 0)

@@ -22,8 +22,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_kit import BOUND_S, HELLO, STEPS
 
 CLI = str(Path(sys.executable).with_name("workflow-mcp"))
-ALICE = "alice=" + "a" * 32
-BOB = "bob=" + "b" * 32
+ALICE = "alice=nKzLOLLWXUBACWqsgZUE1PzGCnSrlg2qw6ajg_EGv08"
+BOB = "bob=11ZOyuMAuAdHa8Xl1cSUpIoq-wn5vk6JIKZHO875bNk"
+"""Two clients' ``NAME=TOKEN`` entries (random 256-bit tokens, fixed so failures are reproducible)."""
+STRANGER = "hJh1K3ihi8oTo9SZdUlPyAayljNE6OQ-mhj4HLRkd08"
+"""A well-formed token the test servers do not know."""
+
+
+def secret(entry: str) -> str:
+    """The token of a ``NAME=TOKEN`` entry."""
+    return entry.partition("=")[2] or entry
 
 
 @dataclass
@@ -46,6 +54,8 @@ class Site:
             "WORKFLOW_MCP_HOME": str(self.state),
             "HOME": str(self.home),
         }
+        if "PYTHONPATH" in os.environ:  # a source tree run against another checkout's environment
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         env.update(extra)
         return env
 
@@ -76,15 +86,41 @@ def free_port() -> int:
 @dataclass
 class HttpServer:
     url: str
+    port: int
     proc: asyncio.subprocess.Process
     stderr: list[str]
+    grew: asyncio.Condition
+
+    async def stderr_line(self, needle: str) -> str:
+        """The first stderr line containing ``needle``, waiting (bounded) for it to be written."""
+        async with asyncio.timeout(BOUND_S), self.grew:
+            while True:
+                found = next((line for line in self.stderr if needle in line), None)
+                if found is not None:
+                    return found
+                assert self.proc.returncode is None, f"the server exited: {''.join(self.stderr)}"
+                await self.grew.wait()
 
 
 @asynccontextmanager
-async def http_server(site: Site, *, tokens: str | None = f"{ALICE},{BOB}") -> AsyncIterator[HttpServer]:
-    """``workflow-mcp serve --http`` on a free loopback port; yields once it accepts connections."""
+async def http_server(
+    site: Site,
+    *,
+    tokens: str | None = f"{ALICE},{BOB}",
+    args: tuple[str, ...] = (),
+    max_open_files: int | None = None,
+) -> AsyncIterator[HttpServer]:
+    """``workflow-mcp serve --http [args…]`` on a free loopback port; yields once it accepts connections.
+    ``max_open_files`` sets the server process's RLIMIT_NOFILE (soft and hard)."""
     port = free_port()
     env = site.env(**({"WORKFLOW_MCP_TOKEN": tokens} if tokens else {}))
+
+    def limit_files() -> None:
+        import resource
+
+        assert max_open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
+
     proc = await asyncio.create_subprocess_exec(
         CLI,
         "serve",
@@ -93,11 +129,13 @@ async def http_server(site: Site, *, tokens: str | None = f"{ALICE},{BOB}") -> A
         str(port),
         "--trust",
         str(site.project),
+        *args,
         cwd=str(site.project),
         env=env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=limit_files if max_open_files is not None else None,
     )
     assert proc.stderr is not None
     lines: list[str] = []
@@ -110,13 +148,19 @@ async def http_server(site: Site, *, tokens: str | None = f"{ALICE},{BOB}") -> A
                 if "serving MCP (Streamable HTTP)" in line:
                     break
 
+        grew = asyncio.Condition()
+
         async def drain() -> None:
             assert proc.stderr is not None
             async for raw in proc.stderr:
-                lines.append(raw.decode())
+                async with grew:
+                    lines.append(raw.decode())
+                    grew.notify_all()
+            async with grew:
+                grew.notify_all()
 
         drainer = asyncio.create_task(drain())
-        yield HttpServer(url=f"http://127.0.0.1:{port}/mcp", proc=proc, stderr=lines)
+        yield HttpServer(url=f"http://127.0.0.1:{port}/mcp", port=port, proc=proc, stderr=lines, grew=grew)
     finally:
         if proc.returncode is None:
             proc.terminate()
@@ -133,10 +177,9 @@ async def http_server(site: Site, *, tokens: str | None = f"{ALICE},{BOB}") -> A
 @asynccontextmanager
 async def http_client(url: str, token: str, **kwargs: Any) -> AsyncIterator[Client]:
     """The SDK client over Streamable HTTP with ``Authorization: Bearer <token>``."""
-    secret = token.partition("=")[2] or token
     async with (
         httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {secret}"}, timeout=httpx2.Timeout(30, read=60)
+            headers={"Authorization": f"Bearer {secret(token)}"}, timeout=httpx2.Timeout(30, read=60)
         ) as h,
         Client(streamable_http_client(url, http_client=h), **kwargs) as client,
     ):

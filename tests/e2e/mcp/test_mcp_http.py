@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from mcp_kit import BOUND_S, PARK, call, data, text, wait_for_event
-from mcp_serve_kit import ALICE, BOB, Site, http_client, http_server
+from mcp_serve_kit import ALICE, BOB, STRANGER, Site, http_client, http_server, secret
 
 pytestmark = pytest.mark.anyio
 
@@ -33,14 +33,14 @@ async def test_requests_without_or_with_a_wrong_token_are_refused_and_foreign_or
     async with http_server(site) as server, httpx2.AsyncClient(timeout=BOUND_S) as h:
         cases: list[tuple[dict[str, str], int, str]] = [
             ({}, 401, "unauthorized"),
-            ({"Authorization": "Bearer " + "x" * 32}, 401, "invalid_token"),
-            ({"Authorization": "Basic " + "a" * 32}, 401, "unauthorized"),
+            ({"Authorization": "Bearer " + STRANGER}, 401, "invalid_token"),
+            ({"Authorization": "Basic " + secret(ALICE)}, 401, "unauthorized"),
             (
-                {"Authorization": "Bearer " + "a" * 32, "Origin": "https://evil.example"},
+                {"Authorization": "Bearer " + secret(ALICE), "Origin": "https://evil.example"},
                 403,
                 "forbidden_origin",
             ),
-            ({"Authorization": "Bearer " + "a" * 32, "Host": "evil.example"}, 403, "forbidden_host"),
+            ({"Authorization": "Bearer " + secret(ALICE), "Host": "evil.example"}, 403, "forbidden_host"),
         ]
         for headers, status, error in cases:
             response = await h.post(server.url, json=INITIALIZE, headers={**JSON_SSE, **headers})
@@ -48,7 +48,7 @@ async def test_requests_without_or_with_a_wrong_token_are_refused_and_foreign_or
             if status == 401:
                 assert response.headers["www-authenticate"].startswith('Bearer realm="workflow-mcp"')
         ok = await h.post(
-            server.url, json=INITIALIZE, headers={**JSON_SSE, "Authorization": "Bearer " + "a" * 32}
+            server.url, json=INITIALIZE, headers={**JSON_SSE, "Authorization": "Bearer " + secret(ALICE)}
         )
         assert ok.status_code == 200
 

@@ -20,7 +20,15 @@ import jsonschema
 from mcp import Client
 from mcp.types import CallToolResult, ElicitResult
 
-from workflow_mcp.server import LOCAL, Principal, ServerPolicy, SourceTrust, WorkflowMcpServer, create_server
+from workflow_mcp.server import (
+    LOCAL,
+    FileScope,
+    Principal,
+    ServerPolicy,
+    SourceTrust,
+    WorkflowMcpServer,
+    create_server,
+)
 from workflow_mcp.service import WorkflowService
 from workflow_mcp.store.memory import MemoryStore
 
@@ -74,12 +82,20 @@ class Env:
         principal: Principal | None = LOCAL,
         policy: ServerPolicy | None = None,
         approvals: str | None = None,
+        confined: bool = False,
+        state: Path | None = None,
     ) -> WorkflowMcpServer:
+        """``confined`` gives the server an HTTP server's file scope (project roots: ``trust`` and the
+        project); ``state`` is its state directory (default: ``root/state``), unreachable either way."""
+        state_dir = str(state or self.root / "state")
         return create_server(
             self.service,
             policy=policy,
             trust=SourceTrust(trusted_dirs=trust, approvals_path=approvals),
             principal=principal,
+            scope=FileScope.of(
+                cwd=self.service.cwd, trust_dirs=trust, state_dir=state_dir, confined=confined
+            ),
         )
 
     def trusted_server(self, **kwargs: Any) -> WorkflowMcpServer:

@@ -3,6 +3,8 @@ as ASGI: a request goes in, the response (or the inner app's view of the request
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
 import stat
@@ -13,13 +15,14 @@ import pytest
 
 from workflow_mcp.errors import InvalidInputError
 from workflow_mcp.server import Principal
-from workflow_mcp.server.http import HttpGuard, TokenSet, load_tokens
+from workflow_mcp.server.http import HttpGuard, TokenSet, _loop_error_handler, load_tokens
 from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
 
 pytestmark = pytest.mark.anyio
 
-ALICE = "a" * 32
-BOB = "b" * 32
+ALICE = "nKzLOLLWXUBACWqsgZUE1PzGCnSrlg2qw6ajg_EGv08"
+BOB = "11ZOyuMAuAdHa8Xl1cSUpIoq-wn5vk6JIKZHO875bNk"
+STRANGER = "hJh1K3ihi8oTo9SZdUlPyAayljNE6OQ-mhj4HLRkd08"
 
 
 class Inner:
@@ -77,7 +80,7 @@ async def test_a_request_without_a_token_gets_401_with_a_bearer_challenge() -> N
 async def test_a_wrong_token_gets_401_invalid_token() -> None:
     inner = Inner()
     status, headers, body = await request(
-        guard(inner), {"host": "127.0.0.1:8765", "authorization": "Bearer " + "c" * 32}
+        guard(inner), {"host": "127.0.0.1:8765", "authorization": "Bearer " + STRANGER}
     )
     assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
     assert isinstance(body, dict) and body["error"] == "invalid_token" and inner.seen == []
@@ -123,13 +126,13 @@ def test_a_generated_token_file_is_private_and_reused(tmp_path: Path) -> None:
 
 def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "http-token"
-    path.write_text("x" * 40 + "\n")
+    path.write_text(STRANGER + "\n")
     path.chmod(0o644)
     with pytest.raises(InvalidInputError, match="chmod 600"):
         load_tokens(tmp_path, env={})
 
 
-@pytest.mark.parametrize("raw", ["short", "alice=short", "bad name=" + "x" * 20, " , "])
+@pytest.mark.parametrize("raw", ["short", "alice=short", "bad name=" + STRANGER, " , "])
 def test_malformed_tokens_are_refused(raw: str) -> None:
     with pytest.raises(InvalidInputError):
         load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": raw})
@@ -138,3 +141,105 @@ def test_malformed_tokens_are_refused(raw: str) -> None:
 def test_tokens_are_kept_only_as_digests() -> None:
     tokens = load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"alice={ALICE}"})
     assert isinstance(tokens, TokenSet) and ALICE not in json.dumps(dict(tokens.owners))
+
+
+# -- token rules: 128 bits, one name per client, one client per token ---------------------------
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "a" * 32,  # one letter repeated
+        "ab" * 20,  # a repeated chunk, letters of one case
+        "0123456789abcdef" * 2,  # 32 hex digits, but a run repeated
+        "Password1234567890Abcdefg",  # a word and two runs
+        "correcthorsebatterystaple",  # words
+        "changeme-changeme-changeme",
+        "Tr0ub4dor&3",  # too short for 128 bits from any alphabet
+        "nKzLOLLWXUBACWqsgZUE1",  # 21 base64url characters: 126 bits
+        "0f3a9c27e1b64d58a0c2e97b31d4f68",  # 31 hex digits: 124 bits
+        "3f2b8c1e-9a4d-4e7b-8c2a-5d6e7f8091ab",  # a UUID: 122 random bits at most
+        "0f3a9c27-e1b64d58-a0c2e97b-31d4f6",  # 30 hex digits between separators: 120 bits
+    ],
+)
+def test_a_token_under_128_bits_is_refused_with_the_rule_and_never_echoed(weak: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"{ALICE},carol={weak}"})
+    message = str(caught.value)
+    assert "WORKFLOW_MCP_TOKEN entry 2 (carol)" in message and "128 bits" in message
+    assert "secrets.token_urlsafe(32)" in message and weak not in message
+
+
+@pytest.mark.parametrize(
+    "strong",
+    [
+        "nKzLOLLWXUBACWqsgZUE1P",  # 22 base64url characters
+        "0f3a9c27e1b64d58a0c2e97b31d4f68b",  # 32 hex digits
+        "0F3A9C27E1B64D58A0C2E97B31D4F68B",
+        "0f3a9c27-e1b64d58-a0c2e97b-31d4f68b",  # 32 hex digits between separators
+        "REcKQzBZtRD2N8aKc1Mzi6g=",  # base64 of 17 random bytes, with padding
+    ],
+)
+def test_tokens_with_128_bits_from_a_random_source_are_accepted(strong: str) -> None:
+    tokens = load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"carol={strong}"})
+    assert tokens.principal_for(strong) == Principal("http:carol", scoped=True)
+
+
+def test_random_tokens_of_the_minimum_lengths_always_pass() -> None:
+    import secrets
+
+    from workflow_mcp.server._tokens import token_problem
+
+    for _ in range(2000):
+        for token in (secrets.token_urlsafe(16), secrets.token_hex(16), secrets.token_urlsafe(32)):
+            assert token_problem(token) is None, token
+
+
+def test_two_tokens_with_one_name_are_refused_because_they_would_be_one_client() -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"alice={ALICE},alice={BOB}"})
+    message = str(caught.value)
+    assert "entry 2 (alice)" in message and "also used at WORKFLOW_MCP_TOKEN entry 1" in message
+    assert ALICE not in message and BOB not in message
+
+
+@pytest.mark.parametrize("raw", [f"{ALICE},{ALICE}", f"alice={ALICE},bob={ALICE}"])
+def test_one_token_given_twice_is_refused(raw: str) -> None:
+    with pytest.raises(InvalidInputError, match="this token is also given at WORKFLOW_MCP_TOKEN entry 1"):
+        load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": raw})
+
+
+def test_a_weak_token_in_the_token_file_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "http-token"
+    path.write_text(f"# clients\nalice={ALICE}\nbob=password-password-1\n")
+    path.chmod(0o600)
+    with pytest.raises(InvalidInputError, match=r"http-token line 3 \(bob\): the token is too weak"):
+        load_tokens(tmp_path, env={})
+
+
+def test_the_generated_token_has_256_bits_and_passes_the_rule(tmp_path: Path) -> None:
+    from workflow_mcp.server._tokens import token_problem
+
+    load_tokens(tmp_path, env={})
+    token = (tmp_path / "http-token").read_text().strip()
+    assert len(token) == 43 and token_problem(token) is None
+
+
+def test_the_serving_loops_error_handler_writes_one_line_per_message_and_never_raises(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handle = _loop_error_handler()
+    loop = asyncio.new_event_loop()
+    try:
+        emfile = {"message": "socket.accept() out of system resource", "exception": OSError(24, "Too many")}
+        for _ in range(3):
+            handle(loop, emfile)
+        for i in range(2_000):  # lines that differ (peers) are each written once
+            handle(loop, {"message": f"peer {i} reset"})
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[0] == "workflow-mcp: socket.accept() out of system resource: OSError(24, 'Too many')"
+        assert len(lines) == 2_001 and lines[-1] == "workflow-mcp: peer 1999 reset"
+        closed = io.StringIO()
+        closed.close()
+        monkeypatch.setattr("sys.stderr", closed)
+        handle(loop, {"message": "with no usable stderr", "exception": OSError(24, "Too many")})
+    finally:
+        loop.close()

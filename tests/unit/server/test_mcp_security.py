@@ -152,3 +152,23 @@ async def test_run_limits_are_ceilings_the_caller_can_lower_but_not_raise(env: E
     for rid, (concurrency, budget) in ((wide["runId"], (2, 100)), (narrow["runId"], (1, 10))):
         started = env.service.events(rid, 0, 1)[0].payload
         assert (started["concurrency"], started["tokenBudget"]) == (concurrency, budget)
+
+
+async def test_runs_beyond_the_servers_cap_are_refused_with_the_limit_until_one_ends(env: Env) -> None:
+    env.workflow("hello", HELLO)
+    async with connect(env.trusted_server(policy=ServerPolicy(max_runs=1))) as c:
+        first = data(
+            await call(
+                c, "workflow_run", {"name": "hello", "provider": "fake", "fakeScript": PARK, "waitMs": 0}
+            )
+        )["runId"]
+        await wait_for_event(c, first, "agent.started")
+        refused = await call(c, "workflow_run", {"name": "hello", "provider": "fake"})
+        agent = await call(c, "agent_run", {"prompt": "hi", "provider": "fake", "waitMs": 0})
+        assert [r.run_id for r in env.service.list_runs()] == [first]  # nothing else was started
+        for result in (refused, agent):
+            assert result.is_error and "limit of concurrent runs (max_runs 1" in text(result)
+            assert "workflow-mcp serve --max-runs N" in text(result) and "workflow_run_cancel" in text(result)
+        assert data(await call(c, "workflow_run_cancel", {"runId": first}))["status"] == "cancelled"
+        again = data(await call(c, "workflow_run", {"name": "hello", "provider": "fake", "waitMs": 20_000}))
+    assert again["status"] == "completed"
