@@ -811,18 +811,20 @@ class _Run:
                     self._pause(exc.to_json())
                     raise asyncio.CancelledError from None
                 except AgentExecutionError as exc:
-                    self._agent_failed(agent_id, base, str(exc), totals, "error")
-                    raise _RejectCall(str(exc)) from None
+                    message = well_formed(str(exc))
+                    self._agent_failed(agent_id, base, message, totals, "error")
+                    raise _RejectCall(message) from None
                 except AgentStalledError as exc:
-                    self._agent_failed(agent_id, base, str(exc), totals, "stalled")
-                    raise _RejectCall(str(exc)) from None
+                    message = well_formed(str(exc))
+                    self._agent_failed(agent_id, base, message, totals, "stalled")
+                    raise _RejectCall(message) from None
                 except asyncio.CancelledError:
                     self._agent_failed(agent_id, base, self.cancel_reason or "cancelled", totals, "cancelled")
                     raise
                 totals = _add_usage(totals, result.usage)
                 self.budget.charge(result.usage.output)
                 if result.outcome == "provider_failed":
-                    message = result.message or "provider failure"
+                    message = well_formed(result.message or "provider failure")
                     self._log(f"[{label}] failed: {message}", runtime=True)
                     self._agent_failed(agent_id, base, message, totals, "provider_failed")
                     return None
@@ -831,7 +833,7 @@ class _Run:
                     return None
                 if schema is None:
                     value = (
-                        result.text
+                        well_formed(result.text)
                         if result.text is not None
                         else (
                             json.dumps(result.structured, ensure_ascii=False) if result.has_structured else ""
@@ -841,7 +843,7 @@ class _Run:
                     return value
                 if not result.has_structured:
                     message = "the agent finished without the structured output its schema requires" + (
-                        f": {result.message}" if result.message else ""
+                        f": {well_formed(result.message)}" if result.message else ""
                     )
                     self._agent_failed(agent_id, base, message, totals, "no_structured_output")
                     raise _RejectCall(message)
@@ -906,7 +908,10 @@ class _Run:
                     scope.reschedule(deadline(loop.time()))
                 if event.kind == "output.delta":
                     self.emit(
-                        "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
+                        "agent.output.delta",
+                        {"text": well_formed(event.text[:4000])},
+                        agent_id=agent_id,
+                        phase_id=phase,
                     )
 
             try:
@@ -985,6 +990,20 @@ def _memory_message(worker: RealmWorker) -> str:
         f"the workflow ran out of memory ({limit}); keep large intermediate data out of JavaScript "
         "(let agents write it to files) or raise the heap limit (--heap-mb)"
     )
+
+
+def well_formed(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate (U+D800-U+DFFF without its other half) replaced by
+    U+FFFD. Providers can hand back such strings (a decoded ``\\ud800`` escape); UTF-8 cannot carry
+    them, so neither the store nor an MCP message could, and the realm makes the same replacement on
+    every string it hands the host (worker.js ``wellFormed``)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def clip_text(text: str, max_units: int, keep: int) -> str:
