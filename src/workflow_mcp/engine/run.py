@@ -256,6 +256,7 @@ class _Run:
         self.log_lines = 0
         self.log_chars = 0
         self.logs_dropped = 0
+        self.deltas = 0  # agent.output.delta events recorded (profile max_output_deltas)
 
     # -- events ----------------------------------------------------------------------------
     def emit(
@@ -299,6 +300,25 @@ class _Run:
         self.log_lines += 1
         self.log_chars += len(text)
         self.emit("log", {"message": text, "source": "runtime"} if runtime else {"message": text})
+
+    def _delta(self, text: str, agent_id: str, phase: str | None) -> None:
+        """One ``agent.output.delta`` event (its text cut at 4,000 characters), dropped past the
+        profile's ``max_output_deltas``: the first one dropped emits a ``warning`` naming the limit."""
+        limit = self.profile.max_output_deltas
+        self.deltas += 1
+        if self.deltas > limit:
+            if self.deltas == limit + 1:
+                self.emit(
+                    "warning",
+                    {
+                        "message": f"this run recorded {limit:,} streamed output deltas, the most one run "
+                        f"records (workflow-mcp limit, profile {self.profile.name}); later deltas are "
+                        "dropped. Every agent's whole result is still recorded when it finishes"
+                    },
+                    agent_id=agent_id,
+                )
+            return
+        self.emit("agent.output.delta", {"text": well_formed(text[:4000])}, agent_id=agent_id, phase_id=phase)
 
     def _note_dropped_logs(self) -> None:
         if self.logs_dropped and not self._terminal_emitted:
@@ -907,12 +927,7 @@ class _Run:
                 if stall_s is not None:
                     scope.reschedule(deadline(loop.time()))
                 if event.kind == "output.delta":
-                    self.emit(
-                        "agent.output.delta",
-                        {"text": well_formed(event.text[:4000])},
-                        agent_id=agent_id,
-                        phase_id=phase,
-                    )
+                    self._delta(event.text, agent_id, phase)
 
             try:
                 async with scope:
