@@ -1,12 +1,14 @@
 """Durability benchmarks: replay speed, event persistence throughput, persistence overhead, and a
 SIGKILL chaos loop. Prints one line per figure.
 
-    python benchmarks/durability.py [--kills N] [--repeat N]
+    python benchmarks/durability.py [--kills N] [--concurrent N] [--repeat N]
 
 Targets (durable-runs issue): replay of 1,000 cached calls ≤ 0.3 s with 0 provider calls; ≥ 20,000
 events persisted per second during a 1,000-call fan-out; persistence overhead ≤ 1.5× on the
 1,000-call engine benchmark; ≥ 20 random SIGKILLs, each resumed with 0 completed results lost and
-0 completed calls run twice.
+0 completed calls run twice. Robustness issue: rounds where every resume is started twice at once and
+resumes are killed too — every second resume refused, 0 lost, 0 run twice, ``PRAGMA integrity_check``
+ok after every round.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ async def stored_run(db: Path, resume_from: str | None = None) -> tuple[float, s
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--concurrent", type=int, default=10, help="rounds with two resumes at once")
     ap.add_argument("--repeat", type=int, default=3)
     ns = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,22 +115,41 @@ def main() -> None:
             f"provider calls {best[3]} (target ≤ 300 ms, 0 calls)"
         )
     rng = random.Random(int(os.environ.get("CHAOS_SEED", "7")))
-    lost = twice = 0
-    t0 = time.perf_counter()
-    for i in range(ns.kills):
-        with tempfile.TemporaryDirectory() as tmp:
-            report = chaos_round(Path(tmp), rng, kills=2)
+    for label, rounds, concurrent in (("chaos", ns.kills, False), ("concurrent chaos", ns.concurrent, True)):
+        lost = twice = kills = during = pairs = refused = both = intact = 0
+        t0 = time.perf_counter()
+        for i in range(rounds):
+            with tempfile.TemporaryDirectory() as tmp:
+                report = chaos_round(Path(tmp), rng, kills=3 if concurrent else 2, concurrent=concurrent)
             lost += report.lost
             twice += report.ran_twice
+            kills += len(report.kill_times)
+            during += report.kills_during_resume
+            pairs += report.concurrent_resumes
+            refused += report.refused
+            both += report.both_ran
+            intact += report.integrity == "ok"
             print(
-                f"  chaos round {i + 1}: killed at {', '.join(f'{k:.2f}s' for k in report.kill_times)}; "
+                f"  {label} round {i + 1}: killed at {', '.join(f'{k:.2f}s' for k in report.kill_times)}; "
                 f"{report.completed_before_kills} results kept, {report.provider_calls_total} provider calls "
-                f"for {report.distinct_calls} distinct calls, result ok={report.result_ok}"
+                f"for {report.distinct_calls} distinct calls"
+                + (
+                    f", {report.refused}/{report.concurrent_resumes} second resumes refused"
+                    if concurrent
+                    else ""
+                )
+                + f", integrity {report.integrity}, result ok={report.result_ok}"
             )
-    print(
-        f"chaos: {ns.kills} rounds ({2 * ns.kills} SIGKILLs) in {time.perf_counter() - t0:.1f} s: "
-        f"{lost} completed results lost, {twice} completed calls run twice (target 0 and 0)"
-    )
+        extra = (
+            f"{pairs} resumes started twice at once, {refused} refused, {both} ran twice as a run; "
+            if concurrent
+            else ""
+        )
+        print(
+            f"{label}: {rounds} rounds ({kills} SIGKILLs, {during} during a resume) in "
+            f"{time.perf_counter() - t0:.1f} s: {extra}{lost} completed results lost, {twice} completed calls "
+            f"run twice, integrity_check ok {intact}/{rounds} (target 0, 0, all)"
+        )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ def _resolve(path: str) -> str:
     return path
 
 
-def _service(cwd: str | None = None) -> Any:
+def _service(cwd: str | None = None, *, writing: bool = False) -> Any:
+    """The service over the state database. ``writing``: the command records something, so a store
+    that cannot be written (read-only, damaged) is refused here, before anything starts."""
     from .service import WorkflowService
     from .store.sqlite import SqliteStore
 
@@ -55,7 +57,20 @@ def _service(cwd: str | None = None) -> Any:
         store = SqliteStore()
     except WorkflowMcpError as exc:
         _fail(str(exc))
+    for notice in store.notices:
+        click.echo(f"workflow-mcp: warning: {notice}", err=True)
+    if writing and (problem := store.write_problem()) is not None:
+        _fail(str(problem))
     return WorkflowService(store, cwd=cwd or os.getcwd(), home=os.environ.get("HOME"))
+
+
+def _warn_if_damaged(service: Any) -> None:
+    """A query on a damaged store still answers what it can, and says how to save the rest."""
+    from .errors import StoreCorruptError
+
+    problem = service.store_problem()
+    if isinstance(problem, StoreCorruptError):
+        click.echo(f"workflow-mcp: warning: {problem}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -332,7 +347,7 @@ def run(
     except KeyError as exc:
         _fail(str(exc.args[0]))
     prov = _provider(provider, fake_script)
-    service = _service()
+    service = _service(writing=True)
     options = RunOptions(
         concurrency=concurrency,
         token_budget=token_budget,
@@ -453,6 +468,12 @@ async def _run(
         click.echo(f"workflow-mcp: run {exc.run_id} {exc.status}: {exc.message}", err=True)
         if exc.status in ("cancelled", "paused"):
             click.echo(f"workflow-mcp: resume it with: workflow-mcp resume {exc.run_id}", err=True)
+        elif handle.log.persist_error is not None:
+            click.echo(
+                f"workflow-mcp: run {exc.run_id} is stored up to its last recorded event; once the store "
+                f"takes writes again it reads as interrupted: resume it with: workflow-mcp resume {exc.run_id}",
+                err=True,
+            )
         return 1
     if view is not None:
         view.stop()
@@ -500,7 +521,7 @@ def resume(
     from .engine.run import RunOptions
 
     mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
-    service = _service()
+    service = _service(writing=True)
     service.recover()
     if os.path.exists(target):
         from .engine.claude_import import import_claude_run
@@ -578,6 +599,7 @@ def runs_list(as_json: bool, limit: int) -> None:
     service = _service()
     service.recover()
     items = [r.to_json() for r in service.list_runs(limit)]
+    _warn_if_damaged(service)
     if as_json:
         click.echo(json.dumps({"runs": items}, ensure_ascii=False, indent=2))
         return
@@ -596,6 +618,7 @@ def runs_show(run_id: str, as_json: bool) -> None:
         state = service.status(run_id).to_json()
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
+    _warn_if_damaged(service)
     if as_json:
         click.echo(json.dumps(state, ensure_ascii=False, indent=2))
         return
@@ -631,6 +654,7 @@ def runs_events(run_id: str, after: int, as_json: bool) -> None:
         events = service.events(run_id, after)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
+    _warn_if_damaged(service)
     for e in events:
         if as_json:
             click.echo(json.dumps(e.to_json(), ensure_ascii=False))
@@ -657,6 +681,98 @@ def runs_cancel(run_id: str, reason: str) -> None:
     else:
         click.echo(f"{run_id}: already {outcome}; nothing to cancel")
         sys.exit(1)
+
+
+@runs.command(name="export")
+@click.argument("run_ids", nargs=-1, metavar="[RUN_ID]...")
+@click.option(
+    "--out", "out_path", default=None, metavar="FILE", help="Write to FILE (mode 0600), not stdout."
+)
+def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
+    """Write runs (all, or RUN_ID...) and their events as JSON lines, even from a damaged database.
+
+    Lines: {"kind": "run", "run": {...}}, then {"kind": "event", "event": {...}} per event, and
+    {"kind": "problem", "runId", "message"} for each part that could not be read. Only reads. Exit 0
+    when everything was read, 1 when something could not be."""
+    from .store.salvage import export_runs
+    from .store.sqlite import default_home
+
+    path = default_home() / "state.db"
+    if out_path is None:
+        out = sys.stdout
+    else:
+        try:
+            out = os.fdopen(
+                os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8"
+            )
+        except OSError as exc:
+            _fail(f"cannot write --out {out_path!r}: {exc.strerror or exc}")
+    try:
+        with contextlib.ExitStack() as stack:
+            if out is not sys.stdout:
+                stack.enter_context(out)
+            report = export_runs(path, list(run_ids) or None, out)
+    except WorkflowMcpError as exc:
+        _fail(str(exc), 1)
+    where = f" to {out_path}" if out_path else ""
+    click.echo(
+        f"workflow-mcp: exported {report.runs} run(s) and {report.events} event(s){where}; "
+        f"{len(report.problems)} problem(s)",
+        err=True,
+    )
+    for problem in report.problems:
+        click.echo(f"workflow-mcp: {problem}", err=True)
+    sys.exit(1 if report.problems else 0)
+
+
+@cli.group(name="store")
+def store_group() -> None:
+    """Check and repair the state database ($WORKFLOW_MCP_HOME/state.db)."""
+
+
+@store_group.command(name="check")
+def store_check() -> None:
+    """Run SQLite's integrity check. Exit 0 sound, 1 damaged (then nothing more is written to it)."""
+    from .store.salvage import check_store
+    from .store.sqlite import default_home
+
+    path = default_home() / "state.db"
+    try:
+        problems = check_store(path)
+    except WorkflowMcpError as exc:
+        _fail(str(exc), 1)
+    if not problems:
+        click.echo(f"{path}: ok")
+        return
+    for problem in problems[:20]:
+        click.echo(f"{path}: {problem}", err=True)
+    click.echo(
+        f"workflow-mcp: {path} is damaged; nothing more is written to it. Save what can be read with "
+        "`workflow-mcp runs export --out runs.jsonl`, then run `workflow-mcp store repair`",
+        err=True,
+    )
+    sys.exit(1)
+
+
+@store_group.command(name="repair")
+def store_repair() -> None:
+    """Copy state.db to state.db.bak-<timestamp>, rebuild it (VACUUM INTO, or run by run when pages
+    are damaged), check the result and put it in place. Stop every other workflow-mcp process first."""
+    from .store.salvage import repair_store
+    from .store.sqlite import default_home
+
+    path = default_home() / "state.db"
+    try:
+        report = repair_store(path)
+    except WorkflowMcpError as exc:
+        _fail(str(exc), 1)
+    how = "VACUUM INTO" if report.method == "vacuum" else "salvaging run by run"
+    click.echo(
+        f"{path}: rebuilt by {how}: {report.runs} run(s) and {report.events} event(s) kept; "
+        f"the original is at {report.backup}"
+    )
+    for problem in report.problems:
+        click.echo(f"workflow-mcp: {problem}", err=True)
 
 
 @cli.command()

@@ -4,7 +4,8 @@ It joins definitions (load, validate, discover), the engine (runs), providers an
 run it starts is recorded in the store before its first event, and every event is committed before
 it is published, so a run survives the process that started it: ``recover()`` marks runs left
 ``running`` by a dead process as ``interrupted``, and ``start_run(..., resume_from=…)`` continues any
-earlier run from its journal.
+earlier run from its journal. Starting or resuming a run claims it in the store (one executor per
+run), so a second resume of the same run is refused instead of running its calls twice.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from .definitions.load import (
 from .definitions.profile import get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy, json_value_problem
 from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
-from .errors import InvalidInputError, WorkflowMcpError, WorkflowNotFoundError
+from .errors import InvalidInputError, StoreError, WorkflowMcpError, WorkflowNotFoundError
 from .events import Event, utc_now
 from .providers.base import AgentProvider
 from .realm.worker import RealmWorker
 from .state import RunState, project_state
+from .store import HEARTBEAT_S
 from .store.base import RunRecord, RunStore
 from .store.sqlite import default_home
 
@@ -76,14 +78,15 @@ _STATUS_OF = {
 }
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _interrupted(record: RunRecord, sequence: int, reason: str) -> Event:
+    """The ``run.interrupted`` event recovery stores for a run whose owner is gone (resumable)."""
+    return Event(
+        run_id=record.run_id,
+        sequence=sequence,
+        type="run.interrupted",
+        payload={"reason": reason, "resumable": True},
+        timestamp=utc_now(),
+    )
 
 
 class WorkflowService:
@@ -97,6 +100,8 @@ class WorkflowService:
         self.cwd = cwd or os.getcwd()
         self.home = home
         self.live: dict[str, RunHandle] = {}
+        self._starting: set[str] = set()  # runs being created: claimed in the store, not yet live
+        self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
 
@@ -178,8 +183,11 @@ class WorkflowService:
 
         Raises:
             WorkflowNotFoundError: ``resume_from`` names no stored run.
-            InvalidInputError: ``policy`` is unknown, or ``args`` cannot cross to the realm and the
-                store (a non-finite number, a lone UTF-16 surrogate, nested past 256 levels).
+            InvalidInputError: ``policy`` is unknown, ``resume_from`` is still running, or ``args``
+                cannot cross to the realm and the store (a non-finite number, a lone UTF-16
+                surrogate, nested past 256 levels).
+            RunClaimedError: another live process already resumes ``resume_from``.
+            StoreError: the store cannot record the run (read-only, full or damaged; the message says).
         """
         if args is not MISSING:
             problem = json_value_problem(args)
@@ -227,7 +235,12 @@ class WorkflowService:
             owner_pid=os.getpid(),
             owner_host=socket.gethostname(),
         )
-        self.store.create_run(record)
+        self._starting.add(run_id)
+        try:
+            self.store.create_run(record)  # claims the run, and the run it resumes
+        except BaseException:
+            self._starting.discard(run_id)
+            raise
 
         def persist(batch: list[Event]) -> None:
             self.store.append_many(batch)
@@ -247,6 +260,7 @@ class WorkflowService:
             worker=worker,
         )
         self.live[run_id] = handle
+        self._starting.discard(run_id)
         self._ensure_watcher()
         return handle
 
@@ -280,15 +294,32 @@ class WorkflowService:
             self._watcher = asyncio.get_running_loop().create_task(self._watch_cancellations())
 
     async def _watch_cancellations(self) -> None:
-        """Apply cancellations other processes asked for, while this process owns running runs."""
+        """While this process owns running runs: apply cancellations other processes asked for and
+        renew the store lease every ``HEARTBEAT_S``. A run that ended without its terminal event
+        stored (e.g. a full disk) is recorded ``interrupted`` as soon as the store takes writes again."""
+        loop = asyncio.get_running_loop()
+        renewed = loop.time()
         while True:
             running = [rid for rid, h in self.live.items() if h.status == "running"]
-            if not running:
+            unsettled = [
+                rid
+                for rid, h in self.live.items()
+                if h.done and h.log.persist_error is not None and rid not in self._settled
+            ]
+            if not running and not unsettled:
                 return
+            if loop.time() - renewed >= HEARTBEAT_S:
+                renewed = loop.time()
+                with contextlib.suppress(StoreError):  # the lease lapses; identity checks still hold
+                    self.store.heartbeat()
+                if unsettled:
+                    with contextlib.suppress(StoreError):
+                        self._recover()
+                        self._settled.update(unsettled)
             try:
                 requests = self.store.cancel_requests(running)
             except WorkflowMcpError:
-                return  # the store went away; in-process cancellation still works
+                requests = {}  # the store went away; in-process cancellation still works
             for run_id, reason in requests.items():
                 self.live[run_id].cancel(reason)
             await asyncio.sleep(self.CANCEL_POLL_S)
@@ -417,30 +448,28 @@ class WorkflowService:
         return out
 
     def recover(self) -> list[str]:
-        """Mark runs left running by a dead process on this host as ``interrupted``; returns their ids."""
-        host = socket.gethostname()
-        marked = []
-        for r in self.store.unfinished_runs():
-            if r.run_id in self.live or r.owner_host != host or r.owner_pid is None:
-                continue
-            if r.owner_pid != os.getpid() and _pid_alive(r.owner_pid):
-                continue
-            seq = self.store.last_sequence(r.run_id) + 1
-            self.store.append(
-                Event(
-                    run_id=r.run_id,
-                    sequence=seq,
-                    type="run.interrupted",
-                    payload={
-                        "reason": f"the process that owned the run (pid {r.owner_pid}) is gone",
-                        "resumable": True,
-                    },
-                    timestamp=utc_now(),
-                )
-            )
-            marked.append(r.run_id)
-            _prune_worktrees(default_home() / "worktrees" / r.run_id)
+        """Record ``run.interrupted`` for every unfinished run whose owner is gone (its process died, or
+        it stopped here without storing its end); returns their ids. Safe to call from any number of
+        processes at once: the store re-checks inside one write transaction, so each run is recorded
+        once. Queries never need write access: on a store that cannot be written (read-only, full,
+        damaged) nothing is recorded and ``[]`` is returned."""
+        try:
+            return self._recover()
+        except StoreError:
+            return []
+
+    def _active(self) -> set[str]:
+        return self._starting | {rid for rid, h in self.live.items() if not h.done}
+
+    def _recover(self) -> list[str]:
+        marked = self.store.recover(self._active(), _interrupted)
+        for run_id in marked:
+            _prune_worktrees(default_home() / "worktrees" / run_id)
         return marked
+
+    def store_problem(self) -> StoreError | None:
+        """Why the store cannot record anything now (read-only, damaged), or ``None``."""
+        return self.store.write_problem()
 
     # -- additions for the MCP server: lookups, owner scoping, bounded waits ------------------
     #: How often a wait on a run owned by another process re-reads the store.

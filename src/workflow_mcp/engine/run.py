@@ -144,6 +144,11 @@ class RunHandle:
     def status(self) -> str:
         return self._run.status
 
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended and every one of its events has been handed to ``persist``."""
+        return self._run.task.done()
+
     def cancel(self, reason: str = "cancelled by the user") -> None:
         """Request cancellation: in-flight provider calls get their signal, the worker is stopped, and
         the run ends ``cancelled`` (resumable). Idempotent."""

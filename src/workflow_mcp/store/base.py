@@ -3,23 +3,37 @@
 Two implementations: :class:`~workflow_mcp.store.sqlite.SqliteStore` (WAL, numbered migrations) and
 :class:`~workflow_mcp.store.memory.MemoryStore` (the in-memory twin for tests). The store holds data,
 not behaviour: run status is never stored, it is projected from the events.
+
+One executor per run (DESIGN: "starting or resuming a run takes an exclusive, crash-safe claim"):
+``create_run`` claims the new run, and the run it resumes, for the store's owner; the transaction that
+stores the run's terminal event releases both; ``recover`` ends the runs whose owner is gone.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import StoreError
 from ..events import Event
 
-__all__ = ["JournalRow", "RunRecord", "RunStore", "StoreError", "journal_row_for"]
+__all__ = [
+    "RELEASING_TYPES",
+    "InterruptedEvent",
+    "JournalRow",
+    "RunRecord",
+    "RunStore",
+    "StoreError",
+    "journal_row_for",
+]
 
-from ..errors import WorkflowMcpError
+#: The run events after which a run has no executor: storing one releases the claims its run holds.
+RELEASING_TYPES = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted", "run.paused"})
 
-
-class StoreError(WorkflowMcpError):
-    """Raised when the state database is unreadable, damaged or from a newer release."""
+#: ``(record, sequence, reason) -> the run.interrupted event`` that ``recover`` stores for an orphan.
+InterruptedEvent = Callable[["RunRecord", int, str], Event]
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,28 @@ class RunRecord:
     owner: str | None = None
     owner_pid: int | None = None
     owner_host: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record with camelCase keys (``runs export`` writes it)."""
+        return {
+            "runId": self.run_id,
+            "workflowName": self.workflow_name,
+            "workflowPath": self.workflow_path,
+            "sourceHash": self.source_hash,
+            "source": self.source,
+            "createdAt": self.created_at,
+            "argsJson": self.args_json,
+            "options": self.options,
+            "provider": self.provider,
+            "profile": self.profile,
+            "cwd": self.cwd,
+            "resumedFrom": self.resumed_from,
+            "resumePolicy": self.resume_policy,
+            "idempotencyKey": self.idempotency_key,
+            "owner": self.owner,
+            "ownerPid": self.owner_pid,
+            "ownerHost": self.owner_host,
+        }
 
 
 @dataclass(frozen=True)
@@ -100,9 +136,22 @@ def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
 
 
 class RunStore(Protocol):
-    """Persistence of runs. ``append`` returns only once the event is durable (committed)."""
+    """Persistence of runs. ``append`` returns only once the event is durable (committed).
 
-    def create_run(self, record: RunRecord) -> None: ...
+    Every write may raise :class:`~workflow_mcp.errors.StoreReadOnlyError`,
+    :class:`~workflow_mcp.errors.StoreFullError` or :class:`~workflow_mcp.errors.StoreCorruptError`;
+    a failed write changes nothing.
+    """
+
+    def create_run(self, record: RunRecord) -> None:
+        """Record a new run and claim it for this store's owner; when ``record.resumed_from`` names a
+        stored run, claim that one too (one transaction: both claims or neither).
+
+        Raises:
+            RunClaimedError: a live owner holds the claim of ``record.resumed_from``.
+            StoreError: the run id, or the owner's idempotency key, is already used.
+        """
+        ...
 
     def get_run(self, run_id: str) -> RunRecord | None: ...
 
@@ -112,7 +161,14 @@ class RunStore(Protocol):
 
     def append(self, event: Event) -> None: ...
 
-    def append_many(self, events: list[Event]) -> None: ...
+    def append_many(self, events: list[Event]) -> None:
+        """Commit ``events`` in one transaction, all or none; a run event of ``RELEASING_TYPES``
+        releases the claims its run holds in that same transaction.
+
+        Raises:
+            SequenceConflictError: a sequence is not after the newest stored one of its run.
+        """
+        ...
 
     def flush(self) -> None: ...
 
@@ -123,6 +179,23 @@ class RunStore(Protocol):
     def last_run_event(self, run_id: str) -> str | None: ...
 
     def unfinished_runs(self) -> list[RunRecord]: ...
+
+    def recover(self, active: Collection[str], interrupted: InterruptedEvent) -> list[str]:
+        """Store ``interrupted(record, sequence, reason)`` for each unfinished run whose owner is gone
+        (a dead process, or this store's own run not in ``active``: it stopped without recording its
+        end), drop the claims of gone owners, and return those run ids. One write transaction that
+        re-checks everything inside it, so concurrent recoveries record each run once; nothing is
+        written when there is nothing to recover.
+        """
+        ...
+
+    def heartbeat(self) -> None:
+        """Renew this store's lease (owners call it every ``HEARTBEAT_S`` while they run something)."""
+        ...
+
+    def write_problem(self) -> StoreError | None:
+        """Why nothing can be written now (read-only, damaged), or ``None``."""
+        ...
 
     def journal(self, run_id: str) -> list[JournalRow]: ...
 

@@ -1,25 +1,42 @@
-"""The in-memory twin of :class:`~workflow_mcp.store.sqlite.SqliteStore` (same behaviour, no file)."""
+"""The in-memory twin of :class:`~workflow_mcp.store.sqlite.SqliteStore` (same behaviour, no file).
+
+Its one owner is the store itself (one process, one service): a claim is held until the holder's
+terminal event is appended, and ``recover`` ends the unfinished runs that are not ``active``.
+"""
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
+from collections.abc import Collection
 
+from ..errors import RunClaimedError, SequenceConflictError, StoreError
 from ..events import Event, utc_now
-from .base import JournalRow, RunRecord, StoreError, journal_row_for
+from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
+    """Runs, events, journal, claims and artifacts in dictionaries (see :class:`~workflow_mcp.store.RunStore`)."""
+
     def __init__(self) -> None:
         self._runs: dict[str, RunRecord] = {}
         self._events: dict[str, list[Event]] = {}
         self._journal: dict[str, dict[str, JournalRow]] = {}
         self._artifacts: dict[tuple[str, str], tuple[str, str, bytes, str]] = {}
         self._cancels: dict[str, str] = {}
+        self._claims: dict[str, tuple[str, str]] = {}  # run_id -> (holder_run, claimed_at)
         self._lock = threading.RLock()
 
     def create_run(self, record: RunRecord) -> None:
+        """Record a new run and claim it (and the stored run it resumes), all or nothing.
+
+        Raises:
+            RunClaimedError: the run ``record.resumed_from`` is claimed (by a run not yet ended).
+            StoreError: the run id, or the owner's idempotency key, is already used.
+        """
         with self._lock:
             if record.run_id in self._runs:
                 raise StoreError(f"run {record.run_id} already exists")
@@ -27,6 +44,15 @@ class MemoryStore:
                 record.owner, record.idempotency_key
             ):
                 raise StoreError(f"idempotency key {record.idempotency_key!r} is already used")
+            resumed = record.resumed_from
+            if resumed is not None and resumed in self._runs:
+                held = self._claims.get(resumed)
+                if held is not None:
+                    raise RunClaimedError(
+                        resumed, holder_run=held[0], pid=os.getpid(), host=socket.gethostname(), since=held[1]
+                    )
+                self._claims[resumed] = (record.run_id, utc_now())
+            self._claims[record.run_id] = (record.run_id, utc_now())
             self._runs[record.run_id] = record
             self._events[record.run_id] = []
             self._journal[record.run_id] = {}
@@ -50,10 +76,11 @@ class MemoryStore:
                 raise StoreError(f"events refused by the store: no run {event.run_id}")
             events = self._events.setdefault(event.run_id, [])
             if events and event.sequence <= events[-1].sequence:
-                raise StoreError(
-                    f"run {event.run_id}: sequence {event.sequence} is not after {events[-1].sequence}"
-                )
+                raise SequenceConflictError(event.run_id, event.sequence, events[-1].sequence)
             events.append(event)
+            if event.type in RELEASING_TYPES:
+                for run_id in [r for r, (holder, _) in self._claims.items() if holder == event.run_id]:
+                    del self._claims[run_id]
             if event.type.startswith("agent.") and event.type != "agent.output.delta" and event.agent_id:
                 rows = self._journal.setdefault(event.run_id, {})
                 old = rows.get(event.agent_id)
@@ -84,7 +111,7 @@ class MemoryStore:
                     raise StoreError(f"events refused by the store: no run {e.run_id}")
                 before = last.get(e.run_id, self.last_sequence(e.run_id))
                 if e.sequence <= before:
-                    raise StoreError(f"run {e.run_id}: event sequence {e.sequence} is not after {before}")
+                    raise SequenceConflictError(e.run_id, e.sequence, before)
                 last[e.run_id] = e.sequence
             for event in events:
                 self.append(event)
@@ -112,6 +139,26 @@ class MemoryStore:
         return [
             r for r in self._runs.values() if (self.last_run_event(r.run_id) or "run.queued") not in terminal
         ]
+
+    def recover(self, active: Collection[str], interrupted: InterruptedEvent) -> list[str]:
+        """Store ``interrupted(record, sequence, reason)`` for each unfinished run not in ``active`` (in
+        memory the owner is this store, so a run it no longer runs has stopped without its end)."""
+        with self._lock:
+            marked = []
+            for record in self.unfinished_runs():
+                if record.run_id in active:
+                    continue
+                reason = "the run stopped without recording its end (its last events were not stored)"
+                self.append(interrupted(record, self.last_sequence(record.run_id) + 1, reason))
+                marked.append(record.run_id)
+            return marked
+
+    def heartbeat(self) -> None:
+        """Nothing to renew: the owner is this process."""
+
+    def write_problem(self) -> StoreError | None:
+        """Memory can always be written."""
+        return None
 
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)

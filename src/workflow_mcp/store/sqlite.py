@@ -4,6 +4,17 @@ WAL mode with ``synchronous=NORMAL``: a committed event survives a killed proces
 :meth:`SqliteStore.append` commits before it returns, so an event is durable before anyone sees it.
 Schema changes are numbered SQL files in ``migrations/``, applied in order and recorded in
 ``PRAGMA user_version``; a database from a newer release is refused, never modified.
+
+Failure modes (issue 9), each translated once here (``_faults.translate``):
+
+- **Read-only** (an immutable file, a read-only mount): the store opens for reading (``mode=ro``, or
+  ``immutable=1`` when SQLite cannot even create its ``-shm`` file); queries work, every write raises
+  :class:`StoreReadOnlyError` naming the path.
+- **Disk full / file-size limit**: the failed transaction is rolled back (never "cannot rollback"),
+  :class:`StoreFullError` says how much space is left, and every stored run stays readable.
+- **Damage**: ``SQLITE_CORRUPT``/``SQLITE_NOTADB`` become :class:`StoreCorruptError`, the file is marked
+  damaged (``state.db.damaged``) and nothing more is written to it by any process. When the file was
+  not closed cleanly (an owner row whose process is gone), opening it runs ``PRAGMA quick_check``.
 """
 
 from __future__ import annotations
@@ -11,17 +22,32 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+import weakref
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from ..events import Event
-from .base import JournalRow, RunRecord, StoreError, journal_row_for
+from ..errors import (
+    RunClaimedError,
+    SequenceConflictError,
+    StoreCorruptError,
+    StoreError,
+    StoreReadOnlyError,
+)
+from ..events import Event, utc_now
+from . import _files
+from ._faults import is_corruption, translate
+from ._process import ProcessIdentity, owner_alive, this_process
+from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 
-__all__ = ["SqliteStore", "default_home", "migrations"]
+__all__ = ["SqliteStore", "default_home", "migrations", "record_from_row"]
 
 
 def default_home() -> Path:
@@ -41,10 +67,35 @@ def migrations() -> list[tuple[int, str]]:
     return sorted(out)
 
 
-_RUN_COLUMNS = (
+RUN_COLUMNS = (
     "run_id, workflow_name, workflow_path, source_hash, source, args_json, options_json, provider, profile, "
     "cwd, created_at, resumed_from, resume_policy, idempotency_key, owner, owner_pid, owner_host"
 )
+
+_R_COLUMNS = ", ".join(f"r.{c.strip()}" for c in RUN_COLUMNS.split(","))
+
+
+def record_from_row(row: tuple[Any, ...] | sqlite3.Row) -> RunRecord:
+    """The :class:`RunRecord` of one ``SELECT {RUN_COLUMNS} FROM runs`` row."""
+    return RunRecord(
+        run_id=row[0],
+        workflow_name=row[1],
+        workflow_path=row[2],
+        source_hash=row[3],
+        source=row[4],
+        args_json=row[5],
+        options=json.loads(row[6] or "{}"),
+        provider=row[7],
+        profile=row[8],
+        cwd=row[9],
+        created_at=row[10],
+        resumed_from=row[11],
+        resume_policy=row[12],
+        idempotency_key=row[13],
+        owner=row[14],
+        owner_pid=row[15],
+        owner_host=row[16],
+    )
 
 
 # agent.started adds nothing a resume needs (a started call without a result is simply not reusable),
@@ -63,47 +114,162 @@ _UPSERT_JOURNAL = (
     "label = CASE WHEN excluded.label != '' THEN excluded.label ELSE journal.label END, "
     "side_effects = MAX(journal.side_effects, excluded.side_effects)"
 )
+_NEWEST_RUN_EVENT = (
+    "(SELECT type FROM events e WHERE e.run_id = r.run_id AND e.type LIKE 'run.%' "
+    "AND e.type != 'run.cancellation_requested' ORDER BY e.sequence DESC LIMIT 1)"
+)
+_UNFINISHED = (
+    f"COALESCE({_NEWEST_RUN_EVENT}, 'run.queued') "
+    "NOT IN ('run.completed', 'run.failed', 'run.cancelled', 'run.interrupted', 'run.paused')"
+)
+
+# The owners open in this process, by owner id: an owner row with this process's pid is alive exactly
+# when its store is still open here (several stores, e.g. in tests, may share one process).
+_OPEN_OWNERS: set[str] = set()
+
+
+@dataclass(frozen=True)
+class _Owner:
+    owner_id: str
+    identity: ProcessIdentity
+    heartbeat_at: float
+
+
+@dataclass(frozen=True)
+class _Orphan:
+    record: RunRecord
+    reason: str
+
+
+class _Closer:
+    """Closes the connection once: on :meth:`SqliteStore.close` or at interpreter exit. A clean
+    close deletes the owner row (the clean-shutdown mark)."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock, owner_id: str) -> None:
+        self.db = db
+        self.lock = lock
+        self.owner_id = owner_id
+        self.registered = False
+        self.closed = False
+
+    def __call__(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            _OPEN_OWNERS.discard(self.owner_id)
+            if self.registered:
+                # Best effort: a full disk or a damaged file keeps the row, and the next open checks.
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("DELETE FROM owners WHERE owner_id = ?", (self.owner_id,))
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
 
 
 class SqliteStore:
-    """The durable store. Thread-safe for one process (one connection behind a lock)."""
+    """The durable store. Thread-safe for one process (one connection behind a lock).
+
+    ``notices`` lists what the open could not make right but did not refuse (e.g. a state directory
+    other users can read). Raises :class:`StoreError` (or a subclass) when the file cannot be opened.
+    """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else default_home() / "state.db"
+        self._lock = threading.RLock()
+        self._owner_id = secrets.token_hex(8)
+        self._ordinals: dict[str, dict[str, int]] = {}
+        self._read_only: str | None = None
+        self._damaged: str | None = _files.read_damage(self.path)
+        self.notices: list[str] = []
+        home = self.path.parent
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.notices += _files.prepare_home(home)
         except OSError as exc:
             raise StoreError(
-                f"the state directory {self.path.parent} cannot be created ({exc.strerror or exc}); "
+                f"the state directory {home} cannot be created ({exc.strerror or exc}); "
                 "point WORKFLOW_MCP_HOME at a writable directory"
             ) from exc
-        if not os.access(self.path.parent, os.W_OK):
-            raise StoreError(
-                f"the state directory {self.path.parent} is not writable; SQLite needs to write its "
-                "journal there. Point WORKFLOW_MCP_HOME at a writable directory"
-            )
+        exists = self.path.exists()
+        if exists and not os.access(self.path, os.W_OK):
+            self._read_only = "the file cannot be written: an immutable attribute or a read-only mount"
+        elif not os.access(home, os.W_OK):
+            if not exists:
+                raise StoreError(
+                    f"the state directory {home} is not writable; SQLite needs to write its journal there. "
+                    "Point WORKFLOW_MCP_HOME at a writable directory"
+                )
+            self._read_only = f"its directory {home} cannot be written"
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
-            self._lock = threading.RLock()
+            if self._read_only is None:
+                _files.create_private_file(self.path)
+                _files.tighten_files(self.path)
+        except OSError as exc:
+            raise StoreError(
+                f"the state database {self.path} cannot be created ({exc.strerror or exc})"
+            ) from exc
+        self._closer: _Closer | None = None
+        try:
+            self._db = self._connect()
+            self._closer = _Closer(self._db, self._lock, self._owner_id)
+            _OPEN_OWNERS.add(self._owner_id)
             self._check_version()  # before anything that could write: a refused database stays as it is
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
+            if self.write_problem() is None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._migrate()
+            elif int(self._db.execute("PRAGMA user_version").fetchone()[0]) < self._newest():
+                raise StoreReadOnlyError(
+                    str(self.path),
+                    f"{self._read_only or 'it is marked damaged'}; it predates this release's schema and "
+                    "cannot be upgraded",
+                )
+            self._check_if_unclean()
+        except sqlite3.Error as exc:
+            self.close()
+            if is_corruption(exc):
+                raise StoreCorruptError(str(self.path), str(exc), opened=False) from exc
+            error = translate(exc, self.path, "opening it")
+            if type(error) is not StoreError:
+                raise error from exc
             raise StoreError(
                 f"the state database {self.path} cannot be opened ({exc}); it is left untouched. "
                 "Move it aside or point WORKFLOW_MCP_HOME elsewhere."
             ) from exc
-        self._ordinals: dict[str, dict[str, int]] = {}
-        self._last_seq: dict[str, int] = {}
+        except BaseException:
+            self.close()
+            raise
+        closer = self._closer
+        self._finalizer = weakref.finalize(self, closer)
+
+    # -- opening ---------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._read_only is None:
+            return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+        uri = f"file:{quote(str(self.path.resolve()))}"
+        db = sqlite3.connect(
+            f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False, timeout=10
+        )
+        try:
+            db.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            # A WAL database whose -shm cannot be created (a read-only directory): nobody can be
+            # writing it, so reading it as an immutable file is safe.
+            db.close()
+            return sqlite3.connect(
+                f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False
+            )
+
+    @staticmethod
+    def _newest() -> int:
+        steps = migrations()
+        return steps[-1][0] if steps else 0
 
     def _check_version(self) -> None:
         current = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        steps = migrations()
-        newest = steps[-1][0] if steps else 0
+        newest = self._newest()
         if current > newest:
-            self._db.close()
             raise StoreError(
                 f"the state database {self.path} has schema version {current}, newer than this release "
                 f"understands ({newest}); upgrade workflow-mcp"
@@ -126,85 +292,187 @@ class SqliteStore:
                 self._db.execute(f"PRAGMA user_version = {number}")
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
             raise
+
+    def _check_if_unclean(self) -> None:
+        """An owner row whose process is gone means the file was not closed cleanly: check its pages."""
+        if self._damaged is not None:
+            return
+        try:
+            with self._lock, self._guard("checking how it was last closed"):
+                gone = [o for o in self._owners() if not self._alive(o)]
+                if not gone:
+                    return
+                problems = [str(r[0]) for r in self._db.execute("PRAGMA quick_check(5)").fetchall()]
+        except StoreCorruptError:
+            return  # _guard has marked it
+        if problems != ["ok"]:
+            self._mark_damaged(f"PRAGMA quick_check after an unclean shutdown: {'; '.join(problems)[:500]}")
+
+    # -- faults ----------------------------------------------------------------------------
+    def _mark_damaged(self, detail: str) -> None:
+        if self._damaged is None:
+            self._damaged = detail
+            if self._closer is not None:
+                self._closer.registered = False  # not even the clean-close mark is written any more
+            _files.mark_damaged(self.path, detail)
+
+    def _error(self, exc: sqlite3.Error, what: str) -> StoreError:
+        error = translate(exc, self.path, what)
+        if isinstance(error, StoreCorruptError):
+            self._mark_damaged(error.detail)
+        return error
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._error(exc, what) from exc
+
+    def write_problem(self) -> StoreError | None:
+        """Why nothing can be written now: :class:`StoreReadOnlyError`, :class:`StoreCorruptError`, or ``None``."""
+        if self._damaged is not None:
+            return StoreCorruptError(str(self.path), self._damaged)
+        if self._read_only is not None:
+            return StoreReadOnlyError(str(self.path), self._read_only)
+        return None
+
+    @contextlib.contextmanager
+    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: the write lock first, so what is read inside is
+        what the commit changes). Whatever fails, the transaction is rolled back only if SQLite has not
+        already done so, so the first error is the one reported."""
+        problem = self.write_problem()
+        if problem is not None:
+            raise problem
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self._error(exc, what) from exc
+
+    def _read(self, what: str, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[Any]:
+        with self._lock, self._guard(what):
+            return self._db.execute(sql, params).fetchall()
+
+    # -- owners and claims -----------------------------------------------------------------
+    def _register(self, db: sqlite3.Connection, now: float) -> None:
+        me = this_process()
+        db.execute(
+            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at) VALUES (?,?,?,?,?,?) "
+            "ON CONFLICT(owner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+            (self._owner_id, me.pid, me.host, me.process, utc_now(), now),
+        )
+        if self._closer is not None:
+            self._closer.registered = True
+
+    def _owners(self) -> list[_Owner]:
+        rows = self._db.execute("SELECT owner_id, pid, host, process, heartbeat_at FROM owners").fetchall()
+        return [
+            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4])) for r in rows
+        ]
+
+    def _alive(self, owner: _Owner) -> bool:
+        if owner.owner_id == self._owner_id:
+            return True
+        if owner.identity.pid == os.getpid() and owner.identity.host == this_process().host:
+            return owner.owner_id in _OPEN_OWNERS
+        return owner_alive(owner.identity, owner.heartbeat_at, time.time())
+
+    def _held(self, db: sqlite3.Connection, run_id: str) -> RunClaimedError | None:
+        """The refusal to give when a live owner holds ``run_id``'s claim, else ``None``."""
+        row = db.execute(
+            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at "
+            "FROM run_claims c LEFT JOIN owners o ON o.owner_id = c.owner_id WHERE c.run_id = ?",
+            (run_id,),
+        ).fetchone()
+        if row is None or row[2] is None:
+            return None  # unclaimed, or its owner closed its store
+        owner = _Owner(str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]))
+        if not self._alive(owner):
+            return None
+        return RunClaimedError(
+            run_id,
+            holder_run=str(row[0]),
+            pid=owner.identity.pid,
+            host=owner.identity.host,
+            since=str(row[1]),
+        )
+
+    def _claim(self, db: sqlite3.Connection, run_id: str, holder_run: str) -> None:
+        refused = self._held(db, run_id)
+        if refused is not None:
+            raise refused
+        db.execute(
+            "INSERT OR REPLACE INTO run_claims (run_id, holder_run, owner_id, claimed_at) VALUES (?,?,?,?)",
+            (run_id, holder_run, self._owner_id, utc_now()),
+        )
+
+    def heartbeat(self) -> None:
+        """Renew this store's lease (only once it owns something: a reader never writes)."""
+        if self._closer is None or not self._closer.registered:
+            return
+        with self._transaction("renewing its lease") as db:
+            self._register(db, time.time())
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, record: RunRecord) -> None:
-        """Record a new run.
+        """Record a new run and claim it (and the stored run it resumes) for this store.
 
         Raises:
+            RunClaimedError: a live owner holds the claim of ``record.resumed_from``.
             StoreError: the run id, or the owner's idempotency key, is already used.
         """
-        try:
-            self._insert_run(record)
-        except sqlite3.IntegrityError as exc:
-            raise StoreError(f"run {record.run_id} cannot be created: {exc}") from exc
-
-    def _insert_run(self, record: RunRecord) -> None:
-        with self._lock:
-            self._db.execute(
-                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * 17)})",
-                (
-                    record.run_id,
-                    record.workflow_name,
-                    record.workflow_path,
-                    record.source_hash,
-                    record.source,
-                    record.args_json,
-                    json.dumps(record.options),
-                    record.provider,
-                    record.profile,
-                    record.cwd,
-                    record.created_at,
-                    record.resumed_from,
-                    record.resume_policy,
-                    record.idempotency_key,
-                    record.owner,
-                    record.owner_pid,
-                    record.owner_host,
-                ),
-            )
-
-    def _record(self, row: tuple[Any, ...]) -> RunRecord:
-        return RunRecord(
-            run_id=row[0],
-            workflow_name=row[1],
-            workflow_path=row[2],
-            source_hash=row[3],
-            source=row[4],
-            args_json=row[5],
-            options=json.loads(row[6] or "{}"),
-            provider=row[7],
-            profile=row[8],
-            cwd=row[9],
-            created_at=row[10],
-            resumed_from=row[11],
-            resume_policy=row[12],
-            idempotency_key=row[13],
-            owner=row[14],
-            owner_pid=row[15],
-            owner_host=row[16],
-        )
+        resumed = record.resumed_from
+        if resumed is not None:
+            # Refuse at once, without waiting for the write lock (its holder may be busy or stopped).
+            with self._lock, self._guard(f"reading the claim of run {resumed}"):
+                refused = self._held(self._db, resumed)
+            if refused is not None:
+                raise refused
+        with self._transaction(f"creating run {record.run_id}") as db:
+            self._register(db, time.time())
+            if (
+                resumed is not None
+                and db.execute("SELECT 1 FROM runs WHERE run_id = ?", (resumed,)).fetchone()
+            ):
+                self._claim(db, resumed, record.run_id)  # checked again: the first look took no lock
+            _insert_run(db, record)
+            self._claim(db, record.run_id, record.run_id)
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        with self._lock:
-            row = self._db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return self._record(row) if row else None
+        rows = self._read(
+            f"reading run {run_id}", f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+        )
+        return record_from_row(rows[0]) if rows else None
 
     def find_idempotent(self, owner: str | None, key: str) -> RunRecord | None:
-        with self._lock:
-            row = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE owner IS ? AND idempotency_key = ?", (owner, key)
-            ).fetchone()
-        return self._record(row) if row else None
+        rows = self._read(
+            "looking up an idempotency key",
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE owner IS ? AND idempotency_key = ?",
+            (owner, key),
+        )
+        return record_from_row(rows[0]) if rows else None
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)
-            ).fetchall()
-        return [self._record(r) for r in rows]
+        rows = self._read(
+            "listing runs",
+            f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?",
+            (limit,),
+        )
+        return [record_from_row(r) for r in rows]
 
     # -- events ----------------------------------------------------------------------------
     def append(self, event: Event) -> None:
@@ -212,52 +480,50 @@ class SqliteStore:
         self.append_many([event])
 
     def append_many(self, events: list[Event]) -> None:
-        """Commit a batch of events in one transaction: all or none."""
-        rows = [
-            (
-                e.run_id,
-                e.sequence,
-                e.type,
-                e.timestamp,
-                e.agent_id,
-                _encode(e.to_json()),
-            )
-            for e in events
-        ]
-        with self._lock:
-            for e in events:  # sequences are strictly increasing per run
-                last = self._last_seq.get(e.run_id)
-                if last is None:
-                    last = self.last_sequence(e.run_id)
-                if e.sequence <= last:
-                    raise StoreError(f"run {e.run_id}: event sequence {e.sequence} is not after {last}")
-                self._last_seq[e.run_id] = e.sequence
-            self._db.execute("BEGIN")
-            try:
-                self._db.executemany(
-                    "INSERT INTO events (run_id, sequence, type, timestamp, agent_id, body) VALUES (?,?,?,?,?,?)",
-                    rows,
-                )
-                journal = [self._journal_row(e) for e in events if e.agent_id and e.type in _JOURNALED]
-                self._db.executemany(_UPSERT_JOURNAL, [j for j in journal if j is not None])
-                self._db.execute("COMMIT")
-            except BaseException as exc:
-                # Whatever went wrong (a constraint, an unencodable string, an interrupt), the
-                # transaction is rolled back so the connection stays usable.
-                self._db.execute("ROLLBACK")
-                self._ordinals.clear()
-                self._last_seq.clear()
-                if isinstance(exc, sqlite3.IntegrityError | UnicodeError):
-                    raise StoreError(f"events refused by the store: {exc}") from exc
-                raise
+        """Commit a batch of events in one transaction: all or none.
 
-    def _ordinal(self, event: Event) -> int:
+        Raises:
+            SequenceConflictError: a sequence is not after the newest stored one of its run (checked
+                inside the write transaction, so a second writer can never interleave a run's events).
+            StoreError: an event cannot be stored (e.g. a lone surrogate), or the store refuses writes.
+        """
+        if not events:
+            return
+        try:
+            with self._transaction(f"storing events of run {events[0].run_id}") as db:
+                self._insert_events(db, events)
+        except BaseException as exc:
+            self._ordinals.clear()  # the journal ordinals cached for the refused batch are void
+            if isinstance(exc, UnicodeError):
+                raise StoreError(f"events refused by the store: {exc}") from exc
+            raise
+
+    def _insert_events(self, db: sqlite3.Connection, events: list[Event]) -> None:
+        last: dict[str, int] = {}
+        for e in events:
+            before = last.get(e.run_id)
+            if before is None:
+                before = _max_sequence(db, e.run_id)
+            if e.sequence <= before:
+                raise SequenceConflictError(e.run_id, e.sequence, before)
+            last[e.run_id] = e.sequence
+        db.executemany(
+            "INSERT INTO events (run_id, sequence, type, timestamp, agent_id, body) VALUES (?,?,?,?,?,?)",
+            [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events],
+        )
+        journal = [self._journal_row(db, e) for e in events if e.agent_id and e.type in _JOURNALED]
+        db.executemany(_UPSERT_JOURNAL, [j for j in journal if j is not None])
+        ended = [(e.run_id,) for e in events if e.type in RELEASING_TYPES]
+        if ended:
+            db.executemany("DELETE FROM run_claims WHERE holder_run = ?", ended)
+
+    def _ordinal(self, db: sqlite3.Connection, event: Event) -> int:
         per_run = self._ordinals.setdefault(event.run_id, {})
         agent_id = event.agent_id or ""
         if agent_id in per_run:
             return per_run[agent_id]
         if not per_run:
-            for aid, ordinal in self._db.execute(
+            for aid, ordinal in db.execute(
                 "SELECT agent_id, ordinal FROM journal WHERE run_id = ?", (event.run_id,)
             ):
                 per_run[str(aid)] = int(ordinal)
@@ -267,8 +533,8 @@ class SqliteStore:
         per_run[agent_id] = n
         return n
 
-    def _journal_row(self, event: Event) -> tuple[Any, ...] | None:
-        jr = journal_row_for(event, self._ordinal(event))
+    def _journal_row(self, db: sqlite3.Connection, event: Event) -> tuple[Any, ...] | None:
+        jr = journal_row_for(event, self._ordinal(db, event))
         if jr is None:
             return None
         return (
@@ -289,54 +555,119 @@ class SqliteStore:
         """Every append is already committed; nothing is pending."""
 
     def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        """The events of ``run_id`` with ``sequence > after``, in order (at most ``limit``).
+
+        Raises:
+            StoreCorruptError: the pages holding them, or a stored event, are damaged.
+        """
         sql = "SELECT body FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence"
         params: tuple[Any, ...] = (run_id, after)
         if limit is not None:
             sql += " LIMIT ?"
             params = (run_id, after, limit)
-        with self._lock:
-            rows = self._db.execute(sql, params).fetchall()
+        rows = self._read(f"reading the events of run {run_id}", sql, params)
         out = []
         for (body,) in rows:
             try:
                 out.append(Event.from_json(json.loads(body)))
             except (ValueError, KeyError, TypeError) as exc:
-                raise StoreError(f"run {run_id}: a stored event is damaged ({exc})") from exc
+                detail = f"a stored event of run {run_id} is not an event ({exc})"
+                self._mark_damaged(detail)
+                raise StoreCorruptError(str(self.path), detail) from exc
         return out
 
     def last_sequence(self, run_id: str) -> int:
-        with self._lock:
-            row = self._db.execute("SELECT MAX(sequence) FROM events WHERE run_id = ?", (run_id,)).fetchone()
-        return int(row[0] or 0)
+        with self._lock, self._guard(f"reading run {run_id}"):
+            return _max_sequence(self._db, run_id)
 
     def last_run_event(self, run_id: str) -> str | None:
         """Type of the newest ``run.*`` event (what status projection needs for listings)."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT type FROM events WHERE run_id = ? AND type LIKE 'run.%' "
-                "AND type != 'run.cancellation_requested' ORDER BY sequence DESC LIMIT 1",
-                (run_id,),
-            ).fetchone()
-        return str(row[0]) if row else None
+        rows = self._read(
+            f"reading run {run_id}",
+            "SELECT type FROM events WHERE run_id = ? AND type LIKE 'run.%' "
+            "AND type != 'run.cancellation_requested' ORDER BY sequence DESC LIMIT 1",
+            (run_id,),
+        )
+        return str(rows[0][0]) if rows else None
 
     def unfinished_runs(self) -> list[RunRecord]:
         """Runs whose newest ``run.*`` event says they are still going (queued or running)."""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs r WHERE COALESCE((SELECT type FROM events e "
-                "WHERE e.run_id = r.run_id AND e.type LIKE 'run.%' AND e.type != 'run.cancellation_requested' "
-                "ORDER BY e.sequence DESC LIMIT 1), 'run.queued') "
-                "NOT IN ('run.completed', 'run.failed', 'run.cancelled', 'run.interrupted', 'run.paused')"
-            ).fetchall()
-        return [self._record(r) for r in rows]
+        rows = self._read("listing unfinished runs", f"SELECT {RUN_COLUMNS} FROM runs r WHERE {_UNFINISHED}")
+        return [record_from_row(r) for r in rows]
+
+    # -- recovery --------------------------------------------------------------------------
+    def _orphans(self, active: Collection[str]) -> tuple[list[_Orphan], list[str]]:
+        """The unfinished runs whose owner is gone, and the gone owners (read inside the caller's lock)."""
+        owners = {o.owner_id: o for o in self._owners()}
+        gone = {oid for oid, o in owners.items() if not self._alive(o)}
+        me = this_process()
+        orphans = []
+        rows = self._db.execute(
+            f"SELECT {_R_COLUMNS}, c.owner_id, c.holder_run FROM runs r LEFT JOIN run_claims c ON c.run_id = r.run_id "
+            f"WHERE {_UNFINISHED}"
+        ).fetchall()
+        for row in rows:
+            record, owner_id, holder = record_from_row(row), row[17], row[18]
+            if record.run_id in active:
+                continue
+            if owner_id is None:
+                # Runs from before claims existed: the recorded pid decides, on this host only.
+                if record.owner_host != me.host or record.owner_pid is None:
+                    continue
+                if record.owner_pid != me.pid and _pid_exists(record.owner_pid):
+                    continue
+                reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
+            elif owner_id == self._owner_id and holder != record.run_id:
+                # Claimed here as the run a resume continues: its own executor is gone.
+                reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
+            elif owner_id == self._owner_id:
+                reason = "the run stopped in this process without recording its end (its last events were not stored)"
+            elif owner_id in gone:
+                o = owners[owner_id]
+                reason = f"the process that owned the run (pid {o.identity.pid} on {o.identity.host}) is gone"
+            elif owner_id not in owners:
+                reason = (
+                    f"the process that owned the run (pid {record.owner_pid}) ended without recording its end"
+                )
+            else:
+                continue
+            orphans.append(_Orphan(record, reason))
+        return orphans, sorted(gone)
+
+    def recover(self, active: Collection[str], interrupted: InterruptedEvent) -> list[str]:
+        """Store ``interrupted(record, sequence, reason)`` for each unfinished run whose owner is gone;
+        drop gone owners and their claims; return the recovered run ids (see :class:`RunStore`).
+
+        A first read decides whether anything needs writing (a query on a healthy store writes
+        nothing); the write transaction then reads everything again before it changes anything.
+
+        Raises:
+            StoreReadOnlyError, StoreFullError, StoreCorruptError: there is something to recover but
+                it cannot be written.
+        """
+        with self._lock, self._guard("looking for interrupted runs"):
+            orphans, gone = self._orphans(active)
+        if not orphans and not gone:
+            return []
+        with self._transaction("recording interrupted runs") as db:
+            orphans, gone = self._orphans(active)
+            for orphan in orphans:
+                run_id = orphan.record.run_id
+                seq = _max_sequence(db, run_id) + 1
+                self._insert_events(db, [interrupted(orphan.record, seq, orphan.reason)])
+            if gone:
+                marks = ",".join("?" * len(gone))
+                db.execute(f"DELETE FROM run_claims WHERE owner_id IN ({marks})", gone)
+                db.execute(f"DELETE FROM owners WHERE owner_id IN ({marks})", gone)
+        return [o.record.run_id for o in orphans]
 
     def journal(self, run_id: str) -> list[JournalRow]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT run_id, agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, "
-                "side_effects, source_run FROM journal WHERE run_id = ? ORDER BY ordinal",
-                (run_id,),
-            ).fetchall()
+        rows = self._read(
+            f"reading the journal of run {run_id}",
+            "SELECT run_id, agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, "
+            "side_effects, source_run FROM journal WHERE run_id = ? ORDER BY ordinal",
+            (run_id,),
+        )
         return [
             JournalRow(
                 run_id=r[0],
@@ -356,10 +687,8 @@ class SqliteStore:
 
     # -- cross-process cancellation --------------------------------------------------------
     def request_cancel(self, run_id: str, reason: str) -> None:
-        from ..events import utc_now
-
-        with self._lock:
-            self._db.execute(
+        with self._transaction(f"asking to cancel run {run_id}") as db:
+            db.execute(
                 "INSERT OR IGNORE INTO cancel_requests (run_id, reason, requested_at) VALUES (?,?,?)",
                 (run_id, reason, utc_now()),
             )
@@ -373,52 +702,97 @@ class SqliteStore:
         if not run_ids:
             return {}
         marks = ",".join("?" * len(run_ids))
-        try:
-            with self._lock:
-                rows = self._db.execute(
-                    f"SELECT run_id, reason FROM cancel_requests WHERE run_id IN ({marks})", run_ids
-                ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"the state database {self.path} cannot be read: {exc}") from exc
+        rows = self._read(
+            "reading cancellation requests",
+            f"SELECT run_id, reason FROM cancel_requests WHERE run_id IN ({marks})",
+            run_ids,
+        )
         return {str(r[0]): str(r[1]) for r in rows}
 
     # -- artifacts -------------------------------------------------------------------------
     def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None:
-        from ..events import utc_now
-
-        with self._lock, _integrity(f"artifact {artifact_id} of run {run_id}"):
-            self._db.execute(
+        with self._transaction(f"storing artifact {artifact_id} of run {run_id}") as db:
+            db.execute(
                 "INSERT INTO artifacts (run_id, artifact_id, name, mime_type, created_at, data) VALUES (?,?,?,?,?,?)",
                 (run_id, artifact_id, name, mime_type, utc_now(), data),
             )
 
     def get_artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT name, mime_type, data FROM artifacts WHERE run_id = ? AND artifact_id = ?",
-                (run_id, artifact_id),
-            ).fetchone()
-        return (str(row[0]), str(row[1]), bytes(row[2])) if row else None
+        rows = self._read(
+            f"reading artifact {artifact_id} of run {run_id}",
+            "SELECT name, mime_type, data FROM artifacts WHERE run_id = ? AND artifact_id = ?",
+            (run_id, artifact_id),
+        )
+        return (str(rows[0][0]), str(rows[0][1]), bytes(rows[0][2])) if rows else None
+
+    # -- maintenance -----------------------------------------------------------------------
+    def import_run(self, record: RunRecord, events: list[Event]) -> None:
+        """Store a run salvaged from elsewhere (``store repair``): its record and events, no claim; the
+        journal is rebuilt from the events.
+
+        Raises:
+            StoreError: the run id is already used, or an event is refused.
+        """
+        with self._transaction(f"importing run {record.run_id}") as db:
+            _insert_run(db, record)
+            if events:
+                self._insert_events(db, events)
+        self._ordinals.pop(record.run_id, None)
 
     def schema(self) -> list[tuple[str, str]]:
         """``[(name, sql)]`` of every table and index, for the exact-schema test."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name"
-            ).fetchall()
+        rows = self._read(
+            "reading its schema",
+            "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name",
+        )
         return [(str(n), str(s)) for n, s in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Close the connection; a clean close also deletes this store's owner row (see migration 3)."""
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()
+        elif self._closer is not None:
+            self._closer()
 
 
-@contextlib.contextmanager
-def _integrity(what: str) -> Iterator[None]:
+def _max_sequence(db: sqlite3.Connection, run_id: str) -> int:
+    return int(db.execute("SELECT MAX(sequence) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0] or 0)
+
+
+def _insert_run(db: sqlite3.Connection, record: RunRecord) -> None:
+    db.execute(
+        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+        (
+            record.run_id,
+            record.workflow_name,
+            record.workflow_path,
+            record.source_hash,
+            record.source,
+            record.args_json,
+            json.dumps(record.options),
+            record.provider,
+            record.profile,
+            record.cwd,
+            record.created_at,
+            record.resumed_from,
+            record.resume_policy,
+            record.idempotency_key,
+            record.owner,
+            record.owner_pid,
+            record.owner_host,
+        ),
+    )
+
+
+def _pid_exists(pid: int) -> bool:
     try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise StoreError(f"{what} cannot be stored: {exc}") from exc
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _split_sql(sql: str) -> list[str]:

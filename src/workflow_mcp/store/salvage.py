@@ -1,0 +1,398 @@
+"""Getting runs out of a damaged state database: ``runs export``, ``store check``, ``store repair``.
+
+Everything here reads through its own read-only connection and never trusts one failed read to
+mean everything is lost: a table scan that hits a damaged page falls back to point lookups (runs by
+rowid, events by sequence), so each run keeps whatever of it is still readable, and what is not is
+reported per run.
+
+``repair_store`` never works on the only copy: it first copies ``state.db`` (and its ``-wal``) to
+``state.db.bak-<timestamp>``, then rebuilds the database with ``VACUUM INTO`` (enough when only
+indexes are damaged) or, when that fails, by salvaging run after run into a fresh database, checks the
+result with ``PRAGMA integrity_check``, and only then puts it in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import quote
+
+from ..errors import StoreCorruptError, StoreError
+from ..events import Event
+from . import _files
+from ._process import ProcessIdentity, owner_alive
+from .base import RunRecord
+from .sqlite import RUN_COLUMNS, SqliteStore, record_from_row
+
+__all__ = [
+    "ExportReport",
+    "RepairReport",
+    "SalvagedRun",
+    "check_store",
+    "export_runs",
+    "repair_store",
+    "salvage_runs",
+]
+
+# A point-lookup probe stops after this many consecutive misses past the last known key.
+_PROBE_MISSES = 256
+
+
+@dataclass
+class SalvagedRun:
+    """What could be read of one run: its record (``None`` if unreadable), its readable events in
+    order, and one line per thing that could not be read."""
+
+    run_id: str
+    record: RunRecord | None
+    events: list[Event] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ExportReport:
+    """``runs``/``events`` written; ``problems``: one line per unreadable part (``"run R: …"``)."""
+
+    runs: int = 0
+    events: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RepairReport:
+    """``backup``: the copy made first; ``method``: ``vacuum`` or ``salvage``; what was kept and lost."""
+
+    backup: Path
+    method: str
+    runs: int
+    events: int
+    problems: list[str] = field(default_factory=list)
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """A read-only connection to ``path`` (``immutable=1`` where SQLite cannot even make its ``-shm``).
+
+    Raises:
+        StoreCorruptError: not even the header is readable.
+        StoreError: there is no such file.
+    """
+    if not path.is_file():
+        raise StoreError(f"there is no state database at {path}")
+    uri = f"file:{quote(str(path.resolve()))}"
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        except sqlite3.OperationalError:
+            db.close()
+            db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+            db.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreCorruptError(str(path), str(exc), opened=False) from exc
+    return db
+
+
+def _run_ids(db: sqlite3.Connection, problems: list[str]) -> list[str]:
+    try:
+        return [str(r[0]) for r in db.execute("SELECT run_id FROM runs ORDER BY created_at, run_id")]
+    except sqlite3.DatabaseError as exc:
+        problems.append(f"the list of runs is damaged ({exc}); runs were looked up one by one")
+    ids: list[str] = []
+    try:
+        top = int(db.execute("SELECT MAX(rowid) FROM runs").fetchone()[0] or 0)
+    except sqlite3.DatabaseError:
+        top = 0
+    rowid, misses = 0, 0
+    while rowid < top or misses < _PROBE_MISSES:
+        rowid += 1
+        try:
+            row = db.execute("SELECT run_id FROM runs WHERE rowid = ?", (rowid,)).fetchone()
+        except sqlite3.DatabaseError:
+            row = None
+        if row is None:
+            misses += 1
+            continue
+        misses = 0
+        ids.append(str(row[0]))
+    return ids
+
+
+def _record(db: sqlite3.Connection, run_id: str) -> RunRecord:
+    row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise LookupError("its record is missing")
+    return record_from_row(row)
+
+
+def _event(run_id: str, body: str) -> Event:
+    event = Event.from_json(json.loads(body))
+    if event.run_id != run_id:
+        raise ValueError(f"an event of run {event.run_id} is stored under run {run_id}")
+    return event
+
+
+def _events(db: sqlite3.Connection, run_id: str, problems: list[str]) -> list[Event]:
+    try:
+        rows = db.execute("SELECT body FROM events WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
+    except sqlite3.DatabaseError as exc:
+        problems.append(f"run {run_id}: its events are damaged ({exc}); they were read one by one")
+        return _probe_events(db, run_id, problems)
+    out = []
+    for (body,) in rows:
+        try:
+            out.append(_event(run_id, body))
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"run {run_id}: a stored event is not an event ({exc}); it was left out")
+    return out
+
+
+def _probe_events(db: sqlite3.Connection, run_id: str, problems: list[str]) -> list[Event]:
+    try:
+        top = int(
+            db.execute("SELECT MAX(sequence) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0] or 0
+        )
+    except sqlite3.DatabaseError:
+        top = 0
+    out: list[Event] = []
+    lost = 0
+    sequence, misses = 0, 0
+    while sequence < top or misses < _PROBE_MISSES:
+        sequence += 1
+        try:
+            row = db.execute(
+                "SELECT body FROM events WHERE run_id = ? AND sequence = ?", (run_id, sequence)
+            ).fetchone()
+            if row is None:
+                misses += 1
+                continue
+            out.append(_event(run_id, row[0]))
+            misses = 0
+        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError):
+            lost += 1
+            misses += 1
+    if lost:
+        problems.append(f"run {run_id}: {lost} event(s) could not be read")
+    return out
+
+
+def salvage_runs(db: sqlite3.Connection, run_ids: list[str] | None = None) -> Iterator[SalvagedRun]:
+    """Each run (``run_ids``, or every run found, oldest first) with whatever of it is readable. A
+    first item with ``run_id == ""`` carries problems that concern no single run."""
+    general: list[str] = []
+    ids = list(run_ids) if run_ids else _run_ids(db, general)
+    if general:
+        yield SalvagedRun("", None, problems=general)
+    for run_id in ids:
+        problems: list[str] = []
+        record: RunRecord | None = None
+        try:
+            record = _record(db, run_id)
+        except (sqlite3.DatabaseError, LookupError, ValueError) as exc:
+            problems.append(f"run {run_id}: its record cannot be read ({exc})")
+        events = _events(db, run_id, problems)
+        if record is None and not events and run_ids:
+            problems = [f"run {run_id}: no such run could be read"]
+        yield SalvagedRun(run_id, record, events, problems)
+
+
+def export_runs(path: Path, run_ids: list[str] | None, out: TextIO) -> ExportReport:
+    """Write runs and their events as JSON lines to ``out``, best effort per run.
+
+    Lines: ``{"kind": "run", "run": {…record…}}`` then one ``{"kind": "event", "event": {…}}`` per
+    readable event (the event envelope), and ``{"kind": "problem", "runId", "message"}`` for each part
+    that could not be read. Works on a damaged database (it only reads).
+
+    Raises:
+        StoreCorruptError: not even the file's header is readable.
+        StoreError: there is no database at ``path``.
+    """
+    report = ExportReport()
+    db = _open(path)
+    try:
+        for run in salvage_runs(db, run_ids):
+            if run.record is not None:
+                out.write(json.dumps({"kind": "run", "run": run.record.to_json()}, ensure_ascii=False) + "\n")
+            if run.record is not None or run.events:
+                report.runs += 1
+            for event in run.events:
+                out.write(json.dumps({"kind": "event", "event": event.to_json()}, ensure_ascii=False) + "\n")
+            report.events += len(run.events)
+            for problem in run.problems:
+                line = {"kind": "problem", "runId": run.run_id or None, "message": problem}
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            report.problems += run.problems
+    finally:
+        db.close()
+    return report
+
+
+def check_store(path: Path) -> list[str]:
+    """``PRAGMA integrity_check`` of the database at ``path``: ``[]`` when it is sound, else SQLite's
+    findings (and the file is marked damaged, so no workflow-mcp process writes to it any more).
+
+    Raises:
+        StoreCorruptError: not even the file's header is readable.
+    """
+    db = _open(path)
+    try:
+        try:
+            found = [str(r[0]) for r in db.execute("PRAGMA integrity_check(100)").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            found = [str(exc)]
+    finally:
+        db.close()
+    if found == ["ok"]:
+        return []
+    _files.mark_damaged(path, f"PRAGMA integrity_check: {'; '.join(found)[:500]}")
+    return found
+
+
+def _live_owners(db: sqlite3.Connection) -> list[ProcessIdentity]:
+    try:
+        rows = db.execute("SELECT pid, host, process, heartbeat_at FROM owners").fetchall()
+    except sqlite3.DatabaseError:
+        return []  # unreadable (or an old schema): the caller was told to stop other processes
+    now = time.time()
+    owners = [ProcessIdentity(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+    return [o for o, r in zip(owners, rows, strict=True) if owner_alive(o, float(r[3]), now)]
+
+
+def _backup(path: Path, stamp: str) -> Path:
+    backup = path.with_name(f"{path.name}.bak-{stamp}")
+    for suffix in ("", "-wal"):
+        source = Path(f"{path}{suffix}")
+        if source.exists() and (suffix == "" or source.stat().st_size > 0):
+            target = Path(f"{backup}{suffix}")
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as dst, source.open("rb") as src:
+                shutil.copyfileobj(src, dst)
+                dst.flush()
+                os.fsync(dst.fileno())
+    return backup
+
+
+def _integrity(path: Path) -> list[str]:
+    db = sqlite3.connect(path)
+    try:
+        return [str(r[0]) for r in db.execute("PRAGMA integrity_check(20)").fetchall()]
+    finally:
+        db.close()
+
+
+def _vacuum(db: sqlite3.Connection, target: Path) -> bool:
+    try:
+        db.execute("VACUUM INTO ?", (str(target),))
+    except sqlite3.DatabaseError:
+        return False
+    if _integrity(target) != ["ok"]:
+        return False
+    clean = sqlite3.connect(target, isolation_level=None)
+    try:
+        # Leases and owners of the damaged file mean nothing in the new one (every owner has stopped).
+        clean.execute("DELETE FROM run_claims")
+        clean.execute("DELETE FROM owners")
+    except sqlite3.OperationalError:
+        pass  # a schema from before claims: migrated on the next open
+    finally:
+        clean.close()
+    return True
+
+
+def _salvage_into(db: sqlite3.Connection, target: Path, report: RepairReport) -> None:
+    fresh = SqliteStore(target)
+    try:
+        for run in salvage_runs(db):
+            report.problems += run.problems
+            if run.record is None:
+                if run.run_id:
+                    report.problems.append(
+                        f"run {run.run_id}: left out (its record, with its script, is lost)"
+                    )
+                continue
+            try:
+                fresh.import_run(run.record, run.events)
+            except StoreError as exc:
+                report.problems.append(f"run {run.run_id}: left out ({exc})")
+                continue
+            report.runs += 1
+            report.events += len(run.events)
+            _copy_artifacts(db, fresh, run.run_id, report)
+    finally:
+        fresh.close()
+
+
+def _copy_artifacts(db: sqlite3.Connection, fresh: SqliteStore, run_id: str, report: RepairReport) -> None:
+    try:
+        ids = [str(r[0]) for r in db.execute("SELECT artifact_id FROM artifacts WHERE run_id = ?", (run_id,))]
+    except sqlite3.DatabaseError as exc:
+        report.problems.append(f"run {run_id}: its artifacts cannot be read ({exc})")
+        return
+    for artifact_id in ids:
+        try:
+            row = db.execute(
+                "SELECT name, mime_type, data FROM artifacts WHERE run_id = ? AND artifact_id = ?",
+                (run_id, artifact_id),
+            ).fetchone()
+            fresh.put_artifact(run_id, artifact_id, str(row[0]), str(row[1]), bytes(row[2]))
+        except (sqlite3.DatabaseError, StoreError, TypeError) as exc:
+            report.problems.append(f"run {run_id}: artifact {artifact_id} cannot be read ({exc})")
+
+
+def repair_store(path: Path) -> RepairReport:
+    """Back up, rebuild and replace the database at ``path``; returns what was kept and lost.
+
+    Stop every other workflow-mcp process first: a live owner recorded in the file makes this refuse.
+
+    Raises:
+        StoreError: another process still owns runs in it, or the rebuilt database fails its check
+            (the original and the backup are left as they were).
+        StoreCorruptError: not even the file's header is readable (nothing can be salvaged; move it
+            aside).
+    """
+    db = _open(path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.repair-{stamp}")
+    try:
+        live = _live_owners(db)
+        if live:
+            who = ", ".join(f"pid {o.pid} on {o.host}" for o in live)
+            raise StoreError(
+                f"the state database {path} is still in use by workflow-mcp ({who}); stop it, then repair"
+            )
+        backup = _backup(path, stamp)
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        report = RepairReport(backup=backup, method="vacuum", runs=0, events=0)
+        if _vacuum(db, target):
+            check = sqlite3.connect(target)
+            try:
+                report.runs = int(check.execute("SELECT count(*) FROM runs").fetchone()[0])
+                report.events = int(check.execute("SELECT count(*) FROM events").fetchone()[0])
+            finally:
+                check.close()
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            report.method = "salvage"
+            _salvage_into(db, target, report)
+            found = _integrity(target)
+            if found != ["ok"]:
+                raise StoreError(f"the rebuilt database {target} failed its check ({'; '.join(found)})")
+    finally:
+        db.close()
+    os.chmod(target, 0o600)
+    # The old -wal and -shm belong to the old file: SQLite would replay them onto the new one.
+    for suffix in _files.SIDE_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+    os.replace(target, path)
+    _files.clear_damage(path)
+    return report
