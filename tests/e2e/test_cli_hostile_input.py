@@ -70,3 +70,23 @@ def test_meta_nested_five_hundred_deep_validates_and_runs_as_in_claude_code(tmp_
     ran = cli("run", str(wf), "--provider", "fake", "--events", "none", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == 7
+
+
+def test_lone_surrogates_made_at_run_time_are_stored_and_printed_as_u_fffd(tmp_path: Path) -> None:
+    # Once: `internal error: UnicodeEncodeError` and the run left interrupted (final value, child args).
+    (tmp_path / "child.js").write_text(
+        "export const meta = { name: 'child', description: 'd' }\nreturn { got: args.s }\n"
+    )
+    wf = tmp_path / "parent.js"
+    wf.write_text(
+        "export const meta = { name: 'parent', description: 'd' }\n"
+        "const s = 'x\\uD800'\nlog(s)\n"
+        "const child = await workflow({ scriptPath: './child.js' }, { s })\n"
+        "return { [s]: s, child, text: await agent(s, { label: s }) }\n"
+    )
+    ran = cli("run", str(wf), "--provider", "fake", "--events", "none", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"x\ufffd": "x\ufffd", "child": {"got": "x\ufffd"}, "text": "x\ufffd"}
+    listed = cli("runs", "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "completed" in listed.stdout

@@ -192,3 +192,37 @@ def test_a_record_whose_args_cannot_be_replayed_is_refused_as_a_whole(
     )
     assert p.returncode == 2 and says in p.stderr
     assert "Traceback" not in p.stderr and "    at " not in p.stderr  # no Python or Node stack
+
+
+@pytest.mark.parametrize("damage", ["lone-surrogate-in-record", "scripts-file-not-utf8"])
+def test_a_saved_script_that_is_not_text_refuses_the_record_naming_why(tmp_path: Path, damage: str) -> None:
+    # Once both were `internal error: UnicodeEncodeError` / `UnicodeDecodeError` from `resume`.
+    session = CASE.copy_session(tmp_path)
+    record = session / "workflows" / CASE.record_path.name
+    scripts = list((session / "workflows" / "scripts").glob("*.js"))
+    fields = json.loads(record.read_text(encoding="utf-8"))
+    if damage == "lone-surrogate-in-record":
+        fields["script"] += "\n// \ud800"
+        for script in scripts:
+            script.unlink()  # the record's own copy is then the script
+        says = "its script cannot be run: it holds a lone UTF-16 surrogate"
+    else:
+        fields.pop("script", None)
+        for script in scripts:
+            script.write_bytes(script.read_bytes() + b"\n// \xff\n")
+        says = "its saved script is not UTF-8 (byte "
+    record.write_text(json.dumps(fields), encoding="utf-8")
+
+    with pytest.raises(ClaudeRunFormatError) as caught:
+        read_claude_run(session)
+    assert says in str(caught.value)
+    env = {**os.environ, "WORKFLOW_MCP_HOME": str(tmp_path / "state"), "HOME": str(tmp_path / "home")}
+    p = subprocess.run(
+        [CLI, "resume", str(record), "--provider", "fake"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2 and says in p.stderr and "internal error" not in p.stderr

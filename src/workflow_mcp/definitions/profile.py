@@ -40,8 +40,12 @@ class Profile:
             log, so more are kept, within a bound on storage.
         max_run_events: events one run may emit; the run then fails with a ``LimitError`` naming the
             limit (the events of stopping still follow). A workflow-mcp limit (a phase() title per
-            loop turn or a provider streaming millions of deltas would otherwise grow the store
-            without bound).
+            loop turn would otherwise grow the store without bound).
+        max_output_deltas: ``agent.output.delta`` events one run records. Providers stream a delta
+            per few tokens (Codex, Claude, ACP), so a long fan-out makes millions; past the limit the
+            deltas are dropped, with one ``warning`` naming it, and count toward nothing else. They
+            are progress only: each call's whole result is still recorded when it ends. A workflow-mcp
+            limit, chosen so that deltas alone never reach ``max_run_events``.
         stall_window_ms: default per-agent stall window; ``stall_retries`` retries follow a stall.
         schema_retries: re-asks after a structured output fails validation (then agent() rejects).
         cache_key_options: execution-affecting agent() options hashed into the v2 cache key.
@@ -67,6 +71,7 @@ class Profile:
     max_log_lines: int = 100_000
     max_log_chars: int = 64 * 1024 * 1024
     max_run_events: int = 1_000_000
+    max_output_deltas: int = 250_000
     stall_window_ms: int = 180_000
     stall_retries: int = 5
     schema_retries: int = 5

@@ -326,7 +326,12 @@ def _read_record(record_path: Path) -> ClaudeRun:
     workflow_name = name if isinstance(name, str) else ""
     session = record_path.parent.parent
     source_bytes, script_path = _saved_script(record, record_path, session, run_id)
-    source = source_bytes.decode("utf-8", errors="strict") if source_bytes is not None else None
+    try:
+        source = source_bytes.decode("utf-8", errors="strict") if source_bytes is not None else None
+    except UnicodeDecodeError as exc:
+        raise ClaudeRunFormatError(
+            script_path or record_path, f"its saved script is not UTF-8 (byte {exc.start})"
+        ) from None
     if source is None:
         raise ClaudeRunFormatError(record_path, "no saved script (neither `script` nor the scripts file)")
 
@@ -392,6 +397,10 @@ def _saved_script(
     if isinstance(script_path_field, str) and os.path.isabs(script_path_field):
         candidates.append(Path(script_path_field))
     embedded = record.get("script")
+    if isinstance(embedded, str):
+        problem = json_value_problem(embedded)
+        if problem is not None:
+            raise ClaudeRunFormatError(record_path, f"its script cannot be run: {problem}")
     for candidate in candidates:
         if candidate.is_file():
             data = _read_bytes(candidate)

@@ -267,6 +267,7 @@ class _Run:
         self.log_lines = 0
         self.log_chars = 0
         self.logs_dropped = 0
+        self.deltas = 0  # agent.output.delta events recorded (profile max_output_deltas)
 
     # -- events ----------------------------------------------------------------------------
     def emit(
@@ -310,6 +311,25 @@ class _Run:
         self.log_lines += 1
         self.log_chars += len(text)
         self.emit("log", {"message": text, "source": "runtime"} if runtime else {"message": text})
+
+    def _delta(self, text: str, agent_id: str, phase: str | None) -> None:
+        """One ``agent.output.delta`` event (its text cut at 4,000 characters), dropped past the
+        profile's ``max_output_deltas``: the first one dropped emits a ``warning`` naming the limit."""
+        limit = self.profile.max_output_deltas
+        self.deltas += 1
+        if self.deltas > limit:
+            if self.deltas == limit + 1:
+                self.emit(
+                    "warning",
+                    {
+                        "message": f"this run recorded {limit:,} streamed output deltas, the most one run "
+                        f"records (workflow-mcp limit, profile {self.profile.name}); later deltas are "
+                        "dropped. Every agent's whole result is still recorded when it finishes"
+                    },
+                    agent_id=agent_id,
+                )
+            return
+        self.emit("agent.output.delta", {"text": well_formed(text[:4000])}, agent_id=agent_id, phase_id=phase)
 
     def _note_dropped_logs(self) -> None:
         if self.logs_dropped and not self._terminal_emitted:
@@ -825,18 +845,20 @@ class _Run:
                     self._pause(exc.to_json())
                     raise asyncio.CancelledError from None
                 except AgentExecutionError as exc:
-                    self._agent_failed(agent_id, base, str(exc), totals, "error")
-                    raise _RejectCall(str(exc)) from None
+                    message = well_formed(str(exc))
+                    self._agent_failed(agent_id, base, message, totals, "error")
+                    raise _RejectCall(message) from None
                 except AgentStalledError as exc:
-                    self._agent_failed(agent_id, base, str(exc), totals, "stalled")
-                    raise _RejectCall(str(exc)) from None
+                    message = well_formed(str(exc))
+                    self._agent_failed(agent_id, base, message, totals, "stalled")
+                    raise _RejectCall(message) from None
                 except asyncio.CancelledError:
                     self._agent_failed(agent_id, base, self.cancel_reason or "cancelled", totals, "cancelled")
                     raise
                 totals = _add_usage(totals, result.usage)
                 self.budget.charge(result.usage.output)
                 if result.outcome == "provider_failed":
-                    message = result.message or "provider failure"
+                    message = well_formed(result.message or "provider failure")
                     self._log(f"[{label}] failed: {message}", runtime=True)
                     self._agent_failed(agent_id, base, message, totals, "provider_failed")
                     return None
@@ -845,7 +867,7 @@ class _Run:
                     return None
                 if schema is None:
                     value = (
-                        result.text
+                        well_formed(result.text)
                         if result.text is not None
                         else (
                             json.dumps(result.structured, ensure_ascii=False) if result.has_structured else ""
@@ -855,7 +877,7 @@ class _Run:
                     return value
                 if not result.has_structured:
                     message = "the agent finished without the structured output its schema requires" + (
-                        f": {result.message}" if result.message else ""
+                        f": {well_formed(result.message)}" if result.message else ""
                     )
                     self._agent_failed(agent_id, base, message, totals, "no_structured_output")
                     raise _RejectCall(message)
@@ -919,9 +941,7 @@ class _Run:
                 if stall_s is not None:
                     scope.reschedule(deadline(loop.time()))
                 if event.kind == "output.delta":
-                    self.emit(
-                        "agent.output.delta", {"text": event.text[:4000]}, agent_id=agent_id, phase_id=phase
-                    )
+                    self._delta(event.text, agent_id, phase)
 
             try:
                 async with scope:
@@ -999,6 +1019,20 @@ def _memory_message(worker: RealmWorker) -> str:
         f"the workflow ran out of memory ({limit}); keep large intermediate data out of JavaScript "
         "(let agents write it to files) or raise the heap limit (--heap-mb)"
     )
+
+
+def well_formed(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate (U+D800-U+DFFF without its other half) replaced by
+    U+FFFD. Providers can hand back such strings (a decoded ``\\ud800`` escape); UTF-8 cannot carry
+    them, so neither the store nor an MCP message could, and the realm makes the same replacement on
+    every string it hands the host (worker.js ``wellFormed``)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def clip_text(text: str, max_units: int, keep: int) -> str:

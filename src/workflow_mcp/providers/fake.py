@@ -192,6 +192,10 @@ class FakeProvider:
             raise InvalidInputError(
                 f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             ) from exc
+        except RecursionError:
+            raise InvalidInputError(
+                f"{where}: nested too deeply to read; a result may nest at most {_MAX_DEPTH} levels"
+            ) from None
         provider = cls.__new__(cls)
         provider._setup(name, _parse_script(script, where))
         provider.script = script
@@ -434,24 +438,35 @@ def _check_keys(raw: Mapping[Any, Any], allowed: Sequence[str], path: str, where
             raise _invalid(where, at, f"unknown key; expected one of {', '.join(allowed)}")
 
 
+_MAX_DEPTH = 256
+"""The deepest scripted ``result``: the most the engine accepts from any provider (the realm's bound on
+every value, engine/journal.py ``MAX_VALUE_DEPTH``); deeper would fail every call it answers."""
+
+
 def _check_json(value: Any, path: str, where: str) -> None:
-    if value is None or isinstance(value, str | bool | int):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise _invalid(where, path, f"not a JSON value ({value!r})")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _invalid(where, path, f"object keys must be strings, got {_kind(key)}")
-            _check_json(item, f"{path}.{key}", where)
-        return
-    if _is_list(value):
-        for index, item in enumerate(value):
-            _check_json(item, f"{path}[{index}]", where)
-        return
-    raise _invalid(where, path, f"not a JSON value ({_kind(value)})")
+    """``value`` is plain JSON nested at most :data:`_MAX_DEPTH` levels. Iterative: a script is user
+    input, and a deep one must be refused, not overflow Python's stack."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, at, depth = stack.pop()
+        if item is None or isinstance(item, str | bool | int):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise _invalid(where, at, f"not a JSON value ({item!r})")
+            continue
+        if isinstance(item, Mapping) or _is_list(item):
+            if depth >= _MAX_DEPTH:
+                raise _invalid(where, at[:60] + "…", f"nested deeper than {_MAX_DEPTH} levels")
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise _invalid(where, at, f"object keys must be strings, got {_kind(key)}")
+                    stack.append((child, f"{at}.{key}", depth + 1))
+            else:
+                stack.extend((child, f"{at}[{index}]", depth + 1) for index, child in enumerate(item))
+            continue
+        raise _invalid(where, at, f"not a JSON value ({_kind(item)})")
 
 
 def _glob(pattern: str) -> re.Pattern[str]:

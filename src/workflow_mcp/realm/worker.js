@@ -547,6 +547,8 @@ function onPost(text) {
     msg.message = clip(msg.message, logLine.max, logLine.keep)
   } else if (msg.t === 'child' && typeof msg.message === 'string') {
     msg.message = clip(msg.message, ERROR_TEXT.max, ERROR_TEXT.keep)
+  } else if (msg.t === 'call' && msg.fn === 'workflow' && typeof msg.args === 'string') {
+    msg.args = wellFormed(msg.args) // JSON text inside the message: out() cannot see its escapes
   } else if (msg.t === 'call' && msg.fn === 'agent') {
     if (depthOf(msg.opts, 0) > MAX_DEPTH) {
       throw new RangeError('agent() options are nested deeper than ' + MAX_DEPTH + ' levels')
@@ -581,6 +583,7 @@ function onPost(text) {
       msg.error.message = clip(msg.error.message, ERROR_TEXT.max, ERROR_TEXT.keep)
       if (typeof msg.error.stack === 'string' && msg.error.stack.length > 8000) msg.error.stack = msg.error.stack.slice(-8000)
     }
+    if (typeof msg.value === 'string') msg.value = wellFormed(msg.value) // JSON text, as workflow() args
     finished = true
     out(msg)
     setImmediate(exitSoon)

@@ -235,6 +235,18 @@ def _limit_memory(pid: int, limit_mb: int) -> bool:
     return True
 
 
+def _open_pidfd(pid: int) -> int | None:
+    """A pidfd for a just-spawned worker (Linux 5.3 and later), or ``None``. Opened at once, while only
+    asyncio's child watcher can reap the process: see :meth:`RealmWorker._kill`."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return int(pidfd_open(pid))
+    except OSError:
+        return None
+
+
 def _discard_process(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
     """Kill a worker whose spawn was cancelled while the process was being created."""
     if creating.cancelled() or creating.exception() is not None:
@@ -252,6 +264,7 @@ class RealmWorker:
         import asyncio
 
         self._proc = proc
+        self._pidfd = _open_pidfd(proc.pid)
         self.heap_mb = heap_mb
         self.memory_mb = memory_limit_mb(heap_mb)
         self.memory_limited = False
@@ -406,15 +419,32 @@ class RealmWorker:
             for r in msg["results"]
         ]
 
+    def _kill(self) -> None:
+        """SIGKILL the worker without reaping it. ``Process.kill()`` polls first (``waitpid``), and a
+        worker that has just exited by itself (it does after its final value) is then reaped before
+        asyncio's child watcher sees it: the watcher logs "Unknown child process pid N, will report
+        returncode 255" and the exit status is lost. A pidfd names this one process even after it
+        exited, so the signal cannot reach a reused pid; without one (not Linux), ``kill()``."""
+        import signal
+
+        send = getattr(signal, "pidfd_send_signal", None)
+        with contextlib.suppress(ProcessLookupError):
+            if self._pidfd is not None and send is not None:
+                send(self._pidfd, signal.SIGKILL)
+            else:
+                self._proc.kill()
+
     async def close(self) -> None:
         """Kill the worker (if alive) and reap it. Safe to call twice."""
         import asyncio
 
         if self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.kill()
+            self._kill()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._proc.wait(), 5)
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
         # Close the pipes now, on this loop, rather than when the transport is garbage-collected
         # (possibly after the loop has closed).
         transport = getattr(self._proc, "_transport", None)

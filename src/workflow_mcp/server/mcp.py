@@ -1054,7 +1054,8 @@ class WorkflowMcpServer(MCPServer[Any]):
     async def _identify(
         self, name: str | None, path: str | None, script: str | None, cwd: str | None, resume: str | None
     ) -> tuple[str, str | None, str]:
-        """``(source_hash, file, label)`` of what workflow_run would run, cheaply (no V8)."""
+        """``(source_hash, file, label)`` of what workflow_run would run (V8's verdict is cached, so the
+        load that follows compiles nothing again)."""
         if script is not None:
             inline = await anyio.to_thread.run_sync(lambda: self.service.load_source(script))
             return inline.source_hash, None, f"{inline.meta.name!r} (inline script)"

@@ -607,6 +607,25 @@ def test_from_file_names_the_file_and_path_of_a_script_error(tmp_path: Path) -> 
         FakeProvider.from_file(path)
 
 
+def test_a_scripted_result_nested_past_256_levels_is_refused_not_a_recursion_error() -> None:
+    deep: Any = 1
+    for _ in range(5_000):
+        deep = [deep]
+    with pytest.raises(InvalidInputError, match=r"default\.result\[0\].*: nested deeper than 256 levels"):
+        FakeProvider({"default": {"result": deep}})
+    shallow: Any = 1
+    for _ in range(256):
+        shallow = [shallow]
+    assert FakeProvider({"default": {"result": shallow}}).script is not None
+
+
+def test_from_file_refuses_a_script_too_deep_to_read(tmp_path: Path) -> None:
+    path = tmp_path / "fake.json"
+    path.write_text('{"default": {"result": ' + "[" * 100_000 + "]" * 100_000 + "}}", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"fake\.json: nested too deeply to read"):
+        FakeProvider.from_file(path)
+
+
 def test_from_file_reports_invalid_json_with_its_position(tmp_path: Path) -> None:
     path = tmp_path / "fake.json"
     path.write_text('{"default":\n  {"text": }}', encoding="utf-8")

@@ -13,7 +13,7 @@ import pytest
 import workflow_mcp.definitions.profile as profiles
 from workflow_mcp.definitions import get_profile
 from workflow_mcp.engine.run import clip_text
-from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult
+from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult, ProviderEvent
 from workflow_mcp.realm.worker import MAX_MESSAGE_BYTES
 
 from helpers import RecordingProvider, logs, run_source
@@ -131,6 +131,27 @@ def test_a_run_that_emits_too_many_events_fails_naming_the_limit(monkeypatch: py
     assert outcome.failure["name"] == "LimitError"
     assert "the run emitted 200 events, the most one run may" in outcome.failure["message"]
     assert len(outcome.events) < 220
+
+
+def test_streamed_deltas_past_the_runs_limit_are_dropped_and_never_fail_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    profile = dataclasses.replace(get_profile(), max_run_events=200, max_output_deltas=50)
+    monkeypatch.setitem(profiles.PROFILES, profiles.DEFAULT_PROFILE, profile)
+
+    async def answer(request: AgentRequest, context: AgentContext) -> AgentResult:
+        for i in range(500):  # a long streamed answer: more deltas than the run may have events
+            await context.emit(ProviderEvent(kind="output.delta", text=f"t{i} "))
+        return AgentResult(text="the whole answer")
+
+    provider = RecordingProvider(answer, streaming=True)
+    outcome = run_source("return [await agent('a'), await agent('b')]", provider=provider)
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result == ["the whole answer", "the whole answer"]
+    assert len(outcome.of("agent.output.delta")) == 50
+    (warning,) = [e.payload["message"] for e in outcome.of("warning")]
+    assert "this run recorded 50 streamed output deltas, the most one run records" in warning
+    assert "later deltas are dropped" in warning
 
 
 @pytest.mark.parametrize(

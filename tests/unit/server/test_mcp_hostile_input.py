@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_kit import Env, call, connect, data, text
+from mcp_kit import HELLO, Env, call, connect, data, text
 
 SURROGATE = "export const meta = { name: 'n', description: '\\uDFFF' }\nreturn 1\n"
 DEEP = (
@@ -38,3 +38,21 @@ async def test_validate_and_run_refuse_a_hostile_meta_with_its_rule_and_line(
     assert report["valid"] is False
     assert [(e["rule"], e["line"]) for e in report["errors"]] == [(rule, line)]
     assert ran.is_error and f"[{rule}]" in text(ran) and f":{line}:" in text(ran)
+
+
+async def test_run_args_holding_a_lone_surrogate_are_refused_naming_it(env: Env) -> None:
+    env.workflow("hello", HELLO)
+    async with connect(env.trusted_server()) as c:
+        ran = await call(c, "workflow_run", {"name": "hello", "args": {"who": "\ud800"}, "provider": "fake"})
+    assert ran.is_error
+    assert "the run's args cannot be used: it holds a lone UTF-16 surrogate" in text(ran)
+    assert "Error executing tool" not in text(ran)
+
+
+async def test_a_lone_surrogate_made_at_run_time_comes_back_as_u_fffd(env: Env) -> None:
+    source = "export const meta = { name: 'lone', description: 'd' }\nreturn { ['\\uD800']: 'a\\uDFFF' }\n"
+    env.workflow("lone", source)
+    async with connect(env.trusted_server()) as c:
+        ran = await call(c, "workflow_run", {"name": "lone", "provider": "fake", "waitMs": 10_000})
+    assert not ran.is_error, text(ran)
+    assert data(ran)["result"] == {"\ufffd": "a\ufffd"}
