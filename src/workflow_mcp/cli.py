@@ -61,7 +61,15 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> Any:
         click.echo(f"workflow-mcp: warning: {notice}", err=True)
     if writing and (problem := store.write_problem()) is not None:
         _fail(str(problem))
-    return WorkflowService(store, cwd=cwd or os.getcwd(), home=os.environ.get("HOME"))
+    return WorkflowService(store, cwd=cwd or os.getcwd(), home=os.environ.get("HOME"), notify=_notice)
+
+
+def _notice(line: str) -> None:
+    """What the service tells the user unasked (a recovery pass marked runs interrupted): one line on
+    stderr, never stdout (in ``serve`` stdout carries only JSON-RPC). A closed stderr loses the line,
+    never the command."""
+    with contextlib.suppress(OSError):
+        click.echo(f"workflow-mcp: {line}", err=True)
 
 
 def _warn_if_damaged(service: Any) -> None:
@@ -635,6 +643,8 @@ def runs_show(run_id: str, as_json: bool) -> None:
     )
     for line in state["logs"][-10:]:
         click.echo(f"  log: {line}")
+    for tree in state.get("worktrees", []):
+        click.echo(f"  kept worktree of {tree['label'] or tree['agentId']}: {tree['path']}")
     if "error" in state:
         click.echo(f"  error: {state['error'].get('message')}")
     if "result" in state:
