@@ -834,12 +834,16 @@ def serve(
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
     from .server import ServerPolicy, run_server
-    from .server.http import HttpLimits
     from .store.sqlite import default_home
 
     for d in trust_dirs:
         if not os.path.isdir(d):
             _fail(f"--trust {d!r} is not a directory")
+    limits = None
+    if use_http:  # stdio never loads the HTTP side (its first answer must not wait for it)
+        from .server.http import HttpLimits
+
+        limits = HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout)
     service = _service()
     sys.exit(
         run_server(
@@ -850,7 +854,7 @@ def serve(
             trust_dirs=trust_dirs,
             state_dir=str(default_home()),
             policy=ServerPolicy(max_runs=max_runs),
-            limits=HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout),
+            limits=limits,
         )
     )
 
