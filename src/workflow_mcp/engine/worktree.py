@@ -91,9 +91,14 @@ def _create(cwd: str, root_dir: str, run_id: str, agent_id: str) -> Worktree:
     if code != 0:
         raise WorktreeError(f"isolation: 'worktree' needs a commit to start from; {top} has none yet")
     path = Path(root_dir, run_id, agent_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # The base is on disk before the worktree exists: after a crash, recovery compares against it.
-    _base_file(path).write_text(json.dumps({"root": top, "base": base}), encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # The base is on disk before the worktree exists: after a crash, recovery compares against it.
+        _base_file(path).write_text(json.dumps({"root": top, "base": base}), encoding="utf-8")
+    except OSError as exc:
+        raise WorktreeError(
+            f"isolation: 'worktree' could not prepare {path.parent} for the call's worktree: {exc}"
+        ) from exc
     code, _, err = _git("worktree", "add", "--detach", str(path), base, cwd=top)
     if code != 0:
         with contextlib.suppress(OSError):
@@ -124,14 +129,17 @@ def settle_worktree(tree: Worktree) -> dict[str, object]:
     s_code, status, s_err = _git("status", "--porcelain", "--untracked-files=all", cwd=tree.path)
     h_code, head, h_err = _git("rev-parse", "HEAD", cwd=tree.path)
     if s_code != 0 or h_code != 0 or not head:
+        _mark_kept(tree)
         return {"path": tree.path, "changed": True, "kept": True, "error": s_err or h_err or "git failed"}
     if status or head != tree.base:
         _mark_kept(tree)
         return {"path": tree.path, "changed": True, "kept": True, "head": head}
     code, _, err = _git("worktree", "remove", "--force", tree.path, cwd=tree.root)
-    if code == 0:
-        _forget_base(tree)
-    return {"path": tree.path, "changed": False, "kept": code != 0, **({"error": err} if code else {})}
+    if code != 0:
+        _mark_kept(tree)
+        return {"path": tree.path, "changed": False, "kept": True, "error": err}
+    _forget_base(tree)
+    return {"path": tree.path, "changed": False, "kept": False}
 
 
 def _forget_base(tree: Worktree) -> None:
