@@ -234,9 +234,13 @@ async def events_throughput(site: Site, n: int) -> tuple[int, float]:
 
 
 async def concurrent_runs(site: Site, runs: int, steps: int) -> tuple[float, float]:
-    """(seconds to start all runs, seconds until all ended) for `runs` background runs at once."""
+    """(seconds to start all runs, seconds until all ended) for `runs` background runs at once (on a
+    server whose --max-runs admits them all)."""
     params = StdioServerParameters(
-        command=site.argv()[0], args=site.argv()[1:], env=site.env, cwd=str(site.project)
+        command=site.argv()[0],
+        args=[*site.argv()[1:], "--max-runs", str(runs)],
+        env=site.env,
+        cwd=str(site.project),
     )
     async with Client(params) as c:
         await c.list_tools()
