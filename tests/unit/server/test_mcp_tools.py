@@ -256,4 +256,4 @@ async def test_agent_run_reports_an_answer_that_never_fits_the_schema_as_an_erro
             c, "agent_run", {"prompt": "count", "provider": "fake", "fakeScript": script, "schema": schema}
         )
     assert result.is_error
-    assert "schema validation" in text(result)
+    assert "StructuredOutput retry cap (5) exceeded" in text(result)
