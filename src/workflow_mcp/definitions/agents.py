@@ -60,7 +60,10 @@ __all__ = [
     "AgentFileProblem",
     "AgentSource",
     "AgentToolsError",
+    "AgentTypeUse",
+    "AgentTypesReport",
     "UnknownAgentTypeError",
+    "check_agent_types",
     "find_agents",
     "parse_agent_file",
     "personal_agents_dir",
@@ -298,6 +301,81 @@ class AgentCatalog:
     def available(self) -> list[str]:
         """Every agent type name, sorted case-insensitively (as Claude lists them)."""
         return sorted(self.definitions, key=lambda n: (n.lower(), n))
+
+
+@dataclass(frozen=True)
+class AgentTypeUse:
+    """One ``agentType`` string a workflow passes to agent() (found by the loader's scan), at
+    ``line``:``column``, and the definition it resolves to from the directory checked (``None``: it
+    does not resolve there, and the call would be refused)."""
+
+    name: str
+    line: int | None
+    column: int | None
+    definition: AgentDefinition | None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "line", "column", "resolves", "source", "path", "definitionLine"}``."""
+        d = self.definition
+        return {
+            "name": self.name,
+            "line": self.line,
+            "column": self.column,
+            "resolves": d is not None,
+            "source": d.source if d is not None else None,
+            "path": d.path if d is not None else None,
+            "definitionLine": d.line if d is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class AgentTypesReport:
+    """What :func:`check_agent_types` found: each agent type a workflow asks for (``uses``, in source
+    order, once per name), the agent files that define nothing (``problems``), the folders read
+    (``searched``) and the directory resolved from (``cwd``)."""
+
+    cwd: str
+    uses: tuple[AgentTypeUse, ...] = ()
+    problems: tuple[AgentFileProblem, ...] = ()
+    searched: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"cwd", "agentTypes": [AgentTypeUse.to_json()], "agentFileProblems": [{"path", "line",
+        "message"}], "searched": [str]}``."""
+        return {
+            "cwd": self.cwd,
+            "agentTypes": [u.to_json() for u in self.uses],
+            "agentFileProblems": [p.to_json() for p in self.problems],
+            "searched": list(self.searched),
+        }
+
+
+def check_agent_types(
+    warnings: Iterable[Any],
+    cwd: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None = None,
+    *,
+    profile: Profile | str | None = None,
+    environ: Mapping[str, str] | None = None,
+    reachable: Callable[[str], bool] | None = None,
+) -> AgentTypesReport:
+    """Resolve every agent type a workflow asks for from ``cwd``: ``warnings`` are the loader's
+    (``Workflow.warnings`` or ``ValidationReport.warnings``), whose ``agent-type`` entries carry the
+    literal ``agentType`` strings the file passes to agent(). Agent folders are read only when there
+    is one. Never raises."""
+    found: dict[str, tuple[int | None, int | None]] = {}
+    for w in warnings:
+        subject = getattr(w, "subject", None)
+        if getattr(w, "rule", None) == "agent-type" and isinstance(subject, str) and subject not in found:
+            found[subject] = (getattr(w, "line", None), getattr(w, "column", None))
+    where = os.path.abspath(cwd)
+    if not found:
+        return AgentTypesReport(where)
+    catalog = find_agents(cwd, home, profile=profile, environ=environ, reachable=reachable)
+    uses = tuple(
+        AgentTypeUse(name, line, column, catalog.get(name)) for name, (line, column) in found.items()
+    )
+    return AgentTypesReport(where, uses, catalog.problems, catalog.searched)
 
 
 def personal_agents_dir(
