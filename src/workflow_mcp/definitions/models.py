@@ -18,8 +18,9 @@ ids to its current ones (``claude-opus-4-1`` → the current opus): that is Clau
 not workflow semantics, and is left to each provider.
 
 ``effort`` (:func:`normalize_effort`): ``String(v).toLowerCase()`` when that is one of the profile's
-efforts (low, medium, high, xhigh, max), else none — a number or a numeric string sends no effort,
-anything else is ignored; never an error.
+efforts (low, medium, high, xhigh, max), else none — a number or a numeric string sends no effort at
+all (:func:`is_numeric_effort`: not even the agent definition's), anything else is ignored (the
+definition's applies); never an error.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from typing import Any, Final
 
 from ..errors import AgentCallRefusedError
 
-__all__ = ["MODEL_ALIASES", "ModelNameError", "js_string", "normalize_effort", "normalize_model"]
+__all__ = [
+    "MODEL_ALIASES",
+    "ModelNameError",
+    "is_numeric_effort",
+    "js_string",
+    "normalize_effort",
+    "normalize_model",
+]
 
 MODEL_ALIASES: Final = {
     "haiku": "haiku",
@@ -95,6 +103,20 @@ def normalize_effort(value: Any, efforts: Iterable[str]) -> str | None:
         return None
     name = js_string(value).lower()
     return name if name in tuple(efforts) else None
+
+
+def is_numeric_effort(value: Any) -> bool:
+    """Whether an effort is a number (finite) or a string spelling one (``5``, ``'5'``, ``1.5``,
+    ``-1``): Claude then sends no effort at all, not even an agent definition's (measured, case
+    ``agents-option-fallbacks``)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return math.isfinite(value)
+    return isinstance(value, str) and _NUMERIC.fullmatch(value) is not None
+
+
+_NUMERIC: Final = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def js_string(value: Any) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..definitions.agents import AgentCatalog, AgentDefinition, find_agents
-from ..definitions.models import js_string, normalize_effort, normalize_model
+from ..definitions.models import is_numeric_effort, js_string, normalize_effort, normalize_model
 from ..definitions.profile import Profile, default_concurrency, get_profile
 from ..errors import AgentCallRefusedError, RealmError, RunFailedError, WorkflowMcpError
 from ..events import Event, EventLog
@@ -756,11 +756,14 @@ class _Run:
             if definition.tools_error is not None:
                 raise definition.tools_error
         schema = check_schema(opts.get("schema"), self.profile)
-        model = normalize_model(opts["model"]) if opts.get("model") is not None else None
-        if opts.get("model") is None and definition is not None:
+        # null, undefined and '' leave the definition's model; 'inherit' means the run's default
+        # (measured, cases agents-options-override-definition, agents-option-fallbacks).
+        given = opts.get("model")
+        model = normalize_model(given) if given not in (None, "") else None
+        if given in (None, "") and definition is not None:
             model = definition.model
         effort = normalize_effort(opts.get("effort"), self.profile.efforts)
-        if effort is None and definition is not None:
+        if effort is None and definition is not None and not is_numeric_effort(opts.get("effort")):
             effort = definition.effort
         option_denied = tuple(opts.get("disallowedTools") or ())
         denied = tuple(dict.fromkeys((*(definition.disallowed_tools if definition else ()), *option_denied)))

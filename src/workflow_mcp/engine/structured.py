@@ -19,7 +19,8 @@ root is refused). Structured output is then (:func:`coerce_top_level`) converted
 it — a *top-level* property whose value is a string and whose schema does not allow a string:
 ``'true'``/``'false'``, numbers whose JavaScript spelling is the string itself (``'5'``, ``'-5'``,
 ``'0.5'``; not ``'5.0'``, ``'05'``, ``' 5 '``, ``'1e3'``), JSON array and object text; never ``'null'``,
-nested values, or untyped ``const``/``enum`` properties — and validated with ``jsonschema`` under
+nested values, ``additionalProperties``, or properties without types whose schema holds more than
+annotations (``const``, ``enum``, ``allOf`` …) — and validated with ``jsonschema`` under
 draft-07 semantics (:func:`validate`): ``format`` is not checked, ``default`` is not applied,
 ``nullable: true`` admits ``null`` (as Ajv does).
 """
@@ -85,13 +86,39 @@ class SchemaRefusedError(AgentCallRefusedError):
 
 def check_schema(schema: Any, profile: Profile) -> Mapping[str, Any] | None:
     """The schema an agent() call validates against, ``None`` for a plain text call (``null`` or
-    ``false``), after the checks of the module docstring.
+    ``false``), after the checks of the module docstring. A schema's verdict is remembered (a
+    fan-out asks the same schema many times).
 
     Raises:
         SchemaRefusedError: the call must reject (module docstring).
     """
     if schema is None or schema is False:
         return None
+    if not isinstance(schema, dict):
+        return _check(schema, profile)
+    try:
+        key = (profile.name, json.dumps(schema, sort_keys=True))
+    except (TypeError, ValueError, RecursionError):
+        return _check(schema, profile)
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        try:
+            _check(schema, profile)
+            verdict = ""
+        except SchemaRefusedError as exc:
+            verdict = exc
+        if len(_VERDICTS) > 256:
+            _VERDICTS.clear()
+        _VERDICTS[key] = verdict
+    if isinstance(verdict, SchemaRefusedError):
+        raise SchemaRefusedError(str(verdict), js_name=verdict.js_name)
+    return schema
+
+
+_VERDICTS: dict[tuple[str, str], SchemaRefusedError | str] = {}
+
+
+def _check(schema: Any, profile: Profile) -> Mapping[str, Any] | None:
     name = "TelemetrySafeError" if profile.telemetry_safe_errors else "TypeError"
     if isinstance(schema, list):
         raise SchemaRefusedError(INVALID_PREFIX + "data must be object,boolean", js_name=name)
@@ -108,12 +135,7 @@ def check_schema(schema: Any, profile: Profile) -> Mapping[str, Any] | None:
         if not isinstance(declared, str):
             raise SchemaRefusedError(INVALID_PREFIX + "data/$schema must be string", js_name=name)
         if declared not in DRAFT_07_IDS:
-            raise SchemaRefusedError(
-                INVALID_PREFIX
-                + f'no schema with key or ref "{declared}" (only draft-07 schemas are accepted: '
-                "leave $schema out or use http://json-schema.org/draft-07/schema#)",
-                js_name=name,
-            )
+            raise SchemaRefusedError(INVALID_PREFIX + f'no schema with key or ref "{declared}"', js_name=name)
     meta = _meta_validator()
     try:
         first = next(iter(meta.iter_errors(schema)), None)
@@ -146,7 +168,7 @@ def coerce_top_level(schema: Mapping[str, Any], value: Any) -> Any:
     out: dict[str, Any] | None = None
     for key, item in value.items():
         sub = properties.get(key)
-        if not isinstance(item, str) or sub is None or _allows_string(_deref(sub, schema), schema, 0):
+        if not isinstance(item, str) or sub is None or _allows_string(sub, schema, 0):
             continue
         converted = _convert(item)
         if converted is not _NO:
@@ -304,19 +326,26 @@ def _deref(node: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
 
 
 def _allows_string(node: Any, root: Mapping[str, Any], depth: int) -> bool:
-    """Whether a property schema lets a string through without conversion: it declares ``string``
-    among its types, an ``anyOf``/``oneOf`` branch does, or it is an untyped ``const``/``enum``."""
+    """Whether a property schema keeps a string as it is (measured, cases ``schema-top-level-coercion``,
+    ``schema-coercion-enum-const``, ``schema-coercion-refs-and-allof``): it declares ``string`` among
+    its types, or an ``anyOf``/``oneOf`` branch keeps it; a schema without types converts only when it
+    holds nothing but annotations (``{}``, ``{description}``) — ``const``, ``enum``, ``allOf`` … keep
+    the string. ``$ref``s are followed first."""
+    node = _deref(node, root)
     if not isinstance(node, dict) or depth > 32:
         return node is not True
     declared = node.get("type")
     if declared is not None:
         return declared == "string" or (isinstance(declared, list) and "string" in declared)
-    branches = [
-        b for key in ("anyOf", "oneOf") for b in (node.get(key) or []) if isinstance(node.get(key), list)
-    ]
+    branches = [b for key in ("anyOf", "oneOf") if isinstance(node.get(key), list) for b in node[key]]
     if branches:
-        return any(_allows_string(_deref(b, root), root, depth + 1) for b in branches)
-    return "const" in node or "enum" in node
+        return any(_allows_string(b, root, depth + 1) for b in branches)
+    return not set(node) <= _ANNOTATIONS
+
+
+_ANNOTATIONS: Final = frozenset(
+    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
+)
 
 
 def _convert(text: str) -> Any:
