@@ -171,7 +171,9 @@ def test_a_non_object_schema_rejects_with_a_type_error_before_the_provider_is_ca
     assert count(outcome.events, "agent.started") == 0
 
 
-@pytest.mark.parametrize("schema", ["{ type: 'bogus-type' }", "{ type: 'object', required: 'n' }", "{}", "[1]"])
+@pytest.mark.parametrize(
+    "schema", ["{ type: 'bogus-type' }", "{ type: 'object', required: 'n' }", "{}", "[1]"]
+)
 def test_an_object_schema_that_fails_the_meta_schema_rejects_with_an_error_before_the_provider(
     schema: str,
 ) -> None:
@@ -183,7 +185,9 @@ def test_an_object_schema_that_fails_the_meta_schema_rejects_with_an_error_befor
     outcome = run_source(body, provider=provider)
     name, message = outcome.result
     assert name == "TelemetrySafeError"
-    assert message.startswith(("agent({schema}) received an invalid JSON Schema: ", "agent({schema}) received an unusable"))
+    assert message.startswith(
+        ("agent({schema}) received an invalid JSON Schema: ", "agent({schema}) received an unusable")
+    )
     assert provider.calls == []
 
 

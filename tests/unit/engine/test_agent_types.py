@@ -239,3 +239,34 @@ def test_nullable_lets_null_through_as_ajv_does_and_the_retry_cap_names_the_last
         "agent({schema}): StructuredOutput retry cap (5) exceeded — 5 failed calls with no valid output — "
         "last StructuredOutput error: Output does not match required schema: /n: must be integer",
     ]
+
+
+def test_under_profile_2_1_209_roots_are_not_refused_nothing_is_converted_and_colon_names_load(
+    tmp_path: Path,
+) -> None:
+    cwd = project(tmp_path, {".claude/agents/plug.md": "---\nname: plug:helper\ndescription: d\n---\nP\n"})
+    script = {
+        "rules": [
+            {"match": {"prompt": "^array$"}, "respond": {"text": "reached the provider"}},
+            {"match": {"prompt": "^number$"}, "respond": {"result": {"n": "5"}}},
+        ],
+        "default": {"text": "{agentType}"},
+    }
+    body = """
+const out = []
+try { out.push(await agent('array', { schema: { type: 'array' } })) } catch (e) { out.push(e.name) }
+try { out.push(await agent('number', { schema: { type: 'object', properties: { n: { type: 'integer' } } } })) }
+catch (e) { out.push(e.message.split(';')[0]) }
+out.push(await agent('plug', { agentType: 'plug:helper' }))
+return out
+"""
+    provider = FakeProvider(script)
+    outcome = run_source(
+        body, provider=provider, cwd=str(cwd), home=str(tmp_path), profile="claude-code/2.1.209"
+    )
+    assert provider.calls[0].prompt == "array" and provider.calls[0].schema == {"type": "array"}
+    assert outcome.result == [
+        "Error",  # the array root reached the provider, whose text answer has no structured output
+        "agent({schema}): StructuredOutput retry cap (5) exceeded — 5 failed calls with no valid output",
+        "plug:helper",
+    ]
