@@ -47,8 +47,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import yaml
-
 from ..errors import AgentCallRefusedError
 from .models import normalize_effort, normalize_model
 from .profile import Profile, get_profile
@@ -598,8 +596,9 @@ def _frontmatter(front: str) -> Any:
 
     On a YAML error, each ``key: value`` line whose value does not parse on its own is re-read with
     that value quoted as a plain string, and the whole is parsed again (what Claude tolerates)."""
+    yaml, loader = _yaml()
     try:
-        return yaml.load(front, Loader=_Loader)
+        return yaml.load(front, Loader=loader)
     except yaml.YAMLError as first:
         lines = front.split("\n")
         changed = False
@@ -608,13 +607,13 @@ def _frontmatter(front: str) -> Any:
             if m is None or m.group(2)[0] in "\"'":
                 continue
             try:
-                yaml.load(line, Loader=_Loader)
+                yaml.load(line, Loader=loader)
             except yaml.YAMLError:
                 lines[i] = f"{m.group(1)}: {_quoted(m.group(2))}"
                 changed = True
         if changed:
             try:
-                return yaml.load("\n".join(lines), Loader=_Loader)
+                return yaml.load("\n".join(lines), Loader=loader)
             except yaml.YAMLError:
                 pass
         mark = getattr(first, "problem_mark", None) or getattr(first, "context_mark", None)
@@ -629,7 +628,11 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def _yaml() -> tuple[Any, Any]:
+    """PyYAML and its fastest safe loader, imported on first use (``import workflow_mcp`` stays cheap)."""
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _key_line(front: str, key: str) -> int | None:

@@ -753,8 +753,10 @@ class _Run:
         agent_type = msg["agentType"] if "agentType" in msg else _coerced(opts.get("agentType"))
         if isinstance(agent_type, str):
             definition = (await self._agent_catalog()).resolve(agent_type)
-            if definition.tools_error is not None:
-                raise definition.tools_error
+            if definition.tools_error is not None:  # a fresh error per call: calls run concurrently
+                raise AgentCallRefusedError(
+                    str(definition.tools_error), js_name=definition.tools_error.js_name
+                )
         schema = check_schema(opts.get("schema"), self.profile)
         # null, undefined and '' leave the definition's model; 'inherit' means the run's default
         # (measured, cases agents-options-override-definition, agents-option-fallbacks).
@@ -960,10 +962,11 @@ class _Run:
                     self._agent_done(agent_id, base, value, totals, key, ckey, side_effects)
                     return value
                 if not result.has_structured:
-                    # Claude Code 2.1.332's words; the provider's own reason goes to the event only.
+                    # Claude Code 2.1.332's words, then the provider's own reason when it gave one.
                     message = "agent({schema}): subagent completed without calling StructuredOutput (after in-conversation nudge)"
-                    detail = message + (f": {well_formed(result.message)}" if result.message else "")
-                    self._agent_failed(agent_id, base, detail, totals, "no_structured_output")
+                    if result.message:
+                        message += f": {well_formed(result.message)}"
+                    self._agent_failed(agent_id, base, message, totals, "no_structured_output")
                     raise _RejectCall(message)
                 value = (
                     coerce_top_level(schema, result.structured)
