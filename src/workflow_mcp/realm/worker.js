@@ -260,6 +260,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     }
   }
 
+  function agentTypeName(v) {
+    try { return StringCtor(v) } catch (e) { return '[object Object]' }
+  }
+
   // One API per script: the top-level workflow (child === null) or a nested child workflow.
   function makeApi(child) {
     let currentPhase = null
@@ -271,7 +275,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       const label = opts.label !== undefined && opts.label !== null ? coerce(opts.label)
         : StringCtor.prototype.trim.call(StringCtor.prototype.replace.call(StringCtor.prototype.slice.call(text, 0, 60), /\s+/g, ' '))
       const phaseTitle = child !== null ? child.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
-      return request({ t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: child && child.name })
+      const call = { t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: child && child.name }
+      // The host looks agentType up as String() of the options' copy (Claude Code 2.1.332, measured).
+      if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = agentTypeName(opts.agentType)
+      return request(call)
     }
     function phase(title) {
       if (child !== null) return undefined
