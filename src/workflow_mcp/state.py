@@ -325,21 +325,19 @@ class StateProjector:
         self._agent(event, "running")
 
     def _agent_cached(self, event: Event) -> None:
-        p = event.payload
-        a = self._agent(event, "cached")
-        a.cached = True
-        a.preview = _preview(p.get("result"))
-        usage = dict(p.get("tokenUsage") or {})
-        a.tokens = {k: int(v) for k, v in usage.items()}
-        self._add_tokens(usage, replayed=True)
+        self._agent_result(event, replayed=True)
 
     def _agent_completed(self, event: Event) -> None:
+        self._agent_result(event, replayed=False)
+
+    def _agent_result(self, event: Event, *, replayed: bool) -> None:
         p = event.payload
-        a = self._agent(event, "completed")
+        a = self._agent(event, "cached" if replayed else "completed")
+        a.cached = a.cached or replayed
         a.preview = _preview(p.get("result"))
         usage = dict(p.get("tokenUsage") or {})
         a.tokens = {k: int(v) for k, v in usage.items()}
-        self._add_tokens(usage, replayed=False)
+        self._add_tokens(usage, replayed=replayed)
 
     def _agent_failed(self, event: Event) -> None:
         # One event for every call that ended without a result; a cancelled one (its run was

@@ -15,21 +15,10 @@ import pytest
 from workflow_mcp.cli_progress import ProgressView
 from workflow_mcp.events import Event
 
+from helpers import STOPPED, STOPPED_SCRIPT
+
 CLI = str(Path(sys.executable).with_name("workflow-mcp"))
 BOUND_S = 60
-
-STOPPED = """export const meta = { name: 'stopped', description: 'one broken call and three slow ones' }
-return await parallel([
-  () => agent('broken', { label: 'broken' }),
-  () => agent('slow one', { label: 'slow-1' }),
-  () => agent('slow two', { label: 'slow-2' }),
-  () => agent('slow three', { label: 'slow-3' }),
-])
-"""
-SCRIPT = {
-    "rules": [{"match": {"label": "broken"}, "respond": {"fail": "provider", "message": "HTTP 500"}}],
-    "default": {"text": "late", "delayMs": 120_000},
-}
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
@@ -47,7 +36,7 @@ async def cancelled_run(tmp_path: Path) -> tuple[str, list[Event]]:
     (`runs cancel`) once one call failed and two are running (the fourth is queued), and returns the
     run id and the events the run printed."""
     (tmp_path / "stopped.js").write_text(STOPPED)
-    (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
+    (tmp_path / "script.json").write_text(json.dumps(STOPPED_SCRIPT))
     proc = await asyncio.create_subprocess_exec(
         CLI,
         "run",

@@ -14,25 +14,15 @@ from typing import Any, TypeVar
 from workflow_mcp import FakeProvider, MemoryStore, RunOptions, WorkflowService, load_workflow, project_state
 from workflow_mcp.engine.run import RunHandle
 from workflow_mcp.events import Event
-from workflow_mcp.providers.base import (
-    AgentContext,
-    AgentRequest,
-    AgentResult,
-    ProviderAuthError,
-    ProviderCapabilities,
-)
 from workflow_mcp.state import RunState
 from workflow_mcp.store.sqlite import SqliteStore
+
+from helpers import PAUSES, LoggedOutAfterFirst
 
 T = TypeVar("T")
 BOUND_S = 60.0
 CPU_BUDGET_S = 0.1
 
-LOGIN = (
-    "export const meta = { name: 'login', description: 'needs a login half way' }\n"
-    "const a = await agent('first')\n"
-    "return [a, ...(await parallel([() => agent('second'), () => agent('third')]))]\n"
-)
 PARKED = (
     "export const meta = { name: 'parked', description: 'one call that waits' }\n"
     "return await agent('wait for me')\n"
@@ -46,18 +36,6 @@ const bad = await agent('bad', { label: 'bad' })
 log('bad gave ' + bad)
 return xs.length
 """
-
-
-class LoggedOutAfterFirst:
-    """A provider whose login expires after the first call: the run pauses (``auth_required``)."""
-
-    name = "codex"
-    capabilities = ProviderCapabilities()
-
-    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
-        if request.prompt == "first":
-            return AgentResult(text="one")
-        raise ProviderAuthError("codex", "token expired", login_hint="codex login")
 
 
 def run(coro: Awaitable[T]) -> T:
@@ -76,7 +54,7 @@ async def cpu_and_wall(wait: Callable[[], Awaitable[T]]) -> tuple[T, float, floa
 
 async def paused_run(service: WorkflowService, cwd: Path) -> RunHandle:
     handle = service.start_run(
-        load_workflow(source=LOGIN), provider=LoggedOutAfterFirst(), options=RunOptions(cwd=str(cwd))
+        load_workflow(source=PAUSES), provider=LoggedOutAfterFirst(), options=RunOptions(cwd=str(cwd))
     )
     assert await asyncio.wait_for(handle.wait(), BOUND_S) == "paused"
     return handle

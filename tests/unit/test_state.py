@@ -10,13 +10,6 @@ from typing import Any
 import pytest
 
 from workflow_mcp import Event, FakeProvider, RunOptions, load_workflow, project_state, run_workflow
-from workflow_mcp.providers.base import (
-    AgentContext,
-    AgentRequest,
-    AgentResult,
-    ProviderAuthError,
-    ProviderCapabilities,
-)
 from workflow_mcp.state import (
     RESUMABLE,
     RUN_STATUSES,
@@ -27,6 +20,8 @@ from workflow_mcp.state import (
     StateProjector,
     status_of,
 )
+
+from helpers import PAUSES, STOPPED, STOPPED_SCRIPT, LoggedOutAfterFirst
 
 BODY = """export const meta = {
   name: 'state-demo', description: 'phases, logs, agents', phases: [{ title: 'A' }, { title: 'B' }],
@@ -196,29 +191,14 @@ def test_agent_counts_always_cover_every_state_and_sum_to_the_calls(completed: l
     assert sum(counts.values()) == len(project_state(completed).agents)
 
 
-CANCELLED_BODY = """export const meta = { name: 'stop-me', description: 'calls that are stopped' }
-const out = await parallel([
-  () => agent('broken', { label: 'broken' }),
-  () => agent('slow one', { label: 'slow-1' }),
-  () => agent('slow two', { label: 'slow-2' }),
-  () => agent('slow three', { label: 'slow-3' }),
-])
-return out
-"""
-CANCELLED_SCRIPT = {
-    "rules": [{"match": {"label": "broken"}, "respond": {"fail": "provider", "message": "HTTP 500"}}],
-    "default": {"text": "late", "delayMs": 120_000},
-}
-
-
 def cancelled_events() -> list[Event]:
     """A run of four calls at concurrency 2: one fails, two run until the run is cancelled, one is still
     queued when it is."""
 
     async def scenario() -> list[Event]:
         handle = run_workflow(
-            load_workflow(source=CANCELLED_BODY),
-            provider=FakeProvider(CANCELLED_SCRIPT),
+            load_workflow(source=STOPPED),
+            provider=FakeProvider(STOPPED_SCRIPT),
             options=RunOptions(concurrency=2),
         )
 
@@ -261,26 +241,6 @@ def test_calls_stopped_by_cancelling_their_run_are_counted_cancelled_not_failed(
     }
 
 
-class LoggedOut:
-    """A provider whose login expires after the first call: the run pauses."""
-
-    name = "codex"
-    capabilities = ProviderCapabilities()
-
-    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
-        if request.prompt == "first":
-            return AgentResult(text="one")
-        raise ProviderAuthError("codex", "token expired", login_hint="codex login")
-
-
-PAUSING_BODY = """export const meta = { name: 'login', description: 'needs a login half way', phases: [{ title: 'P' }] }
-phase('P')
-log('before')
-const a = await agent('first')
-return [a, ...(await parallel([() => agent('second'), () => agent('third')]))]
-"""
-
-
 @pytest.fixture(scope="module")
 def recorded_logs(completed: list[Event]) -> dict[str, list[Event]]:
     """Event logs recorded from real runs (the real Node realm and engine): completed with a failed
@@ -291,8 +251,8 @@ def recorded_logs(completed: list[Event]) -> dict[str, list[Event]]:
         from workflow_mcp import MemoryStore, WorkflowService
 
         service = WorkflowService(MemoryStore())
-        wf = load_workflow(source=PAUSING_BODY)
-        first = service.start_run(wf, provider=LoggedOut())
+        wf = load_workflow(source=PAUSES)
+        first = service.start_run(wf, provider=LoggedOutAfterFirst())
         await asyncio.wait_for(first.wait(), 60)
         second = service.start_run(
             wf, provider=FakeProvider({"default": {"echo": True}}), resume_from=first.run_id

@@ -5,63 +5,23 @@ not failed. Driven through the in-memory SDK client over the real service, realm
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import anyio
 import pytest
 
 from workflow_mcp import load_workflow
-from workflow_mcp.providers.base import (
-    AgentContext,
-    AgentRequest,
-    AgentResult,
-    ProviderAuthError,
-    ProviderCapabilities,
-)
 
-from mcp_kit import BOUND_S, Env, call, connect, data, make_env, text, wait_for_event
+from helpers import PAUSES, STOPPED, STOPPED_SCRIPT, LoggedOutAfterFirst
+from mcp_kit import BOUND_S, Env, call, connect, data, text, wait_for_event
 
 pytestmark = pytest.mark.anyio
 
 CPU_BUDGET_S = 0.1
 
-LOGIN = (
-    "export const meta = { name: 'login', description: 'needs a login half way' }\n"
-    "const a = await agent('first')\n"
-    "return [a, ...(await parallel([() => agent('second'), () => agent('third')]))]\n"
-)
-STOPPED = """export const meta = { name: 'stopped', description: 'one broken call and three slow ones' }
-return await parallel([
-  () => agent('broken', { label: 'broken' }),
-  () => agent('slow one', { label: 'slow-1' }),
-  () => agent('slow two', { label: 'slow-2' }),
-  () => agent('slow three', { label: 'slow-3' }),
-])
-"""
-STOPPED_SCRIPT = {
-    "rules": [{"match": {"label": "broken"}, "respond": {"fail": "provider", "message": "HTTP 500"}}],
-    "default": {"text": "late", "delayMs": 120_000},
-}
-
-
-class LoggedOutAfterFirst:
-    name = "codex"
-    capabilities = ProviderCapabilities()
-
-    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
-        if request.prompt == "first":
-            return AgentResult(text="one")
-        raise ProviderAuthError("codex", "token expired", login_hint="codex login")
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Env:
-    return make_env(tmp_path)
-
 
 async def paused_run(env: Env) -> str:
     handle = env.service.start_run(
-        load_workflow(source=LOGIN), provider=LoggedOutAfterFirst(), options=env.service.make_options()
+        load_workflow(source=PAUSES), provider=LoggedOutAfterFirst(), options=env.service.make_options()
     )
     with anyio.fail_after(BOUND_S):
         assert await handle.wait() == "paused"
