@@ -138,8 +138,9 @@ def outcome_text(outcome: RunOutcome) -> str:
         why = {
             "cancelled": "was cancelled",
             "interrupted": "was interrupted (its server process stopped)",
-            "paused": f"paused ({outcome.paused_reason or 'no reason given'}; e.g. a provider needs a login: "
-            "log in first)",
+            "paused": "paused because a provider needs a login (auth_required); log in first"
+            if outcome.paused_reason == "auth_required"
+            else f"paused ({outcome.paused_reason or 'no reason recorded'}); remove the cause first",
         }[outcome.status]
         return (
             f"Run {rid}{wf} {why}{again}. To continue it, call workflow_run with resumeFromRunId {rid!r} "
