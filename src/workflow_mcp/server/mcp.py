@@ -869,8 +869,10 @@ class WorkflowMcpServer(MCPServer[Any]):
             cursor = int(page[-1]["sequence"]) if page else after
             return page, cursor, bool(self.service.events(runId, cursor, 1))
 
-        page, cursor, has_more = await anyio.to_thread.run_sync(render)
+        # The status is read before hasMore: a run that had ended by then has stored all its events, so
+        # "terminal and nothing more" always means the client has reached the end of the log.
         status = self.service.run_status(runId)
+        page, cursor, has_more = await anyio.to_thread.run_sync(render)
         out = EventsPage(
             run_id=runId,
             events=page,
