@@ -6,7 +6,11 @@ Status is never stored separately: it is whatever the events say. Shape of :clas
     {runId, status, workflow, startedAt, endedAt, phases: [{title, status}], currentPhase,
      agents: [{agentId, label, phase, state, cached, tokens, preview}], counts: {queued, running,
      completed, failed, cancelled, cached}, logs: [str], tokenUsage: {input, output, cacheRead,
-     cacheWrite, replayedOutput}, lastSequence, result?, error?, pausedReason?}
+     cacheWrite, replayedOutput}, lastSequence, result?, error?, pausedReason?,
+     worktrees?: [{agentId, label, path, head?}]}
+
+``worktrees`` lists the worktrees kept because an agent changed or committed something there
+(``artifact.created`` events of kind ``worktree``, also those recovery kept after a crash).
 
 Statuses (:data:`RunStatus`, DESIGN "Run lifecycle"): ``queued → running → completed | failed |
 cancelled``, plus ``paused`` and ``interrupted``. :data:`TERMINAL` and :data:`RESUMABLE` are the only
@@ -156,6 +160,7 @@ class RunState:
     has_result: bool = False
     error: dict[str, Any] | None = None
     paused_reason: str | None = None
+    worktrees: list[dict[str, Any]] = field(default_factory=list)
     last_sequence: int = 0
     #: The type of the newest event folded in (not part of :meth:`to_json`).
     last_type: str | None = None
@@ -182,6 +187,7 @@ class RunState:
             logs=list(self.logs),
             token_usage=dict(self.token_usage),
             error=None if self.error is None else dict(self.error),
+            worktrees=[dict(w) for w in self.worktrees],
             _counts=dict(self._counts),
         )
 
@@ -206,6 +212,8 @@ class RunState:
             out["error"] = dict(self.error)
         if self.paused_reason is not None:
             out["pausedReason"] = self.paused_reason
+        if self.worktrees:
+            out["worktrees"] = [dict(w) for w in self.worktrees]
         return out
 
 
@@ -317,6 +325,16 @@ class StateProjector:
     def _log(self, event: Event) -> None:
         self.state.logs.append(str(event.payload.get("message", "")))
 
+    def _artifact(self, event: Event) -> None:
+        p = event.payload
+        if p.get("kind") == "worktree" and p.get("kept"):
+            kept = {
+                "agentId": event.agent_id,
+                "label": str(p.get("label", "")),
+                "path": str(p.get("path", "")),
+            }
+            self.state.worktrees.append(kept | ({"head": str(p["head"])} if p.get("head") else {}))
+
     # -- agent calls ---------------------------------------------------------------------------------
     def _agent_queued(self, event: Event) -> None:
         self._agent(event, "queued")
@@ -389,6 +407,7 @@ _HANDLERS: Final[Mapping[str, Callable[[StateProjector, Event], None]]] = Mappin
         "phase.completed": StateProjector._phase_ended,
         "phase.failed": StateProjector._phase_ended,
         "log": StateProjector._log,
+        "artifact.created": StateProjector._artifact,
         "agent.queued": StateProjector._agent_queued,
         "agent.started": StateProjector._agent_started,
         "agent.cached": StateProjector._agent_cached,
