@@ -24,9 +24,14 @@ from workflow_mcp.providers import (
     FakeProvider,
     ProviderCapabilities,
 )
+from workflow_mcp.providers.base import ProviderAuthError
 
 __all__ = [
     "MISSING",
+    "PAUSES",
+    "STOPPED",
+    "STOPPED_SCRIPT",
+    "LoggedOutAfterFirst",
     "Outcome",
     "RecordingProvider",
     "arun",
@@ -162,3 +167,40 @@ class RecordingProvider:
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
         self.calls.append(request)
         return await self._answer(request, context)
+
+
+PAUSES = (
+    "export const meta = { name: 'login', description: 'needs a login half way' }\n"
+    "const a = await agent('first')\n"
+    "return [a, ...(await parallel([() => agent('second'), () => agent('third')]))]\n"
+)
+"""A workflow that pauses (``auth_required``) on :class:`LoggedOutAfterFirst` after its first call."""
+
+
+class LoggedOutAfterFirst:
+    """A provider whose login expires after the call with prompt ``first``: the run pauses."""
+
+    name = "codex"
+    capabilities = ProviderCapabilities()
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        if request.prompt == "first":
+            return AgentResult(text="one")
+        raise ProviderAuthError("codex", "token expired", login_hint="codex login")
+
+
+STOPPED = """export const meta = { name: 'stopped', description: 'one broken call and three slow ones' }
+return await parallel([
+  () => agent('broken', { label: 'broken' }),
+  () => agent('slow one', { label: 'slow-1' }),
+  () => agent('slow two', { label: 'slow-2' }),
+  () => agent('slow three', { label: 'slow-3' }),
+])
+"""
+"""With :data:`STOPPED_SCRIPT` at concurrency 2: ``broken`` fails, ``slow-1`` and ``slow-2`` run until
+cancelled, ``slow-3`` is still queued (once 3 ``agent.started`` and 1 ``agent.failed`` were seen)."""
+
+STOPPED_SCRIPT = {
+    "rules": [{"match": {"label": "broken"}, "respond": {"fail": "provider", "message": "HTTP 500"}}],
+    "default": {"text": "late", "delayMs": 120_000},
+}

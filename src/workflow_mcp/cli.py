@@ -660,7 +660,7 @@ def runs_show(run_id: str, as_json: bool) -> None:
     c = state["counts"]
     click.echo(
         f"  agents: {c['completed']} completed, {c['cached']} replayed, {c['failed']} failed, "
-        f"{c['running']} running, {c['queued']} queued"
+        f"{c['cancelled']} cancelled, {c['running']} running, {c['queued']} queued"
     )
     click.echo(
         f"  output tokens: {state['tokenUsage']['output']} (+{state['tokenUsage']['replayedOutput']} replayed)"

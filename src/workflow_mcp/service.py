@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import socket
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from .errors import InvalidInputError, StoreError, WorkflowMcpError, WorkflowNot
 from .events import Event, utc_now
 from .providers.base import AgentProvider
 from .realm.worker import RealmWorker
-from .state import RunState, project_state
+from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import HEARTBEAT_S
 from .store.base import RunRecord, RunStore
 from .store.sqlite import default_home
@@ -54,7 +55,7 @@ class RunSummary:
 
     run_id: str
     workflow: str
-    status: str
+    status: RunStatus
     created_at: str
     provider: str
     resumed_from: str | None
@@ -70,16 +71,46 @@ class RunSummary:
         }
 
 
-_STATUS_OF = {
-    "run.queued": "queued",
-    "run.started": "running",
-    "run.resumed": "running",
-    "run.paused": "paused",
-    "run.completed": "completed",
-    "run.failed": "failed",
-    "run.cancelled": "cancelled",
-    "run.interrupted": "interrupted",
-}
+class _LiveState:
+    """The projected state of a run this service executes, folded forward as each batch of its events
+    is committed, so reading it never re-reads the log. Folds happen on the event loop; a reader in a
+    worker thread takes a copy under the lock.
+
+    ``stale``: a batch was refused by the store, so from then on the store, not this state, says what
+    is durable (``status`` reads the store again). ``changed`` is set (and replaced) after every fold;
+    ``ended`` once the state is terminal or stale."""
+
+    __slots__ = ("changed", "ended", "lock", "projector", "stale")
+
+    def __init__(self, run_id: str) -> None:
+        self.projector = StateProjector(RunState(run_id=run_id))
+        self.lock = threading.Lock()
+        self.changed = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.stale = False
+
+    @property
+    def state(self) -> RunState:
+        return self.projector.state
+
+    def fold(self, batch: Iterable[Event]) -> None:
+        with self.lock:
+            self.projector.apply_all(batch)
+        self._wake(ended=self.projector.state.status in TERMINAL)
+
+    def refused(self) -> None:
+        self.stale = True
+        self._wake(ended=True)
+
+    def _wake(self, *, ended: bool) -> None:
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+        if ended:
+            self.ended.set()
+
+    def snapshot(self) -> RunState:
+        with self.lock:
+            return self.projector.state.copy()
 
 
 def _interrupted(record: RunRecord, sequence: int, reason: str) -> Event:
@@ -115,6 +146,7 @@ class WorkflowService:
         self.home = home
         self.notify = notify
         self.live: dict[str, RunHandle] = {}
+        self._states: dict[str, _LiveState] = {}  # the runs of self.live, their state kept as they go
         self._starting: set[str] = set()  # runs being created: claimed in the store, not yet live
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
@@ -307,8 +339,15 @@ class WorkflowService:
             self._starting.discard(run_id)
             raise
 
+        live = self._states[run_id] = _LiveState(run_id)
+
         def persist(batch: list[Event]) -> None:
-            self.store.append_many(batch)
+            try:
+                self.store.append_many(batch)
+            except BaseException:
+                live.refused()
+                raise
+            live.fold(batch)
             if on_event is not None:
                 for event in batch:
                     on_event(event)
@@ -346,9 +385,8 @@ class WorkflowService:
         if self.store.get_run(run_id) is None:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
         self.recover()
-        last = self.store.last_run_event(run_id)
-        status = _STATUS_OF.get(last or "", "queued")
-        if status in ("completed", "failed", "cancelled", "interrupted"):
+        status = status_of(self.store.last_run_event(run_id))
+        if status in TERMINAL:
             return status
         self.store.request_cancel(run_id, reason)
         return "requested"
@@ -443,7 +481,7 @@ class WorkflowService:
         if run_id in self.live and self.live[run_id].status == "running":
             raise InvalidInputError(f"run {run_id} is still running here; wait for it or cancel it first")
         self.recover()
-        if self.store.last_run_event(run_id) in ("run.started", "run.queued", "run.resumed"):
+        if status_of(self.store.last_run_event(run_id)) not in TERMINAL:
             raise InvalidInputError(
                 f"run {run_id} is still running (process {record.owner_pid} on {record.owner_host}); "
                 f"wait for it, or cancel it with `workflow-mcp runs cancel {run_id}`, then resume"
@@ -487,20 +525,26 @@ class WorkflowService:
     EVENT_PAGE = 5_000
 
     def status(self, run_id: str) -> RunState:
-        """The projected state of a stored run. The log is read in pages of :attr:`EVENT_PAGE` events;
-        this is CPU work in proportion to the run's events, so async callers run it in a thread.
+        """The projected state of a stored run (a copy: later events do not change it).
+
+        For a run this service executes, the state it keeps as the run's events are committed (the same
+        state a projection of the stored log gives, without reading it). For any other run the log is
+        read in pages of :attr:`EVENT_PAGE` events; that is CPU work in proportion to the run's events,
+        so async callers run it in a thread.
 
         Raises:
             WorkflowNotFoundError: unknown run id.
         """
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            return live.snapshot()
         if self.store.get_run(run_id) is None:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
         return project_state(self._all_events(run_id), run_id=run_id)
 
-    def _all_events(self, run_id: str) -> Iterator[Event]:
-        """Every event of ``run_id`` in order, read :attr:`EVENT_PAGE` at a time (the store's lock is
-        held for one page, never for the whole log)."""
-        after = 0
+    def _all_events(self, run_id: str, after: int = 0) -> Iterator[Event]:
+        """Every event of ``run_id`` after sequence ``after``, in order, read :attr:`EVENT_PAGE` at a time
+        (the store's lock is held for one page, never for the whole log)."""
         while True:
             page = self.store.events(run_id, after, self.EVENT_PAGE)
             yield from page
@@ -531,12 +575,11 @@ class WorkflowService:
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         out = []
         for r in self.store.list_runs(limit):
-            last = self.store.last_run_event(r.run_id)
             out.append(
                 RunSummary(
                     run_id=r.run_id,
                     workflow=r.workflow_name,
-                    status=_STATUS_OF.get(last or "", "queued"),
+                    status=self._stored_status(r.run_id),
                     created_at=r.created_at,
                     provider=r.provider,
                     resumed_from=r.resumed_from,
@@ -689,36 +732,48 @@ class WorkflowService:
         by_id = {s.run_id: s for s in self.list_runs(scan)}
         return [by_id[i] for i in ids if i in by_id]
 
-    def run_status(self, run_id: str) -> str:
-        """The run's status from its newest ``run.*`` event (cheaper than :meth:`status`).
+    def run_status(self, run_id: str) -> RunStatus:
+        """The run's status from its newest ``run.*`` event (cheaper than :meth:`status`; for a run
+        this service executes, read from the state it keeps, without a query).
 
         Raises:
             WorkflowNotFoundError: unknown run id.
         """
-        handle = self.live.get(run_id)
-        if handle is not None and handle.status == "running":
-            return "running"
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            return live.state.status
         if self.store.get_run(run_id) is None:
             raise WorkflowNotFoundError(f"no stored run {run_id!r}")
-        return _STATUS_OF.get(self.store.last_run_event(run_id) or "", "queued")
+        return self._stored_status(run_id)
+
+    def _stored_status(self, run_id: str) -> RunStatus:
+        return status_of(self.store.last_run_event(run_id))
 
     def artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
         """``(name, mime_type, data)`` of one stored artifact, or ``None``."""
         return self.store.get_artifact(run_id, artifact_id)
 
     def _has_ended(self, run_id: str) -> bool:
-        return self.run_status(run_id) in ("completed", "failed", "cancelled", "interrupted")
+        return self.run_status(run_id) in TERMINAL
+
+    def _following(self, run_id: str) -> tuple[RunHandle, _LiveState] | None:
+        """The handle and kept state of a run this service still executes (its state is current)."""
+        handle, live = self.live.get(run_id), self._states.get(run_id)
+        if handle is None or live is None or live.stale or handle.done:
+            return None
+        return handle, live
 
     async def wait_events(
         self, run_id: str, after: int = 0, limit: int | None = None, wait_ms: int = 0
     ) -> list[Event]:
         """The durable events with ``sequence > after`` (at most ``limit``); when there are none yet
-        and the run has not ended, wait up to ``wait_ms`` milliseconds for the next one.
+        and the run has not ended (:data:`~workflow_mcp.state.TERMINAL`), wait up to ``wait_ms``
+        milliseconds for the next one.
 
         Events always come from the store (persisted before published), so a cursor taken from one
-        answer never skips or repeats an event in the next, whichever process owns the run. A live run
-        of this process is followed through its event log; a run owned by another process is polled
-        every ``STORE_POLL_S``. Cancelling the wait never affects the run.
+        answer never skips or repeats an event in the next, whichever process owns the run. A run this
+        service executes wakes the wait as soon as its next batch is committed; a run owned by another
+        process is polled every ``STORE_POLL_S``. Cancelling the wait never affects the run.
 
         Raises:
             WorkflowNotFoundError: unknown run id.
@@ -728,16 +783,13 @@ class WorkflowService:
             return events
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
-        handle = self.live.get(run_id)
-        if handle is not None:
-            follow = handle.events(after)
-            try:
-                async with asyncio.timeout(wait_ms / 1000):
-                    await anext(follow, None)
-            except TimeoutError:
-                pass
-            finally:
-                await follow.aclose()  # type: ignore[attr-defined]  # an async generator underneath
+        following = self._following(run_id)
+        if following is not None:
+            live = following[1]
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    while live.state.last_sequence <= after and not live.ended.is_set():
+                        await live.changed.wait()
             return self.events(run_id, after, limit)
         self.recover()  # a run whose process died is interrupted, not waited for
         while True:
@@ -752,37 +804,63 @@ class WorkflowService:
         run_id: str,
         wait_ms: int,
         *,
-        on_events: Callable[[list[Event]], Awaitable[None]] | None = None,
+        on_progress: Callable[[RunState], Awaitable[None]] | None = None,
     ) -> RunState:
-        """Wait up to ``wait_ms`` milliseconds for the run to end; return its projected state (terminal
-        or not). ``on_events`` is awaited with each batch of new events while waiting (progress).
-        Cancelling the wait never cancels the run.
+        """Wait up to ``wait_ms`` milliseconds for the run to end; return its projected state (a copy,
+        terminal or not). A run that has already ended — any status of
+        :data:`~workflow_mcp.state.TERMINAL`, ``paused`` included — returns at once.
+
+        ``on_progress`` is awaited with the run's current state (read it, do not keep or change it)
+        whenever new events were committed while waiting. A run this service executes is followed
+        through the state it keeps (its log is never read again); a run owned by another process is
+        read from the store every ``STORE_POLL_S``, each event once. Every wait sleeps and is bounded by
+        ``wait_ms``; cancelling it never cancels the run.
 
         Raises:
             WorkflowNotFoundError: unknown run id.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, wait_ms) / 1000
-        cursor = self.store.last_sequence(run_id)
-        while not self._has_ended(run_id):
-            remaining_ms = int((deadline - loop.time()) * 1000)
-            if remaining_ms <= 0:
-                break
-            if on_events is None:
-                handle = self.live.get(run_id)
-                if handle is not None:
-                    try:
-                        async with asyncio.timeout(remaining_ms / 1000):
-                            await handle.wait()
-                    except TimeoutError:
-                        break
-                    continue
-            batch = await self.wait_events(run_id, cursor, 1000, remaining_ms)
-            if batch:
-                cursor = batch[-1].sequence
-                if on_events is not None:
-                    await on_events(batch)
-        return await asyncio.to_thread(self.status, run_id)  # a long log must not stall the event loop
+        live, handle = self._states.get(run_id), self.live.get(run_id)
+        if live is not None and handle is not None and not live.stale:
+            seen = live.state.last_sequence
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    if on_progress is None:
+                        await live.ended.wait()
+                    else:
+                        while not live.ended.is_set():
+                            await live.changed.wait()
+                            if live.state.last_sequence > seen:
+                                seen = live.state.last_sequence
+                                await on_progress(live.state)
+                    await handle.wait()  # its end is stored; its worker is being stopped (a few ms)
+            if not live.stale:
+                return live.snapshot()
+        return await self._await_stored(run_id, deadline, on_progress)
+
+    async def _await_stored(
+        self, run_id: str, deadline: float, on_progress: Callable[[RunState], Awaitable[None]] | None
+    ) -> RunState:
+        """:meth:`await_run` for a run this service does not execute: poll the store until the run has
+        ended or ``deadline`` (loop time) has passed."""
+        loop = asyncio.get_running_loop()
+        self.recover()  # a run whose process died is interrupted, not waited for
+        if on_progress is None:
+            while self.run_status(run_id) not in TERMINAL and (remaining := deadline - loop.time()) > 0:
+                await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+            return await asyncio.to_thread(self.status, run_id)  # a long log must not stall the loop
+        state = await asyncio.to_thread(self.status, run_id)
+        projector = StateProjector(state)
+        while state.status not in TERMINAL and (remaining := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+            seen = state.last_sequence
+            # Only the events after the state's newest, folded in a thread (a busy run's new pages
+            # must not stall the loop); this loop is the only writer of ``state``.
+            await asyncio.to_thread(projector.apply_all, self._all_events(run_id, after=seen))
+            if state.last_sequence > seen:
+                await on_progress(state)
+        return state
 
     def prune_finished(self, keep: int = 100) -> int:
         """Forget the in-memory handles of finished runs beyond the newest ``keep`` (their events and
@@ -792,6 +870,7 @@ class WorkflowService:
         dropped = finished[: max(0, len(finished) - keep)]
         for rid in dropped:
             del self.live[rid]
+            self._states.pop(rid, None)
         return len(dropped)
 
     async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:

@@ -37,7 +37,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +82,7 @@ from ..events import Event
 from ..providers.base import AgentProvider
 from ..providers.fake import FakeProvider
 from ..service import WorkflowService
-from ..state import RunState, project_state
+from ..state import RunState
 from ._files import ChildGate, FileScope
 from ._models import (
     AgentFileProblemOut,
@@ -96,7 +96,6 @@ from ._models import (
     ProvidersList,
     RunOutcome,
     RunSnapshot,
-    RunStatus,
     WarningOut,
     WorkflowDescription,
     WorkflowList,
@@ -770,9 +769,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         workflow: str | None = None,
     ) -> CallToolResult:
         """Wait (bounded, with progress) and render the run's outcome."""
-        state = await self.service.await_run(
-            run_id, wait_ms, on_events=_progress_reporter(ctx, self.service, run_id)
-        )
+        state = await self.service.await_run(run_id, wait_ms, on_progress=_progress_reporter(ctx))
         outcome = outcome_of(state, deduplicated=deduplicated, resumed_from=resumed_from, workflow=workflow)
         return _result(outcome_text(outcome), outcome, is_error=outcome.status == "failed")
 
@@ -888,13 +885,15 @@ class WorkflowMcpServer(MCPServer[Any]):
             cursor = int(page[-1]["sequence"]) if page else after
             return page, cursor, bool(self.service.events(runId, cursor, 1))
 
-        page, cursor, has_more = await anyio.to_thread.run_sync(render)
+        # The status is read before hasMore: a run that had ended by then has stored all its events, so
+        # "terminal and nothing more" always means the client has reached the end of the log.
         status = self.service.run_status(runId)
+        page, cursor, has_more = await anyio.to_thread.run_sync(render)
         out = EventsPage(
             run_id=runId,
             events=page,
             next_cursor=cursor,
-            status=cast(RunStatus, status),
+            status=status,
             terminal=status in TERMINAL,
             has_more=has_more,
         )
@@ -927,7 +926,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             if outcome == "cancelling"
             else await self._projection(runId, lambda: self.service.status(runId))
         )
-        out = CancelOutcome(run_id=runId, outcome=outcome, status=cast(RunStatus, state.status))
+        out = CancelOutcome(run_id=runId, outcome=outcome, status=state.status)
         if outcome not in ("cancelling", "requested"):
             text = f"Run {runId} had already ended ({outcome}); nothing to cancel."
         elif state.status in TERMINAL:
@@ -1336,25 +1335,41 @@ def _can_elicit(ctx: Context[Any, Any]) -> bool:
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
-def _progress_reporter(ctx: Context[Any, Any], service: WorkflowService, run_id: str) -> Any:
-    """Progress for one wait: the run's log is projected once (in a thread), then each new batch is
-    folded in, so following a run costs each event once, not the whole log per batch."""
-    state: RunState | None = None
+def _progress_reporter(ctx: Context[Any, Any]) -> Callable[[RunState], Awaitable[None]] | None:
+    """Progress notifications for one wait, or ``None`` when the client asked for none (then nothing
+    is computed per batch). Each reads the run's state as the service keeps it (never the log)."""
+    if not _asked_for_progress(ctx):
+        return None
 
-    async def report(batch: list[Event]) -> None:
-        nonlocal state
-        if state is None:
-            state = await anyio.to_thread.run_sync(service.status, run_id)
-        project_state([e for e in batch if e.sequence > state.last_sequence], into=state)
+    async def report(state: RunState) -> None:
         c = state.counts()
-        done = c.get("completed", 0) + c.get("cached", 0) + c.get("failed", 0)
-        total = done + c.get("running", 0) + c.get("queued", 0)
+        done = c["completed"] + c["cached"] + c["failed"] + c["cancelled"]
+        total = done + c["running"] + c["queued"]
         where = f"phase {state.current_phase}: " if state.current_phase else ""
         await ctx.report_progress(
-            batch[-1].sequence, None, f"{where}{done}/{total} agent calls done; last event {batch[-1].type}"
+            state.last_sequence, None, f"{where}{done}/{total} agent calls done; last event {state.last_type}"
         )
 
     return report
+
+
+def _asked_for_progress(ctx: Context[Any, Any]) -> bool:
+    """Whether the request carries a ``progressToken`` (MCP "Progress": notifications only for a
+    request that asked). In-process dispatch (the SDK's ``Client(server)``) hands the caller's progress
+    callback to the request's dispatch context instead of sending a token; that counts as asking. The
+    SDK has no public accessor for it, so the context is looked at through its wrappers (``_inner``);
+    the in-memory progress tests keep this honest."""
+    request = ctx.request_context
+    if request.meta is not None and request.meta.get("progress_token") is not None:
+        return True
+    outbound = getattr(request.session, "_request_outbound", None)
+    for _ in range(8):  # a few wrappers at most
+        if getattr(outbound, "_on_progress", None) is not None:
+            return True
+        outbound = getattr(outbound, "_inner", None)
+        if outbound is None:
+            break
+    return False
 
 
 def _run_targets(name: str | None, path: str | None, script: str | None, resume: str | None) -> int:
