@@ -162,3 +162,6 @@ class RecordingProvider:
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
         self.calls.append(request)
         return await self._answer(request, context)
+
+    async def aclose(self) -> None:
+        pass  # holds nothing

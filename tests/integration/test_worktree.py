@@ -29,6 +29,9 @@ class WritingProvider:
             Path(request.cwd, "agent-output.txt").write_text("written by the agent\n")
         return AgentResult(text=request.prompt)
 
+    async def aclose(self) -> None:
+        pass  # holds nothing
+
 
 BODY = (
     "export const meta = { name: 'wt', description: 'worktree calls' }\n"
