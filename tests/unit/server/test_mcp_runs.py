@@ -197,9 +197,9 @@ async def test_a_cancelled_run_resumes_and_replays_its_finished_calls(env: Env) 
         )["runId"]
         await wait_for_event(c, first, "agent.started", count=3)
         assert data(await call(c, "workflow_run_cancel", {"runId": first}))["status"] == "cancelled"
-        resumed = data(
-            await call(c, "workflow_run", {"resumeFromRunId": first, "provider": "fake", "waitMs": 20_000})
-        )
+        # The resume would keep the run's fake script (whose third call parks): answer it instead.
+        answer = {"provider": "fake", "fakeScript": {"default": {"text": "done"}}}
+        resumed = data(await call(c, "workflow_run", {"resumeFromRunId": first, **answer, "waitMs": 20_000}))
     assert resumed["status"] == "completed" and resumed["result"] == 3 and resumed["resumedFrom"] == first
     assert resumed["tokenUsage"]["replayedOutput"] == 14  # two replayed calls, stored args reused
 
