@@ -473,20 +473,28 @@ class WorkflowService:
         if profile is None and isinstance(target, Workflow):
             profile = target.profile
         _profile(profile)
-        agent, choice = self._provider_of(provider or ProviderChoice(), run_cwd)
-        if resume_from is not None and replay is None:
+        journal = resume_from if replay is None else None
+        if journal is not None:
             _check_policy(policy)
-            self._refuse_resuming_a_live_run(resume_from)
-            replay = self.replay_for(resume_from, policy)
+            self._refuse_resuming_a_live_run(journal)
         options = (
             (limits or RunLimits()).within(ceiling).options(profile=profile, cwd=run_cwd, home=self.home)
         )
+        wanted = provider or ProviderChoice()
         if isinstance(target, Workflow):
+            agent, choice = self._provider_of(wanted, run_cwd)
+            if journal is not None:
+                replay = self.replay_for(journal, policy)
             return PreparedRun(target, agent, choice, args, options, resume_from, policy, replay)
-        workflow, worker = await self._load_in_own_worker(
-            lambda: self._pending(target, cwd=run_cwd, profile=profile), options.heap_mb
+        name = target
+
+        def read() -> tuple[PendingWorkflow, Replay | None]:
+            pending = self._pending(name, cwd=run_cwd, profile=profile)
+            return pending, self.replay_for(journal, policy) if journal is not None else replay
+
+        return await self._prepare_in_own_worker(
+            read, wanted, args=args, options=options, resume_from=resume_from, policy=policy
         )
-        return PreparedRun(workflow, agent, choice, args, options, resume_from, policy, replay, worker)
 
     async def prepare_resume(
         self, run_id: str, overrides: RunOverrides | None = None, *, ceiling: RunLimits | None = None
@@ -520,15 +528,20 @@ class WorkflowService:
         run_cwd = o.cwd or record.cwd or self.cwd
         stored = ProviderChoice.of_record(record)
         wanted = o.provider.instead_of(stored) if isinstance(o.provider, ProviderChoice) else o.provider
-        agent, choice = self._provider_of(wanted or stored, run_cwd)
-        args = o.args if o.args is not MISSING else _stored_args(record)
-        replay = self.replay_for(run_id, o.policy)
         options = limits.within(ceiling).options(profile=profile.name, cwd=run_cwd, home=self.home)
-        workflow, worker = await self._load_in_own_worker(
-            lambda: prepare_workflow(record.workflow_path, source=record.source, profile=profile),
-            options.heap_mb,
+
+        def read() -> tuple[PendingWorkflow, Replay | None]:
+            pending = prepare_workflow(record.workflow_path, source=record.source, profile=profile)
+            return pending, self.replay_for(run_id, o.policy)
+
+        return await self._prepare_in_own_worker(
+            read,
+            wanted or stored,
+            args=o.args if o.args is not MISSING else _stored_args(record),
+            options=options,
+            resume_from=run_id,
+            policy=o.policy,
         )
-        return PreparedRun(workflow, agent, choice, args, options, run_id, o.policy, replay, worker)
 
     def launch(
         self,
@@ -662,14 +675,24 @@ class WorkflowService:
             replay=imported.replay,
         )
 
-    async def _load_in_own_worker(
-        self, pending_of: Callable[[], PendingWorkflow], heap_mb: int
-    ) -> tuple[Workflow, RealmWorker]:
-        """``pending_of()`` (in a thread) while the run's worker starts, then V8's verdict from that
-        worker: a run costs one Node process, not two. The worker is stopped if anything fails."""
-        spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=heap_mb))
+    async def _prepare_in_own_worker(
+        self,
+        read: Callable[[], tuple[PendingWorkflow, Replay | None]],
+        wanted: ProviderChoice | AgentProvider,
+        *,
+        args: Any,
+        options: RunOptions,
+        resume_from: str | None,
+        policy: ResumePolicy,
+    ) -> PreparedRun:
+        """Start the run's Node worker first; while it boots, ``read()`` the source and the journal (in
+        a thread) and build the provider; then take V8's verdict on the source from that same worker. A
+        run costs one Node process, not two, and the host's share of its start overlaps Node's. The
+        worker is stopped if anything fails."""
+        spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
         try:
-            pending = await asyncio.to_thread(pending_of)
+            pending, replay = await asyncio.to_thread(read)  # meanwhile the loop starts the worker
+            agent, choice = self._provider_of(wanted, options.cwd or self.cwd)
             worker = await spawn
         except BaseException:
             # Never leave the spawn pending: an event loop that closes cancels it mid-creation, and
@@ -678,10 +701,11 @@ class WorkflowService:
                 await (await spawn).close()
             raise
         try:
-            return pending.complete(await worker.check(pending.sources) if pending.sources else []), worker
+            workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
         except BaseException:
             await worker.close()
             raise
+        return PreparedRun(workflow, agent, choice, args, options, resume_from, policy, replay, worker)
 
     def _discard_later(self, prepared: PreparedRun) -> None:
         """Stop a prepared run's worker that will not be launched (:meth:`shutdown` waits for it)."""
