@@ -224,48 +224,21 @@ def _limits(**values: int | None) -> RunLimits:
     return RunLimits(**values)
 
 
+#: ``(option, lowest, highest, help)`` of the limits ``run`` and ``resume`` share.
+_LIMITS = (
+    ("--concurrency", 1, 4096, "Agents running at once."),
+    ("--token-budget", 0, 2**53, "budget.total in output tokens."),
+    ("--max-agents", 1, 1000, "Lower the 1,000-call cap."),
+    ("--agent-timeout-ms", 1, 2**40, "Bound each provider call."),
+    ("--sync-timeout-ms", 1, 2**31 - 1, "Synchronous JS limit (30000)."),
+    ("--heap-mb", 16, 1 << 20, "Realm heap limit in MB (1024)."),
+)
+
+
 def _limit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The limit options ``run`` and ``resume`` share (a resume may only narrow the run's own)."""
-    options = [
-        click.option(
-            "--concurrency",
-            type=click.IntRange(min=1, max=4096),
-            default=None,
-            help="Agents running at once.",
-        ),
-        click.option(
-            "--token-budget",
-            type=click.IntRange(min=0, max=2**53),
-            default=None,
-            help="budget.total in output tokens.",
-        ),
-        click.option(
-            "--max-agents",
-            type=click.IntRange(min=1, max=1000),
-            default=None,
-            help="Lower the 1,000-call cap.",
-        ),
-        click.option(
-            "--agent-timeout-ms",
-            type=click.IntRange(min=1, max=2**40),
-            default=None,
-            help="Bound each provider call.",
-        ),
-        click.option(
-            "--sync-timeout-ms",
-            type=click.IntRange(min=1, max=2**31 - 1),
-            default=None,
-            help="Synchronous JS limit (30000).",
-        ),
-        click.option(
-            "--heap-mb",
-            type=click.IntRange(min=16, max=1 << 20),
-            default=None,
-            help="Realm heap limit in MB (1024).",
-        ),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
+    for name, lowest, highest, text in reversed(_LIMITS):
+        fn = click.option(name, type=click.IntRange(min=lowest, max=highest), default=None, help=text)(fn)
     return fn
 
 

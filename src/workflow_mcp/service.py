@@ -212,7 +212,11 @@ class WorkflowService:
         check_syntax: bool = True,
     ) -> ValidationReport:
         """Validate a file or inline source; never raises for an invalid workflow (see the report).
-        ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`."""
+        ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`.
+
+        Raises:
+            InvalidInputError: ``profile`` names no known profile.
+        """
         return validate_workflow(path, source=source, profile=_profile(profile), check_syntax=check_syntax)
 
     def list_workflows(self, cwd: str | None = None, *, reachable: Reachable | None = None) -> Discovery:
@@ -255,6 +259,7 @@ class WorkflowService:
         Raises:
             WorkflowNotFoundError: neither a file nor a known name.
             WorkflowLoadError: the file breaks a loading rule.
+            InvalidInputError: ``profile`` names no known profile.
         """
         file, prof = self._file_of(target, cwd, profile)
         if file is not None:
