@@ -202,15 +202,15 @@ def _depth(value: Any, level: int = 0) -> int:
 
 
 def _choice(name: str | None, fake_script: str | None) -> ProviderChoice:
-    """The provider a run asks for: ``--provider NAME`` (``--fake-script F`` scripts the fake and
-    implies ``--provider fake``); neither: the configuration decides (workflow-mcp.toml; without one
-    the first ready of codex/claude/acp, announced on stderr). The service builds it before any agent
-    runs, refusing bad configuration with the file and key named (exit 2)."""
+    """The provider a run asks for: ``--provider NAME`` (``--fake-script F`` scripts ``--provider
+    fake``); neither: the configuration decides (workflow-mcp.toml; without one the first ready of
+    codex/claude/acp, announced on stderr). The service builds it before any agent runs, refusing bad
+    configuration with the file and key named (exit 2)."""
     from .service import ProviderChoice, read_fake_script
 
     if fake_script is None:
         return ProviderChoice(name)
-    if name not in (None, "fake"):
+    if name != "fake":
         _fail("--fake-script applies only to --provider fake")
     try:
         return ProviderChoice("fake", read_fake_script(fake_script))
@@ -289,9 +289,7 @@ _EVENTS_HELP = (
     default=None,
     help="Agent provider: fake, codex, or any registered name (default: configuration).",
 )
-@click.option(
-    "--fake-script", default=None, help="Script for the fake provider (JSON; implies --provider fake)."
-)
+@click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
 @_limit_options
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
 @click.option(
@@ -444,9 +442,7 @@ async def _execute(
     default=None,
     help="Agent provider: fake, codex, or any registered name (default: the run's own).",
 )
-@click.option(
-    "--fake-script", default=None, help="Script for the fake provider (JSON; implies --provider fake)."
-)
+@click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
 @_limit_options
 @click.option("--allow-side-effects", is_flag=True, help="Reuse recorded worktree (write-capable) calls too.")
 @click.option(

@@ -180,17 +180,8 @@ BUDGETED = (
 def test_resume_keeps_the_runs_budget_narrows_it_on_request_and_refuses_to_widen_it(tmp_path: Path) -> None:
     wf = write(tmp_path / "budgeted.js", BUDGETED)
     script = write(tmp_path / "fake.json", '{"default": {"text": "ok", "tokens": {"output": 10}}}')
-    first = cli(
-        "run",
-        str(wf),
-        "--fake-script",
-        str(script),
-        "--token-budget",
-        "30",
-        "--events",
-        "jsonl",
-        cwd=tmp_path,
-    )
+    fake = ["--provider", "fake", "--fake-script", str(script)]
+    first = cli("run", str(wf), *fake, "--token-budget", "30", "--events", "jsonl", cwd=tmp_path)
     assert first.returncode == 0 and first.stdout.strip() == "3", first.stderr
     run_id = json.loads(first.stderr.splitlines()[0])["runId"]
     kept = cli("resume", run_id, "--events", "none", cwd=tmp_path)
