@@ -8,16 +8,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from workflow_mcp import MemoryStore, WorkflowService
 from workflow_mcp.errors import LimitWideningError, RunNotFoundError, WorkflowNotFoundError
 from workflow_mcp.events import Event
-from workflow_mcp.providers.base import AgentContext, AgentRequest, AgentResult, ProviderCapabilities
-from workflow_mcp.providers.registry import Availability, register_provider, unregister_provider
 from workflow_mcp.service import ProviderChoice, RunLimits, RunOverrides
+
+from helpers import CountedProvider, counted_provider
 
 BOUND_S = 60.0
 
@@ -174,44 +174,14 @@ def test_resuming_an_unknown_run_is_a_run_not_found_error_that_callers_catch_as_
     arun(go())
 
 
-class Counted:
-    """A registered provider that counts what was built and closed."""
-
-    name = "counted"
-    capabilities = ProviderCapabilities()
-    built: ClassVar[list[Counted]] = []
-
-    def __init__(self) -> None:
-        self.closed = False
-        Counted.built.append(self)
-
-    @classmethod
-    def probe(cls, settings: Any) -> Availability:
-        return Availability(True, version="1")
-
-    @classmethod
-    def create(cls, settings: Any, *, policy: Any, source: str) -> Counted:
-        return cls()
-
-    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
-        return AgentResult(text="counted " + request.prompt)
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
 @pytest.fixture
-def counted() -> Iterator[list[Counted]]:
-    Counted.built = []
-    register_provider("counted", Counted)
-    try:
-        yield Counted.built
-    finally:
-        unregister_provider("counted")
+def counted() -> Iterator[list[CountedProvider]]:
+    with counted_provider() as built:
+        yield built
 
 
 def test_runs_under_one_configuration_share_one_provider_closed_when_the_service_shuts_down(
-    tmp_path: Path, counted: list[Counted]
+    tmp_path: Path, counted: list[CountedProvider]
 ) -> None:
     source = "export const meta = { name: 'one', description: 'one call' }\nreturn await agent('hi')\n"
 
