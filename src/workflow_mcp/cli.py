@@ -62,9 +62,7 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     from .service import WorkflowService
 
     try:
-        service = WorkflowService.open(
-            cwd=cwd or os.getcwd(), home=os.environ.get("HOME"), on_notice=lambda n: click.echo(n, err=True)
-        )
+        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=os.environ.get("HOME"), notify=_notice)
     except WorkflowMcpError as exc:
         _fail(str(exc))
     for notice in service.store_notices:
@@ -72,6 +70,14 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     if writing and (problem := service.store_problem()) is not None:
         _fail(str(problem))
     return service
+
+
+def _notice(line: str) -> None:
+    """What the service tells the user unasked (a recovery pass marked runs interrupted): one line on
+    stderr, never stdout (in ``serve`` stdout carries only JSON-RPC). A closed stderr loses the line,
+    never the command."""
+    with contextlib.suppress(OSError):
+        click.echo(f"workflow-mcp: {line}", err=True)
 
 
 def _warn_if_damaged(service: WorkflowService) -> None:
@@ -576,6 +582,8 @@ def runs_show(run_id: str, as_json: bool) -> None:
     )
     for line in state["logs"][-10:]:
         click.echo(f"  log: {line}")
+    for tree in state.get("worktrees", []):
+        click.echo(f"  kept worktree of {tree['label'] or tree['agentId']}: {tree['path']}")
     if "error" in state:
         click.echo(f"  error: {state['error'].get('message')}")
     if "result" in state:
@@ -761,11 +769,15 @@ def serve(
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
     from .server import ServerPolicy, run_server
-    from .server.http import HttpLimits
 
     for d in trust_dirs:
         if not os.path.isdir(d):
             _fail(f"--trust {d!r} is not a directory")
+    limits = None
+    if use_http:  # stdio never loads the HTTP side (its first answer must not wait for it)
+        from .server.http import HttpLimits
+
+        limits = HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout)
     service = _service()
     sys.exit(
         run_server(
@@ -776,7 +788,7 @@ def serve(
             trust_dirs=trust_dirs,
             state_dir=service.state_dir,
             policy=ServerPolicy(max_runs=max_runs),
-            limits=HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout),
+            limits=limits,
         )
     )
 
