@@ -12,6 +12,7 @@ definitions directly, as they touch no run and no store.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -224,12 +225,6 @@ def _choice(name: str | None, fake_script: str | None) -> ProviderChoice:
         _fail(str(exc))
 
 
-def _limits(**values: int | None) -> RunLimits:
-    from .service import RunLimits
-
-    return RunLimits(**values)
-
-
 #: ``(option, lowest, highest, help)`` of the limits ``run`` and ``resume`` share.
 _LIMITS = (
     ("--concurrency", 1, 4096, "Agents running at once."),
@@ -241,11 +236,25 @@ _LIMITS = (
 )
 
 
+_LIMIT_KEYS = tuple(name.removeprefix("--").replace("-", "_") for name, *_ in _LIMITS)
+"""The ``RunLimits`` field each option fills (click's parameter names)."""
+
+
 def _limit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The limit options ``run`` and ``resume`` share (a resume may only narrow the run's own)."""
+    """The limit options ``run`` and ``resume`` share (a resume may only narrow the run's own), handed
+    to the command as one ``limits`` (:class:`~workflow_mcp.service.RunLimits`)."""
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        from .service import RunLimits
+
+        return fn(limits=RunLimits(**{key: kwargs.pop(key) for key in _LIMIT_KEYS}), **kwargs)
+
     for name, lowest, highest, text in reversed(_LIMITS):
-        fn = click.option(name, type=click.IntRange(min=lowest, max=highest), default=None, help=text)(fn)
-    return fn
+        command = click.option(name, type=click.IntRange(min=lowest, max=highest), default=None, help=text)(
+            command
+        )
+    return command
 
 
 @cli.command(name="providers")
@@ -279,8 +288,12 @@ def providers_(as_json: bool) -> None:
             click.echo(f"  {info['problem']}{install}")
 
 
-_EVENTS_HELP = (
-    "stderr: JSONL events (default when not a TTY), a live progress view (TTY default), or nothing."
+_EVENTS_OPTION = click.option(
+    "--events",
+    "events_mode",
+    type=click.Choice(["jsonl", "progress", "none"]),
+    default=None,
+    help="stderr: JSONL events (default when not a TTY), a live progress view (TTY default), or nothing.",
 )
 
 
@@ -305,25 +318,14 @@ _EVENTS_HELP = (
     help="Reuse the journal of an earlier run (this file, args and limits; `resume` continues a run as it was).",
 )
 @click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
-@click.option(
-    "--events",
-    "events_mode",
-    type=click.Choice(["jsonl", "progress", "none"]),
-    default=None,
-    help=_EVENTS_HELP,
-)
+@_EVENTS_OPTION
 def run(
     target: str,
     args_json: str | None,
     args_file: str | None,
     provider: str | None,
     fake_script: str | None,
-    concurrency: int | None,
-    token_budget: int | None,
-    max_agents: int | None,
-    agent_timeout_ms: int | None,
-    sync_timeout_ms: int | None,
-    heap_mb: int | None,
+    limits: RunLimits,
     profile: str | None,
     resume_from: str | None,
     policy: str,
@@ -337,14 +339,6 @@ def run(
     if policy != "content" and resume_from is None:
         _fail("--policy applies only with --resume-from RUN_ID")
     choice = _choice(provider, _resolve(fake_script) if fake_script is not None else None)
-    limits = _limits(
-        concurrency=concurrency,
-        token_budget=token_budget,
-        max_agents=max_agents,
-        agent_timeout_ms=agent_timeout_ms,
-        sync_timeout_ms=sync_timeout_ms,
-        heap_mb=heap_mb,
-    )
     service = _service(writing=True)
 
     def prepare() -> Awaitable[PreparedRun]:
@@ -454,25 +448,14 @@ async def _execute(
 @click.option(
     "--allow-edits", is_flag=True, help="Claude runs: accept a live copy that differs from the saved script."
 )
-@click.option(
-    "--events",
-    "events_mode",
-    type=click.Choice(["jsonl", "progress", "none"]),
-    default=None,
-    help=_EVENTS_HELP,
-)
+@_EVENTS_OPTION
 def resume(
     target: str,
     live_copy: str | None,
     policy: str | None,
     provider: str | None,
     fake_script: str | None,
-    concurrency: int | None,
-    token_budget: int | None,
-    max_agents: int | None,
-    agent_timeout_ms: int | None,
-    sync_timeout_ms: int | None,
-    heap_mb: int | None,
+    limits: RunLimits,
     allow_side_effects: bool,
     allow_edits: bool,
     events_mode: str | None,
@@ -489,14 +472,6 @@ def resume(
     from .service import RunOverrides
 
     chosen = None if provider is None and fake_script is None else _choice(provider, fake_script)
-    limits = _limits(
-        concurrency=concurrency,
-        token_budget=token_budget,
-        max_agents=max_agents,
-        agent_timeout_ms=agent_timeout_ms,
-        sync_timeout_ms=sync_timeout_ms,
-        heap_mb=heap_mb,
-    )
     service = _service(writing=True)
     if os.path.exists(target):
 
