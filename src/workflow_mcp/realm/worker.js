@@ -11,6 +11,7 @@
 const vm = require('node:vm')
 const crypto = require('node:crypto')
 const readline = require('node:readline')
+const { types } = require('node:util')
 const { AsyncLocalStorage } = require('node:async_hooks')
 
 const PROTOCOL = 1
@@ -259,6 +260,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     }
   }
 
+  function agentTypeName(v) {
+    try { return StringCtor(v) } catch (e) { return '[object Object]' }
+  }
+
   // One API per script: the top-level workflow (child === null) or a nested child workflow.
   function makeApi(child) {
     let currentPhase = null
@@ -270,7 +275,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       const label = opts.label !== undefined && opts.label !== null ? coerce(opts.label)
         : StringCtor.prototype.trim.call(StringCtor.prototype.replace.call(StringCtor.prototype.slice.call(text, 0, 60), /\s+/g, ' '))
       const phaseTitle = child !== null ? child.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
-      return request({ t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: child && child.name })
+      const call = { t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: child && child.name }
+      // The host looks agentType up as String() of the options' copy (Claude Code 2.1.332, measured).
+      if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = agentTypeName(opts.agentType)
+      return request(call)
     }
     function phase(title) {
       if (child !== null) return undefined
@@ -456,7 +464,8 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     },
     registerChild(token, factory) { apply(mapSet, factories, [token, factory]) },
     start(main) {
-      return apply(promiseThen, PromiseCtor.resolve(undefined), [() => apply(main, undefined, [])])
+      // this at the top level of a workflow is its global object (Claude Code 2.1.332, measured)
+      return apply(promiseThen, PromiseCtor.resolve(undefined), [() => apply(main, G, [])])
     },
     finish(p) {
       return apply(promiseThen, p, [
@@ -469,11 +478,15 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
 
 // ---------------------------------------------------------------------------------------------
 // Host side of the worker.
-// An arrow, so top-level `this` is the context's global object, as in Claude Code 2.1.332.
-const WRAP_HEAD = "(async () => {'use strict';\n"
-const WRAP_TAIL = '\n})'
-const CHILD_HEAD = "(function (agent, parallel, pipeline, workflow, phase, log, args, budget, console) { return (async () => {'use strict';\n"
-const CHILD_TAIL = '\n})() })'
+// A workflow body is compiled with vm.compileFunction, which parses it as the body of one strict
+// function: no text in the body can close that function early and run code outside it (string
+// concatenation into a `(async () => {…})` wrapper could be escaped, e.g. by text tree-sitter reads as
+// a regular expression and V8 as a division). Inside it an async arrow carries top-level await; it is
+// called with the realm's global object as `this`, so top-level `this` is the global object, as in
+// Claude Code 2.1.332. Line 1 of the body is line 1 of the compiled text (lineOffset -1).
+const BODY_HEAD = "'use strict'; return (async () => {\n"
+const BODY_TAIL = '\n})()'
+const CHILD_PARAMS = ['agent', 'parallel', 'pipeline', 'workflow', 'phase', 'log', 'args', 'budget', 'console']
 
 // Dynamic import() (profile claude-code/2.1.209 launches files that use it; 2.1.332 refuses them at
 // load, but a static scan can be fooled) rejects with an Error made *inside* the realm. Without
@@ -488,20 +501,95 @@ function refuseImport() {
   throw api.importError()
 }
 
-function compile(head, body, tail, filename) {
-  return new vm.Script(head + body + tail, { filename, lineOffset: -1, importModuleDynamically: refuseImport })
+// `params` null: the top-level workflow; else a child's factory taking the child's API.
+function compile(body, filename, context, params) {
+  return vm.compileFunction(BODY_HEAD + body + BODY_TAIL, params || [], {
+    filename, lineOffset: -1, parsingContext: context, importModuleDynamically: refuseImport,
+  })
 }
 
-function syntaxProblem(err, source) {
+// Does V8 read the whole body as the body of the workflow's async function? A body can be valid
+// JavaScript and still close that function early (`return 1 }); (async () => {`), which tree-sitter
+// reports as a parse error and V8 accepts. To know what V8 reads, the function is built without being
+// called — `return (async () => {BODY})` — in a throwaway realm, under a short time limit: when the
+// body is whole, nothing of it runs and the returned function's source text is exactly the body;
+// otherwise the text after the early close ran (contained in that empty realm) and the source differs.
+// Returns null, or a problem whose position is where the function closed when that can be told.
+const ESCAPE_TAIL = '\n})'
+const FN_HEAD = 'async () => {\n'
+const functionToString = Function.prototype.toString
+function escapeProblem(body) {
+  const probe = vm.createContext(vm.constants.DONT_CONTEXTIFY, {
+    codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
+  })
+  const ProbeError = vm.runInContext('Error', probe)
+  const fn = vm.compileFunction(BODY_HEAD + body + ESCAPE_TAIL, [], {
+    parsingContext: probe,
+    importModuleDynamically: () => { throw new ProbeError('import() is not available in workflow scripts.') },
+  })
+  Object.defineProperty(probe, '__wfmcp_probe', { value: fn })
+  const expected = FN_HEAD + body + '\n}'
+  let source = null
+  try {
+    const r = vm.runInContext('__wfmcp_probe()', probe, { timeout: 250 })
+    if (typeof r === 'function' && !types.isProxy(r)) source = Reflect.apply(functionToString, r, [])
+  } catch (err) { source = null }
+  if (source === expected) return null
+  const problem = {
+    message: 'the code closes the workflow\'s body early: a `}` or `)` that V8 reads as code ends the async ' +
+      'function the workflow runs in before the end of the file, and what follows would run outside it; ' +
+      'check the brackets (tree-sitter and V8 may read a construct before it differently)',
+    line: 1, column: 1,
+  }
+  if (typeof source === 'string' && source.length > FN_HEAD.length && expected.startsWith(source.slice(0, -1))) {
+    const before = body.slice(0, source.length - 1 - FN_HEAD.length)
+    const lines = before.split(/\r\n|[\r\n\u2028\u2029]/)
+    problem.line = lines.length
+    problem.column = lines[lines.length - 1].length + 1
+  }
+  return problem
+}
+let scratch = null  // a context for syntax checks: compiling there runs nothing
+const scratchContext = () => scratch || (scratch = newContext())
+function newContext() {
+  // DONT_CONTEXTIFY: the global object is the new realm's own, with no host "sandbox" object behind
+  // it (a contextified sandbox is a host-realm object, and Node hands it to global setters as their
+  // receiver).
+  return vm.createContext(vm.constants.DONT_CONTEXTIFY, {
+    name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
+  })
+}
+
+// Host code never runs workflow code outside runInContext's timeout: a value workflow code may have
+// made (a thrown object) is read only through own data properties, never through a getter, a Proxy
+// trap or a toString.
+function ownData(v, key) {
+  if (v === null || (typeof v !== 'object' && typeof v !== 'function') || types.isProxy(v)) return undefined
+  const d = Reflect.getOwnPropertyDescriptor(v, key)
+  return d !== undefined && 'value' in d ? d.value : undefined
+}
+function safeText(v, key = 'message') {
+  if (typeof v === 'string') return v
+  if (v === null || (typeof v !== 'object' && typeof v !== 'function')) return typeof v === 'symbol' ? v.toString() : String(v)
+  const text = ownData(v, key)
+  return typeof text === 'string' ? text : 'a thrown ' + typeof v
+}
+
+// Only for errors of compiles in the scratch context, where no workflow code ever runs (so reading
+// `stack` cannot call a workflow's Error.prepareStackTrace).
+function syntaxProblem(err) {
   // V8 puts "file:LINE" and a caret line at the top of a SyntaxError's stack.
-  const stack = String(err && err.stack || '')
+  let stack = ''
+  try { stack = String(err.stack) } catch (e) { stack = '' }
   const lines = stack.split('\n')
   let line = null, column = null
   const m = /:(\d+)$/.exec(lines[0] || '')
   if (m) line = Number(m[1])
   if (lines.length > 2 && /^\s*\^+/.test(lines[2])) column = lines[2].indexOf('^') + 1
   if (line !== null && line < 1) line = 1
-  return { message: String(err && err.message || err), line, column }
+  let message = 'syntax error'
+  try { message = String(err.message) } catch (e) { message = 'syntax error' }
+  return { message, line, column }
 }
 
 let ctx = null
@@ -531,8 +619,8 @@ function guarded(fn) {
         '(no agent call, nested workflow or timer is pending); every awaited promise must be able to resolve')
     }
   } catch (err) {
-    const msg = String(err && err.message || err)
-    if (err && err.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' || /timed out/i.test(msg)) {
+    const msg = safeText(err)
+    if (ownData(err, 'code') === 'ERR_SCRIPT_EXECUTION_TIMEOUT' || /timed out/i.test(msg)) {
       fail('TimeoutError', 'workflow JavaScript ran synchronously for more than ' + syncTimeoutMs +
         ' ms without yielding (synchronous time limit, profile ' + profileName + '); make long loops await something')
     } else {
@@ -632,12 +720,10 @@ function start(msg) {
   cacheKeyOptions = msg.cacheKeyOptions || []
   flatChain = msg.flatCacheChain === true
   if (msg.logLine) logLine = { max: msg.logLine.max, keep: msg.logLine.keep }
-  ctx = vm.createContext(Object.create(null), {
-    name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
-  })
+  ctx = newContext()
   let main
   try {
-    main = compile(WRAP_HEAD, msg.body, WRAP_TAIL, msg.filename || 'workflow.js')
+    main = compile(msg.body, msg.filename || 'workflow.js', ctx, null)
   } catch (err) {
     const p = syntaxProblem(err)
     fail('SyntaxError', p.message + (p.line ? ' (line ' + p.line + (p.column ? ', column ' + p.column : '') + ')' : ''))
@@ -647,10 +733,7 @@ function start(msg) {
   api.setLimits(msg.maxFanoutItems || 4096, profileName)
   api.setBudget(msg.budgetTotal === undefined ? null : msg.budgetTotal, msg.spent || 0)
   api.setArgs(msg.args === undefined ? null : msg.args)
-  guarded(() => {
-    const fn = main.runInContext(ctx, { timeout: syncTimeoutMs })
-    api.finish(api.start(fn))
-  })
+  guarded(() => api.finish(api.start(main)))
 }
 
 // Answers to realm requests; no workflow code runs here (it runs in the flush that follows).
@@ -660,7 +743,8 @@ function answer(msg) {
     // A nested workflow's body, resolved and validated by the host.
     let factory
     try {
-      factory = compile(CHILD_HEAD, msg.body, CHILD_TAIL, msg.filename || msg.name).runInContext(ctx, { timeout: syncTimeoutMs })
+      compile(msg.body, msg.filename || msg.name, scratchContext(), CHILD_PARAMS)  // errors read safely
+      factory = compile(msg.body, msg.filename || msg.name, ctx, CHILD_PARAMS)
     } catch (err) {
       const p = syntaxProblem(err)
       return api.deliver(msg.id, JSON.stringify({ ok: false, error: { name: 'SyntaxError', message: 'workflow ' + JSON.stringify(msg.name) + ': ' + p.message } }))
@@ -683,7 +767,8 @@ function onHost(msg) {
       return guarded(() => { for (const item of msg.items) answer(item) })
     case 'check': {
       const results = msg.sources.map((src) => {
-        try { compile(WRAP_HEAD, src, WRAP_TAIL, 'workflow.js'); return null } catch (err) { return syntaxProblem(err) }
+        try { compile(src, 'workflow.js', scratchContext(), null) } catch (err) { return syntaxProblem(err) }
+        return escapeProblem(src)
       })
       return out({ t: 'checked', id: msg.id, results })
     }
@@ -700,7 +785,7 @@ function onHost(msg) {
 
 // A rejection the workflow handles later (or never) is the workflow's business, not a crash.
 process.on('unhandledRejection', () => {})
-process.on('uncaughtException', (err) => fail('Error', 'realm worker error: ' + String(err && err.stack || err)))
+process.on('uncaughtException', (err) => fail('Error', 'realm worker error: ' + safeText(err, 'stack')))
 const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
 rl.on('line', (line) => {
   if (!line) return
