@@ -8,10 +8,11 @@ Imported as ``helpers`` (the ``conftest.py`` of each test folder that uses it pu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from workflow_mcp.definitions.load import Workflow, load_workflow
 from workflow_mcp.engine.run import MISSING, RunHandle, RunOptions, run_workflow
@@ -25,17 +26,20 @@ from workflow_mcp.providers import (
     ProviderCapabilities,
 )
 from workflow_mcp.providers.base import ProviderAuthError
+from workflow_mcp.providers.registry import Availability, register_provider, unregister_provider
 
 __all__ = [
     "MISSING",
     "PAUSES",
     "STOPPED",
     "STOPPED_SCRIPT",
+    "CountedProvider",
     "LoggedOutAfterFirst",
     "Outcome",
     "RecordingProvider",
     "arun",
     "count",
+    "counted_provider",
     "logs",
     "pid_alive",
     "run_source",
@@ -168,6 +172,48 @@ class RecordingProvider:
         self.calls.append(request)
         return await self._answer(request, context)
 
+    async def aclose(self) -> None:
+        pass  # holds nothing
+
+
+class CountedProvider:
+    """A provider registered as ``counted`` the way a third party's is (a factory with ``probe`` and
+    ``create``): it answers ``counted <prompt>`` and keeps every instance built in :attr:`built`, so a
+    test can see how many were built and whether each was closed."""
+
+    name = "counted"
+    capabilities = ProviderCapabilities()
+    built: ClassVar[list[CountedProvider]] = []
+
+    def __init__(self) -> None:
+        self.closed = False
+        CountedProvider.built.append(self)
+
+    @classmethod
+    def probe(cls, settings: Any) -> Availability:
+        return Availability(True, version="1")
+
+    @classmethod
+    def create(cls, settings: Any, *, policy: Any, source: str) -> CountedProvider:
+        return cls()
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        return AgentResult(text="counted " + request.prompt)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@contextlib.contextmanager
+def counted_provider() -> Iterator[list[CountedProvider]]:
+    """Register :class:`CountedProvider` as ``counted`` for the block; yields the instances built."""
+    CountedProvider.built = []
+    register_provider("counted", CountedProvider)
+    try:
+        yield CountedProvider.built
+    finally:
+        unregister_provider("counted")
+
 
 PAUSES = (
     "export const meta = { name: 'login', description: 'needs a login half way' }\n"
@@ -187,6 +233,9 @@ class LoggedOutAfterFirst:
         if request.prompt == "first":
             return AgentResult(text="one")
         raise ProviderAuthError("codex", "token expired", login_hint="codex login")
+
+    async def aclose(self) -> None:
+        pass  # holds nothing
 
 
 STOPPED = """export const meta = { name: 'stopped', description: 'one broken call and three slow ones' }
