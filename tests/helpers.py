@@ -8,10 +8,11 @@ Imported as ``helpers`` (the ``conftest.py`` of each test folder that uses it pu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from workflow_mcp.definitions.load import Workflow, load_workflow
 from workflow_mcp.engine.run import MISSING, RunHandle, RunOptions, run_workflow
@@ -24,13 +25,21 @@ from workflow_mcp.providers import (
     FakeProvider,
     ProviderCapabilities,
 )
+from workflow_mcp.providers.base import ProviderAuthError
+from workflow_mcp.providers.registry import Availability, register_provider, unregister_provider
 
 __all__ = [
     "MISSING",
+    "PAUSES",
+    "STOPPED",
+    "STOPPED_SCRIPT",
+    "CountedProvider",
+    "LoggedOutAfterFirst",
     "Outcome",
     "RecordingProvider",
     "arun",
     "count",
+    "counted_provider",
     "logs",
     "pid_alive",
     "run_source",
@@ -162,3 +171,85 @@ class RecordingProvider:
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
         self.calls.append(request)
         return await self._answer(request, context)
+
+    async def aclose(self) -> None:
+        pass  # holds nothing
+
+
+class CountedProvider:
+    """A provider registered as ``counted`` the way a third party's is (a factory with ``probe`` and
+    ``create``): it answers ``counted <prompt>`` and keeps every instance built in :attr:`built`, so a
+    test can see how many were built and whether each was closed."""
+
+    name = "counted"
+    capabilities = ProviderCapabilities()
+    built: ClassVar[list[CountedProvider]] = []
+
+    def __init__(self) -> None:
+        self.closed = False
+        CountedProvider.built.append(self)
+
+    @classmethod
+    def probe(cls, settings: Any) -> Availability:
+        return Availability(True, version="1")
+
+    @classmethod
+    def create(cls, settings: Any, *, policy: Any, source: str) -> CountedProvider:
+        return cls()
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        return AgentResult(text="counted " + request.prompt)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@contextlib.contextmanager
+def counted_provider() -> Iterator[list[CountedProvider]]:
+    """Register :class:`CountedProvider` as ``counted`` for the block; yields the instances built."""
+    CountedProvider.built = []
+    register_provider("counted", CountedProvider)
+    try:
+        yield CountedProvider.built
+    finally:
+        unregister_provider("counted")
+
+
+PAUSES = (
+    "export const meta = { name: 'login', description: 'needs a login half way' }\n"
+    "const a = await agent('first')\n"
+    "return [a, ...(await parallel([() => agent('second'), () => agent('third')]))]\n"
+)
+"""A workflow that pauses (``auth_required``) on :class:`LoggedOutAfterFirst` after its first call."""
+
+
+class LoggedOutAfterFirst:
+    """A provider whose login expires after the call with prompt ``first``: the run pauses."""
+
+    name = "codex"
+    capabilities = ProviderCapabilities()
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        if request.prompt == "first":
+            return AgentResult(text="one")
+        raise ProviderAuthError("codex", "token expired", login_hint="codex login")
+
+    async def aclose(self) -> None:
+        pass  # holds nothing
+
+
+STOPPED = """export const meta = { name: 'stopped', description: 'one broken call and three slow ones' }
+return await parallel([
+  () => agent('broken', { label: 'broken' }),
+  () => agent('slow one', { label: 'slow-1' }),
+  () => agent('slow two', { label: 'slow-2' }),
+  () => agent('slow three', { label: 'slow-3' }),
+])
+"""
+"""With :data:`STOPPED_SCRIPT` at concurrency 2: ``broken`` fails, ``slow-1`` and ``slow-2`` run until
+cancelled, ``slow-3`` is still queued (once 3 ``agent.started`` and 1 ``agent.failed`` were seen)."""
+
+STOPPED_SCRIPT = {
+    "rules": [{"match": {"label": "broken"}, "respond": {"fail": "provider", "message": "HTTP 500"}}],
+    "default": {"text": "late", "delayMs": 120_000},
+}

@@ -3,27 +3,37 @@
 Exit codes: 0 success (a run completed, a file is valid), 1 failure (a run failed or was cancelled,
 a file is invalid), 2 invalid input (bad arguments, a missing file, malformed JSON). No traceback
 reaches the user: every expected error is one line on stderr that says what to fix.
+
+A thin face over :class:`~workflow_mcp.service.WorkflowService` (an import-linter contract keeps it so):
+every run, resume, cancel and store command goes through the service; ``validate`` and ``list`` read
+definitions directly, as they touch no run and no store.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from .errors import (
     InvalidInputError,
     RunFailedError,
+    RunNotFoundError,
     WorkflowLoadError,
     WorkflowMcpError,
     WorkflowNotFoundError,
 )
+
+if TYPE_CHECKING:
+    from .service import PreparedRun, ProviderChoice, RunLimits, WorkflowService
 
 __all__ = ["main"]
 
@@ -47,21 +57,20 @@ def _resolve(path: str) -> str:
     return path
 
 
-def _service(cwd: str | None = None, *, writing: bool = False) -> Any:
+def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowService:
     """The service over the state database. ``writing``: the command records something, so a store
     that cannot be written (read-only, damaged) is refused here, before anything starts."""
     from .service import WorkflowService
-    from .store.sqlite import SqliteStore
 
     try:
-        store = SqliteStore()
+        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=os.environ.get("HOME"), notify=_notice)
     except WorkflowMcpError as exc:
         _fail(str(exc))
-    for notice in store.notices:
+    for notice in service.store_notices:
         click.echo(f"workflow-mcp: warning: {notice}", err=True)
-    if writing and (problem := store.write_problem()) is not None:
+    if writing and (problem := service.store_problem()) is not None:
         _fail(str(problem))
-    return WorkflowService(store, cwd=cwd or os.getcwd(), home=os.environ.get("HOME"), notify=_notice)
+    return service
 
 
 def _notice(line: str) -> None:
@@ -72,7 +81,7 @@ def _notice(line: str) -> None:
         click.echo(f"workflow-mcp: {line}", err=True)
 
 
-def _warn_if_damaged(service: Any) -> None:
+def _warn_if_damaged(service: WorkflowService) -> None:
     """A query on a damaged store still answers what it can, and says how to save the rest."""
     from .errors import StoreCorruptError
 
@@ -174,7 +183,7 @@ def list_(directory: str | None, as_json: bool) -> None:
 
 
 def _read_args(args_json: str | None, args_file: str | None) -> Any:
-    from .engine.run import MISSING
+    from .service import MISSING
 
     if args_json is not None and args_file is not None:
         _fail("give the args either as ARGS_JSON or with --args-file, not both")
@@ -223,33 +232,53 @@ def _depth(value: Any, level: int = 0) -> int:
     return level
 
 
-def _provider(name: str | None, fake_script: str | None) -> Any:
-    """The provider for a run: ``fake`` (optionally scripted) directly; anything else through the
-    registry and routing (workflow-mcp.toml, ``--provider`` overriding it; without either the
-    first ready of codex/claude/acp, announced on stderr). Bad configuration exits 2 naming the
-    file and key, before any agent runs."""
-    from .providers.fake import FakeProvider
+def _choice(name: str | None, fake_script: str | None) -> ProviderChoice:
+    """The provider a run asks for: ``--provider NAME`` (``--fake-script F`` scripts ``--provider
+    fake``); neither: the configuration decides (workflow-mcp.toml; without one the first ready of
+    codex/claude/acp, announced on stderr). The service builds it before any agent runs, refusing bad
+    configuration with the file and key named (exit 2)."""
+    from .service import ProviderChoice, read_fake_script
 
-    if fake_script is not None and name != "fake":
+    if fake_script is None:
+        return ProviderChoice(name)
+    if name != "fake":
         _fail("--fake-script applies only to --provider fake")
-    if name == "fake":
-        if fake_script is None:
-            return FakeProvider()
-        try:
-            return FakeProvider.from_file(fake_script)
-        except WorkflowMcpError as exc:
-            _fail(str(exc))
-    from .providers.routing import build_router
-
     try:
-        # "routing" is what a configured run records as its provider: resume it through config.
-        return build_router(
-            provider=None if name == "routing" else name,
-            cwd=os.getcwd(),
-            on_pick=lambda notice: click.echo(notice, err=True),
-        )
+        return ProviderChoice("fake", read_fake_script(fake_script))
     except WorkflowMcpError as exc:
         _fail(str(exc))
+
+
+#: ``(option, lowest, highest, help)`` of the limits ``run`` and ``resume`` share.
+_LIMITS = (
+    ("--concurrency", 1, 4096, "Agents running at once."),
+    ("--token-budget", 0, 2**53, "budget.total in output tokens."),
+    ("--max-agents", 1, 1000, "Lower the 1,000-call cap."),
+    ("--agent-timeout-ms", 1, 2**40, "Bound each provider call."),
+    ("--sync-timeout-ms", 1, 2**31 - 1, "Synchronous JS limit (30000)."),
+    ("--heap-mb", 16, 1 << 20, "Realm heap limit in MB (1024)."),
+)
+
+
+_LIMIT_KEYS = tuple(name.removeprefix("--").replace("-", "_") for name, *_ in _LIMITS)
+"""The ``RunLimits`` field each option fills (click's parameter names)."""
+
+
+def _limit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The limit options ``run`` and ``resume`` share (a resume may only narrow the run's own), handed
+    to the command as one ``limits`` (:class:`~workflow_mcp.service.RunLimits`)."""
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        from .service import RunLimits
+
+        return fn(limits=RunLimits(**{key: kwargs.pop(key) for key in _LIMIT_KEYS}), **kwargs)
+
+    for name, lowest, highest, text in reversed(_LIMITS):
+        command = click.option(name, type=click.IntRange(min=lowest, max=highest), default=None, help=text)(
+            command
+        )
+    return command
 
 
 @cli.command(name="providers")
@@ -257,44 +286,39 @@ def _provider(name: str | None, fake_script: str | None) -> Any:
 def providers_(as_json: bool) -> None:
     """List agent providers: availability (SDK or binary found, version), capabilities, whether
     each looks logged in (never showing a secret), and what the configuration here chooses."""
-    from .providers.config import load_config
-    from .providers.registry import discover
-    from .providers.routing import AUTO_PICK_ORDER
+    from .service import provider_report
 
     try:
-        conf = load_config(os.getcwd())
+        doc = provider_report(os.getcwd())
     except WorkflowMcpError as exc:
         _fail(str(exc))
-    infos = discover(conf.settings)
-    auto = next(
-        (i.name for n in AUTO_PICK_ORDER for i in infos if i.name == n and i.availability.ready), None
-    )
-    doc = {
-        "config": conf.path,
-        "default": conf.default,
-        "autoPick": None if conf.configured else auto,
-        "policy": conf.policy.to_mapping(),
-        "providers": [i.to_json() for i in infos],
-    }
     if as_json:
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
+    auto = doc["autoPick"]
     click.echo(
-        f"config: {conf.path or 'none'}; default: {conf.default or (auto and f'{auto} (auto)') or 'none'}"
+        f"config: {doc['config'] or 'none'}; default: {doc['default'] or (auto and f'{auto} (auto)') or 'none'}"
     )
-    for info in infos:
-        a = info.availability
-        caps = [k for k, v in info.to_json()["capabilities"].items() if v]
-        state = "ready" if a.ready else ("available" if a.available else "unavailable")
-        login = {True: "logged in", False: "not logged in", None: "login n/a"}[a.logged_in]
-        line = f"{info.name}\t{state}\t{a.version or '-'}\t{login}\t{','.join(caps)}"
-        if a.login:
-            line += f"\t({a.login})"
+    for info in doc["providers"]:
+        caps = [k for k, v in info["capabilities"].items() if v]
+        state = "ready" if info["ready"] else ("available" if info["available"] else "unavailable")
+        login = {True: "logged in", False: "not logged in", None: "login n/a"}[info["loggedIn"]]
+        line = f"{info['name']}\t{state}\t{info['version'] or '-'}\t{login}\t{','.join(caps)}"
+        if info["login"]:
+            line += f"\t({info['login']})"
         click.echo(line)
-        if a.problem:
-            click.echo(
-                f"  {a.problem}" + (f" — install: {a.install}" if a.install and not a.available else "")
-            )
+        if info["problem"]:
+            install = f" — install: {info['install']}" if info["install"] and not info["available"] else ""
+            click.echo(f"  {info['problem']}{install}")
+
+
+_EVENTS_OPTION = click.option(
+    "--events",
+    "events_mode",
+    type=click.Choice(["jsonl", "progress", "none"]),
+    default=None,
+    help="stderr: JSONL events (default when not a TTY), a live progress view (TTY default), or nothing.",
+)
 
 
 @cli.command()
@@ -309,55 +333,23 @@ def providers_(as_json: bool) -> None:
     help="Agent provider: fake, codex, or any registered name (default: configuration).",
 )
 @click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
-@click.option(
-    "--concurrency", type=click.IntRange(min=1, max=4096), default=None, help="Agents running at once."
-)
-@click.option(
-    "--token-budget",
-    type=click.IntRange(min=0, max=2**53),
-    default=None,
-    help="budget.total in output tokens.",
-)
-@click.option(
-    "--max-agents", type=click.IntRange(min=1, max=1000), default=None, help="Lower the 1,000-call cap."
-)
-@click.option(
-    "--agent-timeout-ms",
-    type=click.IntRange(min=1, max=2**40),
-    default=None,
-    help="Bound each provider call.",
-)
-@click.option(
-    "--sync-timeout-ms",
-    type=click.IntRange(min=1, max=2**31 - 1),
-    default=None,
-    help="Synchronous JS limit (30000).",
-)
-@click.option(
-    "--heap-mb", type=click.IntRange(min=16, max=1 << 20), default=None, help="Realm heap limit in MB (1024)."
-)
+@_limit_options
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
-@click.option("--resume-from", default=None, metavar="RUN_ID", help="Reuse the journal of an earlier run.")
-@click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
 @click.option(
-    "--events",
-    "events_mode",
-    type=click.Choice(["jsonl", "progress", "none"]),
+    "--resume-from",
     default=None,
-    help="stderr: JSONL events (default when not a TTY), a live progress view (TTY default), or nothing.",
+    metavar="RUN_ID",
+    help="Reuse the journal of an earlier run (this file, args and limits; `resume` continues a run as it was).",
 )
+@click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
+@_EVENTS_OPTION
 def run(
     target: str,
     args_json: str | None,
     args_file: str | None,
     provider: str | None,
     fake_script: str | None,
-    concurrency: int | None,
-    token_budget: int | None,
-    max_agents: int | None,
-    agent_timeout_ms: int | None,
-    sync_timeout_ms: int | None,
-    heap_mb: int | None,
+    limits: RunLimits,
     profile: str | None,
     resume_from: str | None,
     policy: str,
@@ -366,151 +358,98 @@ def run(
     """Run a workflow file (or a saved workflow by name); print its final value as JSON."""
     import asyncio
 
-    from .definitions.profile import get_profile
-    from .engine.run import RunOptions
-
     target = _resolve(target)
-    fake_script = _resolve(fake_script) if fake_script is not None else None
     args = _read_args(args_json, _resolve(args_file) if args_file is not None else None)
     if policy != "content" and resume_from is None:
         _fail("--policy applies only with --resume-from RUN_ID")
-    try:
-        get_profile(profile)
-    except KeyError as exc:
-        _fail(str(exc.args[0]))
-    prov = _provider(provider, fake_script)
+    choice = _choice(provider, _resolve(fake_script) if fake_script is not None else None)
     service = _service(writing=True)
-    options = RunOptions(
-        concurrency=concurrency,
-        token_budget=token_budget,
-        sync_timeout_ms=sync_timeout_ms,
-        max_agents=max_agents,
-        agent_timeout_ms=agent_timeout_ms,
-        heap_mb=heap_mb or 1024,
-        profile=profile,
-        cwd=os.getcwd(),
-        home=os.environ.get("HOME"),
-    )
-    mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
-    code = asyncio.run(_load_and_run(service, target, prov, args, options, resume_from, policy, mode))
-    sys.exit(code)
+
+    def prepare() -> Awaitable[PreparedRun]:
+        return service.prepare_run(
+            target,
+            provider=choice,
+            args=args,
+            limits=limits,
+            profile=profile,
+            cwd=os.getcwd(),
+            resume_from=resume_from,
+            policy=policy,  # type: ignore[arg-type]  # click.Choice checked it
+        )
+
+    sys.exit(asyncio.run(_execute(service, prepare, _mode(events_mode), invalid="invalid workflow")))
 
 
-async def _load_and_run(
-    service: Any,
-    target: str,
-    provider: Any,
-    args: Any,
-    options: Any,
-    resume_from: str | None,
-    policy: str,
-    mode: str,
+def _mode(events_mode: str | None) -> str:
+    return events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
+
+
+async def _execute(
+    service: WorkflowService, prepare: Callable[[], Awaitable[PreparedRun]], mode: str, *, invalid: str
 ) -> int:
-    """Load ``target`` while the run's realm worker starts, check the syntax in that same worker,
-    then run: one Node process per run."""
-    import asyncio
-
-    from .realm.worker import RealmWorker
-
-    spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
-    await asyncio.sleep(0)
-    try:
-        pending = service.prepare(target, profile=options.profile)
-    except (WorkflowLoadError, WorkflowNotFoundError) as exc:
-        with contextlib.suppress(Exception):
-            await (await spawn).close()
-        _fail(f"invalid workflow: {exc}" if isinstance(exc, WorkflowLoadError) else str(exc))
-    except BaseException:
-        # Never leave the spawn pending: asyncio.run would cancel it mid-creation, and Python 3.11
-        # then waits forever for the half-made process transport.
-        with contextlib.suppress(BaseException):
-            await (await spawn).close()
-        raise
-    worker = await spawn
-    try:
-        workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
-    except WorkflowLoadError as exc:
-        await worker.close()
-        _fail(f"invalid workflow: {exc}")
-    return await _run(service, workflow, provider, args, options, resume_from, policy, mode, worker)
-
-
-async def _run(
-    service: Any,
-    workflow: Any,
-    provider: Any,
-    args: Any,
-    options: Any,
-    resume_from: str | None,
-    policy: str,
-    mode: str,
-    worker: Any = None,
-    replay: Any = None,
-) -> int:
+    """Prepare a run (its worker starts while its source is read, and checks it: one Node process per
+    run), launch it, show its events, print its value; the providers it used are closed at the end.
+    Returns the exit code. ``invalid`` starts the message of a workflow that does not load."""
     import asyncio
 
     from .cli_progress import ProgressView
-    from .providers.fake import FakeProvider
 
-    service.recover()
-    view = ProgressView(workflow.meta.name) if mode == "progress" else None
-
-    quiet = [mode == "none"]
-
-    def on_event(event: Any) -> None:
-        # Showing events is a courtesy: a closed or broken stderr never stops the workflow.
-        if quiet[0]:
-            return
+    try:
+        service.recover()
         try:
-            if mode == "jsonl":
-                sys.stderr.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
-                sys.stderr.flush()
-            elif view is not None:
-                view.update(event)
-        except (OSError, ValueError):
-            quiet[0] = True
+            prepared = await prepare()
+        except WorkflowLoadError as exc:
+            _fail(f"{invalid}: {exc}")
+        except WorkflowMcpError as exc:
+            _fail(str(exc))
+        view = ProgressView(prepared.workflow.meta.name) if mode == "progress" else None
+        quiet = [mode == "none"]
 
-    try:
-        handle = service.start_run(
-            workflow,
-            provider=provider,
-            args=args,
-            options=options,
-            resume_from=resume_from,
-            policy=policy,
-            on_event=on_event,
-            worker=worker,
-            replay=replay,
-            provider_config={"fakeScript": provider.script} if isinstance(provider, FakeProvider) else None,
-        )
-    except WorkflowMcpError as exc:
-        _fail(str(exc))
-    loop = asyncio.get_running_loop()
-    # A closed terminal (SIGHUP) stops the run like Ctrl-C: cancelled, and resumable.
-    for sig in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX loops
-            loop.add_signal_handler(sig, handle.cancel, f"received {signal.Signals(sig).name}")
-    if view is not None:
-        view.start()
-    try:
-        value = await handle.result()
-    except RunFailedError as exc:
+        def on_event(event: Any) -> None:
+            # Showing events is a courtesy: a closed or broken stderr never stops the workflow.
+            if quiet[0]:
+                return
+            try:
+                if mode == "jsonl":
+                    sys.stderr.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+                    sys.stderr.flush()
+                elif view is not None:
+                    view.update(event)
+            except (OSError, ValueError):
+                quiet[0] = True
+
+        try:
+            handle = service.launch(prepared, on_event=on_event)
+        except WorkflowMcpError as exc:
+            _fail(str(exc))
+        loop = asyncio.get_running_loop()
+        # A closed terminal (SIGHUP) stops the run like Ctrl-C: cancelled, and resumable.
+        for sig in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX loops
+                loop.add_signal_handler(sig, handle.cancel, f"received {signal.Signals(sig).name}")
+        if view is not None:
+            view.start()
+        try:
+            value = await handle.result()
+        except RunFailedError as exc:
+            if view is not None:
+                view.stop()
+            click.echo(f"workflow-mcp: run {exc.run_id} {exc.status}: {exc.message}", err=True)
+            if exc.status in ("cancelled", "paused"):
+                click.echo(f"workflow-mcp: resume it with: workflow-mcp resume {exc.run_id}", err=True)
+            elif handle.log.persist_error is not None:
+                click.echo(
+                    f"workflow-mcp: run {exc.run_id} is stored up to its last recorded event; once the store "
+                    f"takes writes again it reads as interrupted: resume it with: workflow-mcp resume {exc.run_id}",
+                    err=True,
+                )
+            return 1
         if view is not None:
             view.stop()
-        click.echo(f"workflow-mcp: run {exc.run_id} {exc.status}: {exc.message}", err=True)
-        if exc.status in ("cancelled", "paused"):
-            click.echo(f"workflow-mcp: resume it with: workflow-mcp resume {exc.run_id}", err=True)
-        elif handle.log.persist_error is not None:
-            click.echo(
-                f"workflow-mcp: run {exc.run_id} is stored up to its last recorded event; once the store "
-                f"takes writes again it reads as interrupted: resume it with: workflow-mcp resume {exc.run_id}",
-                err=True,
-            )
-        return 1
-    if view is not None:
-        view.stop()
-    click.echo(json.dumps(value, ensure_ascii=False))
-    return 0
+        click.echo(json.dumps(value, ensure_ascii=False))
+        return 0
+    finally:
+        await service.shutdown("workflow-mcp stopped")  # closes the providers: no agent process outlives us
 
 
 @cli.command()
@@ -525,97 +464,72 @@ async def _run(
 @click.option(
     "--provider",
     default=None,
-    help="Agent provider: fake, codex, or any registered name (default: configuration).",
+    help="Agent provider: fake, codex, or any registered name (default: the run's own).",
 )
 @click.option("--fake-script", default=None, help="Script for the fake provider (JSON).")
+@_limit_options
 @click.option("--allow-side-effects", is_flag=True, help="Reuse recorded worktree (write-capable) calls too.")
 @click.option(
     "--allow-edits", is_flag=True, help="Claude runs: accept a live copy that differs from the saved script."
 )
-@click.option("--events", "events_mode", type=click.Choice(["jsonl", "progress", "none"]), default=None)
+@_EVENTS_OPTION
 def resume(
     target: str,
     live_copy: str | None,
     policy: str | None,
     provider: str | None,
     fake_script: str | None,
+    limits: RunLimits,
     allow_side_effects: bool,
     allow_edits: bool,
     events_mode: str | None,
 ) -> None:
-    """Continue a stored run (interrupted, cancelled or failed) from its journal, or import a Claude
-    Code run (its wf_*.json record or transcript directory) and continue it here.
+    """Continue a stored run (interrupted, cancelled, paused or failed) from its journal, with its
+    stored script, args, limits, profile, directory and provider (a fake keeps its script); the limit
+    options may only narrow the run's own. Or import a Claude Code run (its wf_*.json record or
+    transcript directory) and continue it here.
 
     Completed calls are replayed, never run again; a new run records what was replayed and what ran
     live. Claude's files are only read, never written."""
     import asyncio
 
-    from .engine.run import RunOptions
+    from .service import RunOverrides
 
-    mode = events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
+    chosen = None if provider is None and fake_script is None else _choice(provider, fake_script)
     service = _service(writing=True)
-    service.recover()
     if os.path.exists(target):
-        from .engine.claude_import import import_claude_run
 
-        try:
-            imported = import_claude_run(
-                service,
+        def prepare() -> Awaitable[PreparedRun]:
+            return service.prepare_claude_resume(
                 target,
                 live_copy,
-                policy=policy or "prefix",  # type: ignore[arg-type]
+                provider=chosen,
+                policy=policy or "prefix",  # type: ignore[arg-type]  # click.Choice checked it
                 allow_side_effects=allow_side_effects,
                 allow_edits=allow_edits,
             )
-        except WorkflowMcpError as exc:
-            _fail(str(exc))
-        claude_provider = _provider(provider, fake_script)
-        options = RunOptions(profile=imported.profile, cwd=os.getcwd(), home=os.environ.get("HOME"))
-        sys.exit(
-            asyncio.run(
-                _run(
-                    service,
-                    imported.workflow,
-                    claude_provider,
-                    imported.args,
-                    options,
-                    imported.resumed_from,
-                    imported.replay.policy,
-                    mode,
-                    replay=imported.replay,
-                )
+
+        sys.exit(asyncio.run(_execute(service, prepare, _mode(events_mode), invalid="invalid workflow")))
+    if live_copy is not None:
+        _fail(f"{target!r} is a stored run of ours: WORKFLOW_JS applies only to Claude Code runs")
+    overrides = RunOverrides(limits=limits, provider=chosen, policy=policy or "content")  # type: ignore[arg-type]
+
+    async def prepare_ours() -> PreparedRun:
+        try:
+            return await service.prepare_resume(target, overrides)
+        except RunNotFoundError:
+            raise RunNotFoundError(target, also_not_a_file=True) from None
+
+    sys.exit(
+        asyncio.run(
+            _execute(
+                service,
+                prepare_ours,
+                _mode(events_mode),
+                invalid=f"the stored script of {target} no longer loads",
             )
         )
-    from .definitions.load import load_workflow
-
-    record = service.store.get_run(target)
-    if record is None:
-        _fail(f"no stored run {target!r} and no such file; `workflow-mcp runs list` shows the runs")
-    stored_script = (record.options.get("providerConfig") or {}).get("fakeScript")
-    if (provider or record.provider) == "fake" and fake_script is None and stored_script is not None:
-        from .providers.fake import FakeProvider
-
-        prov = FakeProvider(stored_script)  # answer the resumed calls as the first run did
-    else:
-        prov = _provider(provider or (record.provider or None), fake_script)
-    try:
-        workflow = load_workflow(record.workflow_path, source=record.source)
-    except WorkflowLoadError as exc:
-        _fail(f"the stored script of {target} no longer loads: {exc}")
-    opts = dict(record.options)
-    options = RunOptions(
-        concurrency=opts.get("concurrency"),
-        token_budget=opts.get("token_budget"),
-        sync_timeout_ms=opts.get("sync_timeout_ms"),
-        max_agents=opts.get("max_agents"),
-        agent_timeout_ms=opts.get("agent_timeout_ms"),
-        heap_mb=opts.get("heap_mb") or 1024,
-        profile=record.profile or None,
-        cwd=record.cwd or os.getcwd(),
-        home=os.environ.get("HOME"),
     )
-    args = service.args_of(target)
-    sys.exit(asyncio.run(_run(service, workflow, prov, args, options, target, policy or "content", mode)))
 
 
 @cli.group()
@@ -660,7 +574,7 @@ def runs_show(run_id: str, as_json: bool) -> None:
     c = state["counts"]
     click.echo(
         f"  agents: {c['completed']} completed, {c['cached']} replayed, {c['failed']} failed, "
-        f"{c['running']} running, {c['queued']} queued"
+        f"{c['cancelled']} cancelled, {c['running']} running, {c['queued']} queued"
     )
     click.echo(
         f"  output tokens: {state['tokenUsage']['output']} (+{state['tokenUsage']['replayedOutput']} replayed)"
@@ -728,10 +642,8 @@ def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
     Lines: {"kind": "run", "run": {...}}, then {"kind": "event", "event": {...}} per event, and
     {"kind": "problem", "runId", "message"} for each part that could not be read. Only reads. Exit 0
     when everything was read, 1 when something could not be."""
-    from .store.salvage import export_runs
-    from .store.sqlite import default_home
+    from .service import export_runs
 
-    path = default_home() / "state.db"
     if out_path is None:
         out = sys.stdout
     else:
@@ -745,7 +657,7 @@ def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
         with contextlib.ExitStack() as stack:
             if out is not sys.stdout:
                 stack.enter_context(out)
-            report = export_runs(path, list(run_ids) or None, out)
+            report = export_runs(list(run_ids) or None, out)
     except WorkflowMcpError as exc:
         _fail(str(exc), 1)
     where = f" to {out_path}" if out_path else ""
@@ -767,12 +679,11 @@ def store_group() -> None:
 @store_group.command(name="check")
 def store_check() -> None:
     """Run SQLite's integrity check. Exit 0 sound, 1 damaged (then nothing more is written to it)."""
-    from .store.salvage import check_store
-    from .store.sqlite import default_home
+    from .service import check_store, state_database
 
-    path = default_home() / "state.db"
+    path = state_database()
     try:
-        problems = check_store(path)
+        problems = check_store()
     except WorkflowMcpError as exc:
         _fail(str(exc), 1)
     if not problems:
@@ -792,12 +703,11 @@ def store_check() -> None:
 def store_repair() -> None:
     """Copy state.db to state.db.bak-<timestamp>, rebuild it (VACUUM INTO, or run by run when pages
     are damaged), check the result and put it in place. Stop every other workflow-mcp process first."""
-    from .store.salvage import repair_store
-    from .store.sqlite import default_home
+    from .service import repair_store, state_database
 
-    path = default_home() / "state.db"
+    path = state_database()
     try:
-        report = repair_store(path)
+        report = repair_store()
     except WorkflowMcpError as exc:
         _fail(str(exc), 1)
     how = "VACUUM INTO" if report.method == "vacuum" else "salvaging run by run"
@@ -858,7 +768,6 @@ def serve(
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
     from .server import ServerPolicy, run_server
-    from .store.sqlite import default_home
 
     for d in trust_dirs:
         if not os.path.isdir(d):
@@ -876,7 +785,7 @@ def serve(
             host=host,
             port=port,
             trust_dirs=trust_dirs,
-            state_dir=str(default_home()),
+            state_dir=service.state_dir,
             policy=ServerPolicy(max_runs=max_runs),
             limits=limits,
         )

@@ -1,9 +1,17 @@
-"""The live progress view of ``workflow-mcp run`` on a terminal (rich): phases, agents, logs."""
+"""The live progress view of ``workflow-mcp run`` on a terminal (rich): phases, agents, logs.
+
+The counts are the projection's (``state.py``, the same fold ``runs show`` uses), so the view and the
+stored run agree: a call stopped because its run was cancelled or paused is counted as cancelled, not
+failed.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
+
+from .events import Event
+from .state import TERMINAL, RunState, StateProjector
 
 __all__ = ["ProgressView"]
 
@@ -16,35 +24,39 @@ class ProgressView:
 
         self.name = name
         self.console = Console(stderr=True)
-        self.phase: str | None = None
-        self.running = 0
-        self.done = 0
-        self.cached = 0
-        self.failed = 0
+        self._projector: StateProjector | None = None
         self.logs: list[str] = []
         self.labels: dict[str, str] = {}  # running agentId -> label
-        self.output_tokens = 0
         self.started = time.monotonic()
-        self.status = "running"
-        self.run_id = ""
         self._live: Any = None
+
+    @property
+    def state(self) -> RunState | None:
+        """The run's state so far (``None`` before its first event)."""
+        return self._projector.state if self._projector is not None else None
 
     def _render(self) -> Any:
         from rich.markup import escape
         from rich.table import Table
 
+        state = self.state
+        c = state.counts() if state is not None else RunState(run_id="").counts()
         table = Table.grid(padding=(0, 1))
         # Workflow text is shown as text, never interpreted as markup.
         head = f"[bold]{escape(self.name)}[/bold]"
-        if self.run_id:
-            head += f"  [dim]{self.run_id}[/dim]"
-        if self.phase:
-            head += f"  phase: [cyan]{escape(self.phase)}[/cyan]"
+        if state is not None:
+            head += f"  [dim]{state.run_id}[/dim]"
+            if state.current_phase:
+                head += f"  phase: [cyan]{escape(state.current_phase)}[/cyan]"
         table.add_row(head)
+        output = state.token_usage["output"] if state is not None else 0
         table.add_row(
-            f"agents: [yellow]{self.running} running[/yellow], [green]{self.done} done[/green], "
-            f"{self.cached} replayed, [red]{self.failed} failed[/red]  ·  {self.output_tokens:,} output tokens  ·  "
-            f"{time.monotonic() - self.started:.1f} s  ·  {self.status}"
+            f"agents: [yellow]{c['running']} running[/yellow], [green]{c['completed']} done[/green], "
+            f"{c['cached']} replayed, [red]{c['failed']} failed[/red], {c['cancelled']} cancelled"
+        )
+        table.add_row(
+            f"{output:,} output tokens  ·  {time.monotonic() - self.started:.1f} s  ·  "
+            f"{state.status if state is not None else 'running'}"
         )
         running = list(self.labels.values())
         if running:
@@ -66,32 +78,22 @@ class ProgressView:
             self._live.stop()
             self._live = None
 
-    def update(self, event: Any) -> None:
+    def update(self, event: Event) -> None:
         from rich.markup import escape
 
+        if self._projector is None:
+            self._projector = StateProjector(RunState(run_id=event.run_id))
+        self._projector.apply(event)
         t = event.type
-        self.run_id = event.run_id
-        if t == "phase.started":
-            self.phase = str(event.payload.get("title"))
-        elif t == "agent.started":
-            self.running += 1
+        if t == "agent.started":
             self.labels[event.agent_id or ""] = str(event.payload.get("label", ""))[:40]
-        elif t == "agent.completed":
-            self.running -= 1
-            self.done += 1
+        elif t in ("agent.completed", "agent.failed"):
             self.labels.pop(event.agent_id or "", None)
-            self.output_tokens += int((event.payload.get("tokenUsage") or {}).get("output", 0))
-        elif t == "agent.failed":
-            self.running -= 1
-            self.failed += 1
-            self.labels.pop(event.agent_id or "", None)
-        elif t in ("run.completed", "run.failed", "run.cancelled"):
-            self.status = t.split(".")[1]
-        elif t == "agent.cached":
-            self.cached += 1
         elif t == "log":
             self.logs.append(escape(str(event.payload.get("message", ""))))
         elif t == "warning":
             self.logs.append("[yellow]warning:[/yellow] " + escape(str(event.payload.get("message", ""))))
+        if self._projector.state.status in TERMINAL:
+            self.labels.clear()
         if self._live is not None:
             self._live.update(self._render())

@@ -3,8 +3,10 @@
     WorkflowMcpError                 root: every error this package raises on purpose
     ├── WorkflowLoadError            a workflow file or source broke a loading rule (rule, path, line, column)
     ├── WorkflowNotFoundError        a workflow name or path did not resolve
+    │   └── RunNotFoundError         a run id names no stored run
     ├── InvalidInputError            a caller gave bad input (args JSON, a fake script, an option)
-    │   └── PathRefusedError         a path lies outside the server's project roots or in its state directory
+    │   ├── PathRefusedError         a path lies outside the server's project roots or in its state directory
+    │   └── LimitWideningError       a resume asked for a wider limit than the run it continues had
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
     ├── RunFailedError               a run ended failed (carries the run id and the message)
@@ -26,10 +28,12 @@ from __future__ import annotations
 __all__ = [
     "AgentCallRefusedError",
     "InvalidInputError",
+    "LimitWideningError",
     "PathRefusedError",
     "RealmError",
     "RunClaimedError",
     "RunFailedError",
+    "RunNotFoundError",
     "SequenceConflictError",
     "SourceNotApprovedError",
     "StoreCorruptError",
@@ -87,6 +91,19 @@ class WorkflowNotFoundError(WorkflowMcpError):
     """Raised when a workflow name or path does not resolve to a readable file."""
 
 
+class RunNotFoundError(WorkflowNotFoundError):
+    """Raised when ``run_id`` names no stored run (status, events, cancel, resume, …).
+
+    ``also_not_a_file``: the caller would have read ``run_id`` as a path too (``workflow-mcp resume``
+    takes a Claude Code run record or transcript directory as well), and no such file exists.
+    """
+
+    def __init__(self, run_id: str, *, also_not_a_file: bool = False) -> None:
+        self.run_id = run_id
+        what = f"no stored run {run_id!r}" + (" and no such file" if also_not_a_file else "")
+        super().__init__(f"{what}; `workflow-mcp runs list` (MCP: the resource list) shows the stored runs")
+
+
 class InvalidInputError(WorkflowMcpError):
     """Raised when a caller's input is malformed (args JSON, a fake script, an option value)."""
 
@@ -125,6 +142,28 @@ class PathRefusedError(InvalidInputError):
                 "root, or restart the server with --trust DIR to add one [outside-roots]"
             )
         super().__init__(message)
+
+
+class LimitWideningError(InvalidInputError):
+    """Raised when a resume asks for a limit wider than the run it continues had: a resume may only
+    narrow ``limit`` (``tokenBudget``, ``concurrency``, ``maxAgents``, ``agentTimeoutMs``,
+    ``syncTimeoutMs``, ``heapMb``). ``stored`` is the run's value (``None``: unbounded),
+    ``asked`` the override. A wider limit needs a new run that reuses the journal."""
+
+    def __init__(self, run_id: str, limit: str, *, stored: int | None, asked: int | None) -> None:
+        self.run_id = run_id
+        self.limit = limit
+        self.stored = stored
+        self.asked = asked
+        bound = "no bound" if stored is None else f"{stored:,}"
+        wanted = "no bound" if asked is None else f"{asked:,}"
+        keep = "leave it out" if stored is None else f"leave it out or give at most {stored:,}"
+        super().__init__(
+            f"run {run_id} ran with {limit} {bound}; a resume continues a run under its own limits and may only "
+            f"narrow them, not widen this one to {wanted}: {keep}. For a wider limit, start a new run that "
+            f"reuses its journal: `workflow-mcp run FILE --resume-from {run_id}` with the limit (MCP: "
+            "workflow_run with name, path or script, the limit and resumeFromRunId)"
+        )
 
 
 class SourceNotApprovedError(WorkflowMcpError):

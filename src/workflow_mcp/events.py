@@ -8,7 +8,14 @@ Envelope (schemaVersion 1)::
 ``sequence`` is monotonic per run starting at 1; ``eventId`` is ``<runId>:<sequence>`` and so stable
 across re-reads. Families: ``run.*``, ``phase.*``, ``agent.queued|started|output.delta|completed|
 failed|cached``, ``log``, ``warning``, ``artifact.created``. Provider-specific names never appear
-here: adapters translate them. Status is always a projection of these events (see ``state.py``).
+here: adapters translate them. Status is always a projection of these events (see ``state.py``, which
+also says which ``run.*`` events end a run).
+
+An agent call that ends without a result emits one ``agent.failed`` whose ``payload.reason`` says why:
+``cancelled`` (its run was cancelled or paused; projections count the call as cancelled, not failed),
+``error``, ``provider_failed``, ``stalled``, ``no_structured_output``, ``schema_validation`` or
+``auth_required``. There is no separate ``agent.cancelled`` type, so every consumer of the closed set
+keeps working.
 """
 
 from __future__ import annotations
@@ -23,7 +30,6 @@ from typing import Any, Final
 __all__ = [
     "EVENT_TYPES",
     "SCHEMA_VERSION",
-    "TERMINAL_TYPES",
     "Event",
     "EventLog",
     "utc_now",
@@ -56,7 +62,6 @@ EVENT_TYPES: Final = frozenset(
         "artifact.created",
     }
 )
-TERMINAL_TYPES: Final = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
 
 
 _second: list[Any] = [-1, ""]

@@ -1,11 +1,22 @@
 """``WorkflowService``: the one facade the CLI, the MCP server and the Python API use.
 
-It joins definitions (load, validate, discover), the engine (runs), providers and the store. Every
-run it starts is recorded in the store before its first event, and every event is committed before
-it is published, so a run survives the process that started it: ``recover()`` marks runs left
-``running`` by a dead process as ``interrupted``, and ``start_run(..., resume_from=…)`` continues any
+It joins definitions (load, validate, discover), the engine (runs), providers and the store, and owns
+every use case of a run: :meth:`~WorkflowService.start`, :meth:`~WorkflowService.resume` (the stored
+source, args, limits, profile, directory, provider choice and fake script; overrides may only narrow
+the limits), :meth:`~WorkflowService.cancel`, :meth:`~WorkflowService.await_run`, and the lifetime of
+the providers runs use (built once per configuration by a
+:class:`~workflow_mcp.providers.pool.ProviderPool`, shared by the runs, closed by
+:meth:`~WorkflowService.shutdown`). The CLI and the MCP server call only this.
+
+Every run it starts is recorded in the store before its first event, and every event is committed
+before it is published, so a run survives the process that started it: ``recover()`` marks runs left
+``running`` by a dead process as ``interrupted``, and :meth:`~WorkflowService.resume` continues any
 earlier run from its journal. Starting or resuming a run claims it in the store (one executor per
 run), so a second resume of the same run is refused instead of running its calls twice.
+
+A run's syntax check runs in the run's own Node worker (one process per run, not two): a run from a
+file or a stored source is prepared while its worker starts (:meth:`~WorkflowService.prepare_run`,
+:meth:`~WorkflowService.prepare_resume`), then launched (:meth:`~WorkflowService.launch`).
 """
 
 from __future__ import annotations
@@ -15,11 +26,13 @@ import contextlib
 import json
 import os
 import socket
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
+from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
 from .definitions.agents import AgentTypesReport, check_agent_types
 from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
 from .definitions.load import (
@@ -31,21 +44,47 @@ from .definitions.load import (
     prepare_workflow,
     validate_workflow,
 )
-from .definitions.profile import get_profile
+from .definitions.profile import Profile, get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy, json_value_problem
 from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
-from .errors import InvalidInputError, StoreError, WorkflowMcpError, WorkflowNotFoundError
+from .errors import (
+    InvalidInputError,
+    RunNotFoundError,
+    StoreError,
+    WorkflowMcpError,
+    WorkflowNotFoundError,
+)
 from .events import Event, utc_now
 from .providers.base import AgentProvider
+from .providers.pool import ProviderPool
+from .providers.registry import ProviderInfo, available, provider_names
 from .realm.worker import RealmWorker
-from .state import RunState, project_state
+from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import HEARTBEAT_S
 from .store.base import RunRecord, RunStore
 from .store.sqlite import default_home
 
-__all__ = ["ChildCheck", "RunSummary", "WorkflowService"]
+if TYPE_CHECKING:
+    from .store.salvage import ExportReport, RepairReport
+
+__all__ = [
+    "MISSING",
+    "ChildCheck",
+    "PreparedRun",
+    "ProviderChoice",
+    "RunLimits",
+    "RunOverrides",
+    "RunSummary",
+    "WorkflowService",
+    "check_store",
+    "export_runs",
+    "provider_report",
+    "read_fake_script",
+    "repair_store",
+    "state_database",
+]
 
 
 @dataclass(frozen=True)
@@ -54,7 +93,7 @@ class RunSummary:
 
     run_id: str
     workflow: str
-    status: str
+    status: RunStatus
     created_at: str
     provider: str
     resumed_from: str | None
@@ -70,16 +109,68 @@ class RunSummary:
         }
 
 
-_STATUS_OF = {
-    "run.queued": "queued",
-    "run.started": "running",
-    "run.resumed": "running",
-    "run.paused": "paused",
-    "run.completed": "completed",
-    "run.failed": "failed",
-    "run.cancelled": "cancelled",
-    "run.interrupted": "interrupted",
-}
+class _LiveState:
+    """The projected state of a run this service executes, folded forward as each batch of its events
+    is committed, so reading it never re-reads the log. Folds happen on the event loop; a reader in a
+    worker thread takes a copy under the lock.
+
+    ``stale``: a batch was refused by the store, so from then on the store, not this state, says what
+    is durable (``status`` reads the store again). ``changed`` is set (and replaced) after every fold;
+    ``ended`` once the state is terminal or stale."""
+
+    __slots__ = ("changed", "ended", "lock", "projector", "stale")
+
+    def __init__(self, run_id: str) -> None:
+        self.projector = StateProjector(RunState(run_id=run_id))
+        self.lock = threading.Lock()
+        self.changed = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.stale = False
+
+    @property
+    def state(self) -> RunState:
+        return self.projector.state
+
+    def fold(self, batch: Iterable[Event]) -> None:
+        with self.lock:
+            self.projector.apply_all(batch)
+        self._wake(ended=self.projector.state.status in TERMINAL)
+
+    def refused(self) -> None:
+        self.stale = True
+        self._wake(ended=True)
+
+    def _wake(self, *, ended: bool) -> None:
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+        if ended:
+            self.ended.set()
+
+    def snapshot(self) -> RunState:
+        with self.lock:
+            return self.projector.state.copy()
+
+
+def _profile(name: str | None) -> Profile:
+    """The profile called ``name`` (default the newest).
+
+    Raises:
+        InvalidInputError: no such profile (the message lists the known ones).
+    """
+    try:
+        return get_profile(name)
+    except KeyError as exc:
+        raise InvalidInputError(str(exc.args[0])) from None
+
+
+def _check_policy(policy: str) -> None:
+    if policy not in ("content", "prefix"):
+        raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
+
+
+def _stored_args(record: RunRecord) -> Any:
+    """The args run ``record`` was started with (``MISSING``: none, so ``args`` was ``undefined``)."""
+    return MISSING if record.args_json is None else json.loads(record.args_json)
 
 
 def _interrupted(record: RunRecord, sequence: int, reason: str) -> Event:
@@ -94,12 +185,13 @@ def _interrupted(record: RunRecord, sequence: int, reason: str) -> Event:
 
 
 class WorkflowService:
-    """Facade over definitions, runs and the store.
+    """Facade over definitions, runs, providers and the store.
 
     ``store`` is any :class:`~workflow_mcp.store.RunStore`; ``cwd``/``home`` anchor discovery.
-    ``notify`` receives one line for the user whenever this service recorded something they did not
-    ask for (a recovery pass that marked runs ``interrupted``); the CLI and the MCP server write it to
-    stderr. Without it the service is silent.
+    ``notify`` receives one line for the user whenever this service recorded or chose something they
+    did not ask for (a recovery pass that marked runs ``interrupted``, the provider picked when nothing
+    is configured); the CLI and the MCP server write it to stderr. Without it the service is silent.
+    ``providers`` is the pool the runs' providers come from (default: a new one).
     """
 
     def __init__(
@@ -109,16 +201,50 @@ class WorkflowService:
         cwd: str | None = None,
         home: str | None = None,
         notify: Callable[[str], None] | None = None,
+        providers: ProviderPool | None = None,
     ) -> None:
         self.store = store
         self.cwd = cwd or os.getcwd()
         self.home = home
         self.notify = notify
+        self.providers = providers or ProviderPool(on_pick=self._picked)
+        self._closing: set[asyncio.Task[None]] = set()  # workers of prepared runs that were not launched
         self.live: dict[str, RunHandle] = {}
+        self._states: dict[str, _LiveState] = {}  # the runs of self.live, their state kept as they go
         self._starting: set[str] = set()  # runs being created: claimed in the store, not yet live
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        cwd: str | None = None,
+        home: str | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> WorkflowService:
+        """The service over the state database, ``$WORKFLOW_MCP_HOME/state.db`` (SQLite; created 0600 in
+        a 0700 directory). ``store_notices`` then says what opening it changed or found (e.g. loose file
+        modes tightened).
+
+        Raises:
+            StoreError: the database cannot be opened (damaged, from a newer release; the message says).
+        """
+        from .store.sqlite import SqliteStore
+
+        return cls(SqliteStore(), cwd=cwd, home=home, notify=notify)
+
+    def _picked(self, notice: str) -> None:
+        """The routing's line naming the provider it picked when nothing is configured, for ``notify``
+        (the routing writes it as a command-line message; ``notify`` lines leave the prefix to the face)."""
+        if self.notify is not None:
+            self.notify(notice.removeprefix("workflow-mcp: "))
+
+    @property
+    def store_notices(self) -> list[str]:
+        """What opening the store changed or found, one line each, for the user."""
+        return list(getattr(self.store, "notices", ()))
 
     # -- definitions -------------------------------------------------------------------------
     def validate(
@@ -130,8 +256,12 @@ class WorkflowService:
         check_syntax: bool = True,
     ) -> ValidationReport:
         """Validate a file or inline source; never raises for an invalid workflow (see the report).
-        ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`."""
-        return validate_workflow(path, source=source, profile=get_profile(profile), check_syntax=check_syntax)
+        ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`.
+
+        Raises:
+            InvalidInputError: ``profile`` names no known profile.
+        """
+        return validate_workflow(path, source=source, profile=_profile(profile), check_syntax=check_syntax)
 
     def agent_types(
         self,
@@ -145,7 +275,7 @@ class WorkflowService:
         run started there would (:func:`~workflow_mcp.definitions.agents.check_agent_types`), with
         personal agents read from ``home``; ``reachable`` as in :meth:`list_workflows`."""
         return check_agent_types(
-            warnings, cwd or self.cwd, self.home, profile=get_profile(profile), reachable=reachable
+            warnings, cwd or self.cwd, self.home, profile=_profile(profile), reachable=reachable
         )
 
     def list_workflows(self, cwd: str | None = None, *, reachable: Reachable | None = None) -> Discovery:
@@ -173,7 +303,7 @@ class WorkflowService:
             name,
             cwd or self.cwd,
             self.home,
-            profile=get_profile(profile),
+            profile=_profile(profile),
             check_syntax=check_syntax,
             reachable=reachable,
         )
@@ -188,35 +318,42 @@ class WorkflowService:
         Raises:
             WorkflowNotFoundError: neither a file nor a known name.
             WorkflowLoadError: the file breaks a loading rule.
+            InvalidInputError: ``profile`` names no known profile.
         """
-        base = cwd or self.cwd
-        prof = get_profile(profile)
-        candidate = Path(base, target).expanduser()
-        looks_like_path = target.endswith(".js") or os.sep in target or target.startswith(".")
-        if candidate.is_file() or looks_like_path:
-            if not candidate.exists():
-                raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
-            return load_workflow(str(candidate), profile=prof, check_syntax=check_syntax)
-        return resolve_workflow(target, base, self.home, profile=prof).workflow
+        file, prof = self._file_of(target, cwd, profile)
+        if file is not None:
+            return load_workflow(file, profile=prof, check_syntax=check_syntax)
+        return resolve_workflow(target, cwd or self.cwd, self.home, profile=prof).workflow
 
-    def prepare(self, target: str, *, cwd: str | None = None, profile: str | None = None) -> PendingWorkflow:
-        """Like :meth:`load`, leaving V8's syntax check of a file to the caller (the CLI runs it in the
-        run's own worker, so a run starts one Node process, not two); the verdict and its wording are
-        :meth:`load`'s. A name resolves through discovery, which has already checked it.
+    def _pending(self, target: str, *, cwd: str | None = None, profile: str | None = None) -> PendingWorkflow:
+        """Like :meth:`load`, leaving V8's syntax check of a file to the caller (a run does it in its own
+        worker, so it starts one Node process, not two); the verdict and its wording are :meth:`load`'s.
+        A name resolves through discovery, which has already checked it.
 
         Raises:
             WorkflowNotFoundError: neither a file nor a known name.
             WorkflowLoadError: the file breaks a static loading rule.
         """
-        base = cwd or self.cwd
-        prof = get_profile(profile)
-        candidate = Path(base, target).expanduser()
+        file, prof = self._file_of(target, cwd, profile)
+        if file is not None:
+            return prepare_workflow(file, profile=prof)
+        return PendingWorkflow.of(resolve_workflow(target, cwd or self.cwd, self.home, profile=prof).workflow)
+
+    def _file_of(self, target: str, cwd: str | None, profile: str | None) -> tuple[str | None, Profile]:
+        """``(file, profile)``: the file ``target`` names (``None``: it is a workflow name).
+
+        Raises:
+            WorkflowNotFoundError: ``target`` looks like a path and no such file exists.
+            InvalidInputError: ``profile`` is unknown.
+        """
+        prof = _profile(profile)
+        candidate = Path(cwd or self.cwd, target).expanduser()
         looks_like_path = target.endswith(".js") or os.sep in target or target.startswith(".")
         if candidate.is_file() or looks_like_path:
             if not candidate.exists():
                 raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
-            return prepare_workflow(str(candidate), profile=prof)
-        return PendingWorkflow.of(resolve_workflow(target, base, self.home, profile=prof).workflow)
+            return str(candidate), prof
+        return None, prof
 
     # -- runs --------------------------------------------------------------------------------
     def start_run(
@@ -233,21 +370,24 @@ class WorkflowService:
         on_event: Callable[[Event], None] | None = None,
         worker: RealmWorker | None = None,
         replay: Replay | None = None,
-        provider_config: dict[str, Any] | None = None,
+        provider_choice: ProviderChoice | None = None,
         child_check: ChildCheck | None = None,
     ) -> RunHandle:
-        """Record and start a run; returns its live handle. Needs a running event loop.
+        """Record and start a run of a loaded ``workflow`` on a ``provider`` the caller built (and
+        closes); returns its live handle. Needs a running event loop. :meth:`start` and :meth:`resume`
+        are the use cases built on it.
 
         ``resume_from`` reuses the journal of an earlier run (any status) under ``policy``; a ready
         ``replay`` (e.g. an imported Claude Code run, with ``resume_from`` naming it) is used as is.
         ``idempotency_key`` returns the already-started run for a repeated key (``owner`` scopes
-        keys). ``on_event`` sees each event after it is committed. ``provider_config`` (JSON) is
-        recorded with the run so a resume can rebuild the same provider (e.g. a fake script).
+        keys). ``on_event`` sees each event after it is committed. ``provider_choice`` is recorded with
+        the run so a resume makes the same choice (default: what ``provider`` stands for, a fake's
+        script included). ``worker`` is a spawned realm worker the run takes over (else it spawns one).
         ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
         runs (the MCP server passes its file scope and source approval; default: every child may run).
 
         Raises:
-            WorkflowNotFoundError: ``resume_from`` names no stored run.
+            RunNotFoundError: ``resume_from`` names no stored run.
             InvalidInputError: ``policy`` is unknown, ``resume_from`` is still running, or ``args``
                 cannot cross to the realm and the store (a non-finite number, a lone UTF-16
                 surrogate, nested past 256 levels).
@@ -271,8 +411,7 @@ class WorkflowService:
         if opts.worktree_root is None:
             opts = RunOptions(**{**opts.__dict__, "worktree_root": str(default_home() / "worktrees")})
         if resume_from is not None and replay is None:
-            if policy not in ("content", "prefix"):
-                raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
+            _check_policy(policy)
             self._refuse_resuming_a_live_run(resume_from)
             replay = self.replay_for(resume_from, policy)
         run_id = new_run_id()
@@ -289,9 +428,9 @@ class WorkflowService:
                 for k, v in opts.__dict__.items()
                 if v is not None and k not in ("cwd", "home", "worktree_root")
             }
-            | ({"providerConfig": provider_config} if provider_config else {}),
+            | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
-            profile=get_profile(opts.profile).name,
+            profile=_profile(opts.profile).name,
             cwd=opts.cwd,
             resumed_from=resume_from,
             resume_policy=policy if resume_from else None,
@@ -307,8 +446,15 @@ class WorkflowService:
             self._starting.discard(run_id)
             raise
 
+        live = self._states[run_id] = _LiveState(run_id)
+
         def persist(batch: list[Event]) -> None:
-            self.store.append_many(batch)
+            try:
+                self.store.append_many(batch)
+            except BaseException:
+                live.refused()
+                raise
+            live.fold(batch)
             if on_event is not None:
                 for event in batch:
                     on_event(event)
@@ -330,6 +476,316 @@ class WorkflowService:
         self._ensure_watcher()
         return handle
 
+    # -- run use cases -----------------------------------------------------------------------
+    def provider_names(self) -> list[str]:
+        """Every registered provider name, sorted (entry points and in-process registrations)."""
+        return provider_names()
+
+    def provider_info(self, name: str) -> ProviderInfo:
+        """What probing provider ``name`` finds (installed, version, login), starting no agent.
+
+        Raises:
+            UnknownProviderError: ``name`` is not registered.
+        """
+        return available(name)
+
+    def provider(self, choice: ProviderChoice, *, cwd: str | None = None) -> AgentProvider:
+        """The provider ``choice`` names for a run in ``cwd`` (default: the service's directory; the
+        configuration there routes a choice without a name), from the service's pool: built once per
+        configuration, shared by the runs, closed by :meth:`shutdown`.
+
+        Raises (before any agent runs):
+            InvalidInputError: a malformed fake script; an unknown or unavailable provider or a bad
+                configuration (subclasses that name the configuration file and key).
+        """
+        return self.providers.get(choice.name, cwd=cwd or self.cwd, fake_script=choice.fake_script)
+
+    def _provider_of(
+        self, wanted: ProviderChoice | AgentProvider, cwd: str
+    ) -> tuple[AgentProvider, ProviderChoice]:
+        if isinstance(wanted, ProviderChoice):
+            return self.provider(wanted, cwd=cwd), wanted
+        return wanted, ProviderChoice.of_provider(wanted)  # the caller's own: the caller closes it
+
+    async def prepare_run(
+        self,
+        target: str | Workflow,
+        *,
+        provider: ProviderChoice | AgentProvider | None = None,
+        args: Any = MISSING,
+        limits: RunLimits | None = None,
+        ceiling: RunLimits | None = None,
+        profile: str | None = None,
+        cwd: str | None = None,
+        resume_from: str | None = None,
+        policy: ResumePolicy = "content",
+        replay: Replay | None = None,
+    ) -> PreparedRun:
+        """Check a new run without recording anything; :meth:`launch` starts it, :meth:`start` does both.
+
+        ``target`` is a file path or a workflow name (resolved from ``cwd``, default the service's
+        directory) — read while the run's Node worker starts, its syntax then checked in that worker —
+        or an already loaded :class:`Workflow`. ``provider``: a :class:`ProviderChoice` (default: the
+        configuration in ``cwd`` decides), or a provider the caller built and closes. ``limits`` are the
+        run's own (:class:`RunLimits`), each at most ``ceiling``'s (a server's policy). ``profile``
+        defaults to a loaded workflow's. ``resume_from`` reuses an earlier run's journal under
+        ``policy`` (a new source with the limits given here; :meth:`prepare_resume` continues a run
+        under its own); a ready ``replay`` (an imported Claude Code run) is used as is.
+
+        Raises:
+            WorkflowNotFoundError: ``target`` is neither a file nor a visible workflow name.
+            RunNotFoundError: ``resume_from`` names no stored run.
+            WorkflowLoadError: the workflow breaks a loading rule (V8's verdict included).
+            InvalidInputError: an unknown profile or resume policy, ``resume_from`` still running, or
+                a provider that cannot be built (see :meth:`provider`).
+            RealmError: the run's Node worker could not start.
+        """
+        run_cwd = cwd or self.cwd
+        if profile is None and isinstance(target, Workflow):
+            profile = target.profile
+        _profile(profile)
+        journal = resume_from if replay is None else None
+        if journal is not None:
+            _check_policy(policy)
+            self._refuse_resuming_a_live_run(journal)
+        options = (
+            (limits or RunLimits()).within(ceiling).options(profile=profile, cwd=run_cwd, home=self.home)
+        )
+        wanted = provider or ProviderChoice()
+        if isinstance(target, Workflow):
+            agent, choice = self._provider_of(wanted, run_cwd)
+            if journal is not None:
+                replay = self.replay_for(journal, policy)
+            return PreparedRun(target, agent, choice, args, options, resume_from, policy, replay)
+        name = target
+
+        def read() -> tuple[PendingWorkflow, Replay | None]:
+            pending = self._pending(name, cwd=run_cwd, profile=profile)
+            return pending, self.replay_for(journal, policy) if journal is not None else replay
+
+        return await self._prepare_in_own_worker(
+            read, wanted, args=args, options=options, resume_from=resume_from, policy=policy
+        )
+
+    async def prepare_resume(
+        self, run_id: str, overrides: RunOverrides | None = None, *, ceiling: RunLimits | None = None
+    ) -> PreparedRun:
+        """Check the continuation of stored run ``run_id`` without recording anything; :meth:`launch`
+        starts it, :meth:`resume` does both.
+
+        The run continues as it was started: its stored source (checked by V8 in the new run's own
+        worker), args, limits (``concurrency``, ``tokenBudget``, ``maxAgents``, ``agentTimeoutMs``,
+        ``syncTimeoutMs``, heap), profile, directory and provider choice with its fake script, replaying
+        every finished agent call of its journal. ``overrides`` (:class:`RunOverrides`) may narrow the
+        limits, and replace the provider, args, directory or resume policy; ``ceiling`` (a server's
+        policy) caps the limits.
+
+        Raises:
+            RunNotFoundError: no stored run ``run_id``.
+            LimitWideningError: an override widens one of the run's limits.
+            InvalidInputError: the run is still running, an unknown resume policy, or a provider that
+                cannot be built (see :meth:`provider`).
+            WorkflowLoadError: the stored source no longer loads (e.g. under a newer profile).
+            RealmError: the run's Node worker could not start.
+        """
+        o = overrides or RunOverrides()
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise RunNotFoundError(run_id)
+        _check_policy(o.policy)
+        self._refuse_resuming_a_live_run(run_id)
+        profile = _profile(record.profile or None)
+        limits = RunLimits.of_options(record.options).narrowed(o.limits, run_id=run_id, profile=profile)
+        run_cwd = o.cwd or record.cwd or self.cwd
+        stored = ProviderChoice.of_record(record)
+        wanted = o.provider.instead_of(stored) if isinstance(o.provider, ProviderChoice) else o.provider
+        options = limits.within(ceiling).options(profile=profile.name, cwd=run_cwd, home=self.home)
+
+        def read() -> tuple[PendingWorkflow, Replay | None]:
+            pending = prepare_workflow(record.workflow_path, source=record.source, profile=profile)
+            return pending, self.replay_for(run_id, o.policy)
+
+        return await self._prepare_in_own_worker(
+            read,
+            wanted or stored,
+            args=o.args if o.args is not MISSING else _stored_args(record),
+            options=options,
+            resume_from=run_id,
+            policy=o.policy,
+        )
+
+    def launch(
+        self,
+        prepared: PreparedRun,
+        *,
+        idempotency_key: str | None = None,
+        owner: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        child_check: ChildCheck | None = None,
+    ) -> RunHandle:
+        """Record and start a prepared run; returns its live handle. Synchronous, so nothing runs between
+        a caller's last check (its run cap, an idempotency key) and the run's claim in the store. A
+        repeated ``idempotency_key`` (scoped by ``owner``) returns the run already started with it.
+        ``on_event`` and ``child_check`` are :meth:`start_run`'s.
+
+        Raises:
+            the errors of :meth:`start_run` (the prepared worker is then stopped).
+        """
+        existing = self.store.find_idempotent(owner, idempotency_key) if idempotency_key is not None else None
+        if existing is not None and existing.run_id in self.live:
+            self._discard_later(prepared)
+            return self.live[existing.run_id]
+        try:
+            return self.start_run(
+                prepared.workflow,
+                provider=prepared.provider,
+                args=prepared.args,
+                options=prepared.options,
+                resume_from=prepared.resume_from,
+                policy=prepared.policy,
+                idempotency_key=idempotency_key,
+                owner=owner,
+                on_event=on_event,
+                worker=prepared.worker,
+                replay=prepared.replay,
+                provider_choice=prepared.choice,
+                child_check=child_check,
+            )
+        except BaseException:
+            self._discard_later(prepared)
+            raise
+
+    async def start(
+        self,
+        target: str | Workflow,
+        *,
+        provider: ProviderChoice | AgentProvider | None = None,
+        args: Any = MISSING,
+        limits: RunLimits | None = None,
+        ceiling: RunLimits | None = None,
+        profile: str | None = None,
+        cwd: str | None = None,
+        resume_from: str | None = None,
+        policy: ResumePolicy = "content",
+        idempotency_key: str | None = None,
+        owner: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        child_check: ChildCheck | None = None,
+    ) -> RunHandle:
+        """Start a run: :meth:`prepare_run` then :meth:`launch` (arguments and errors are theirs)."""
+        prepared = await self.prepare_run(
+            target,
+            provider=provider,
+            args=args,
+            limits=limits,
+            ceiling=ceiling,
+            profile=profile,
+            cwd=cwd,
+            resume_from=resume_from,
+            policy=policy,
+        )
+        return self.launch(
+            prepared, idempotency_key=idempotency_key, owner=owner, on_event=on_event, child_check=child_check
+        )
+
+    async def resume(
+        self,
+        run_id: str,
+        overrides: RunOverrides | None = None,
+        *,
+        ceiling: RunLimits | None = None,
+        idempotency_key: str | None = None,
+        owner: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        child_check: ChildCheck | None = None,
+    ) -> RunHandle:
+        """Continue stored run ``run_id`` under its own options: :meth:`prepare_resume` then
+        :meth:`launch` (arguments and errors are theirs). The new run replays every finished call."""
+        prepared = await self.prepare_resume(run_id, overrides, ceiling=ceiling)
+        return self.launch(
+            prepared, idempotency_key=idempotency_key, owner=owner, on_event=on_event, child_check=child_check
+        )
+
+    async def prepare_claude_resume(
+        self,
+        path: str,
+        live_copy: str | None = None,
+        *,
+        provider: ProviderChoice | AgentProvider | None = None,
+        policy: ResumePolicy = "prefix",
+        allow_side_effects: bool = False,
+        allow_edits: bool = False,
+    ) -> PreparedRun:
+        """Import the Claude Code run at ``path`` (its ``wf_*.json`` record or transcript directory; only
+        read, never written) and prepare its continuation here, replaying its journal under ``policy``
+        (default ``prefix``, Claude's rule). ``live_copy`` runs a live workflow file instead of the saved
+        script (byte-identical unless ``allow_edits``); ``allow_side_effects`` also replays recorded
+        worktree calls. See :func:`~workflow_mcp.engine.claude_import.import_claude_run`.
+
+        Raises:
+            ClaudeImportError: (and its subclasses) the run cannot be read or does not match.
+            InvalidInputError: a provider that cannot be built (see :meth:`provider`).
+        """
+        from .engine.claude_import import import_claude_run
+
+        imported = import_claude_run(
+            self,
+            path,
+            live_copy,
+            policy=policy,
+            allow_side_effects=allow_side_effects,
+            allow_edits=allow_edits,
+        )
+        return await self.prepare_run(
+            imported.workflow,
+            provider=provider,
+            args=imported.args,
+            profile=imported.profile,
+            resume_from=imported.resumed_from,
+            policy=imported.replay.policy,
+            replay=imported.replay,
+        )
+
+    async def _prepare_in_own_worker(
+        self,
+        read: Callable[[], tuple[PendingWorkflow, Replay | None]],
+        wanted: ProviderChoice | AgentProvider,
+        *,
+        args: Any,
+        options: RunOptions,
+        resume_from: str | None,
+        policy: ResumePolicy,
+    ) -> PreparedRun:
+        """Start the run's Node worker first; while it boots, ``read()`` the source and the journal (in
+        a thread) and build the provider; then take V8's verdict on the source from that same worker. A
+        run costs one Node process, not two, and the host's share of its start overlaps Node's. The
+        worker is stopped if anything fails."""
+        spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
+        try:
+            pending, replay = await asyncio.to_thread(read)  # meanwhile the loop starts the worker
+            agent, choice = self._provider_of(wanted, options.cwd or self.cwd)
+            worker = await spawn
+        except BaseException:
+            # Never leave the spawn pending: an event loop that closes cancels it mid-creation, and
+            # Python 3.11 then waits forever for the half-made process transport.
+            with contextlib.suppress(BaseException):
+                await (await spawn).close()
+            raise
+        try:
+            workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
+        except BaseException:
+            await worker.close()
+            raise
+        return PreparedRun(workflow, agent, choice, args, options, resume_from, policy, replay, worker)
+
+    def _discard_later(self, prepared: PreparedRun) -> None:
+        """Stop a prepared run's worker that will not be launched (:meth:`shutdown` waits for it)."""
+        if prepared.worker is None:
+            return
+        task = asyncio.get_running_loop().create_task(prepared.discard())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     def cancel(self, run_id: str, reason: str = "cancelled by the user") -> str:
         """Cancel a run wherever it runs: directly when this process owns it, else through the store
         (the owning process notices within ``CANCEL_POLL_S``). Returns what happened:
@@ -337,18 +793,17 @@ class WorkflowService:
         run had already ended.
 
         Raises:
-            WorkflowNotFoundError: unknown run id.
+            RunNotFoundError: unknown run id.
         """
         handle = self.live.get(run_id)
         if handle is not None and handle.status == "running":
             handle.cancel(reason)
             return "cancelling"
         if self.store.get_run(run_id) is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+            raise RunNotFoundError(run_id)
         self.recover()
-        last = self.store.last_run_event(run_id)
-        status = _STATUS_OF.get(last or "", "queued")
-        if status in ("completed", "failed", "cancelled", "interrupted"):
+        status = status_of(self.store.last_run_event(run_id))
+        if status in TERMINAL:
             return status
         self.store.request_cancel(run_id, reason)
         return "requested"
@@ -409,30 +864,32 @@ class WorkflowService:
         prompt: str,
         options: dict[str, Any] | None = None,
         *,
-        provider: AgentProvider,
-        run_options: RunOptions | None = None,
+        provider: ProviderChoice | AgentProvider | None = None,
+        limits: RunLimits | None = None,
         idempotency_key: str | None = None,
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> RunHandle:
         """One agent call (``options`` as agent()'s: label, schema, model, effort, agentType, …)
-        through ``provider`` — routing, schema validation and re-asks, events and the journal exactly
-        as inside a workflow. The handle's ``result()`` is the agent's answer (``None`` on a provider
-        failure or skip).
+        through ``provider`` (as for :meth:`start`) — routing, schema validation and re-asks, events and
+        the journal exactly as inside a workflow — under ``limits``. The handle's ``result()`` is the
+        agent's answer (``None`` on a provider failure or skip).
 
         Raises:
-            InvalidInputError: ``options`` is not a JSON object.
+            InvalidInputError: ``options`` is not a JSON object, or the provider cannot be built.
         """
         if options is not None and not isinstance(options, dict):
             raise InvalidInputError('agent options must be a JSON object, e.g. {"label": "triage"}')
+        agent, choice = self._provider_of(provider or ProviderChoice(), self.cwd)
         return self.start_run(
             self.agent_workflow(),
-            provider=provider,
+            provider=agent,
             args={"prompt": prompt, "options": options or {}},
-            options=run_options,
+            options=(limits or RunLimits()).options(profile=None, cwd=self.cwd, home=self.home),
             idempotency_key=idempotency_key,
             owner=owner,
             on_event=on_event,
+            provider_choice=choice,
         )
 
     def _refuse_resuming_a_live_run(self, run_id: str) -> None:
@@ -443,7 +900,7 @@ class WorkflowService:
         if run_id in self.live and self.live[run_id].status == "running":
             raise InvalidInputError(f"run {run_id} is still running here; wait for it or cancel it first")
         self.recover()
-        if self.store.last_run_event(run_id) in ("run.started", "run.queued", "run.resumed"):
+        if status_of(self.store.last_run_event(run_id)) not in TERMINAL:
             raise InvalidInputError(
                 f"run {run_id} is still running (process {record.owner_pid} on {record.owner_host}); "
                 f"wait for it, or cancel it with `workflow-mcp runs cancel {run_id}`, then resume"
@@ -452,7 +909,7 @@ class WorkflowService:
     def replay_for(self, run_id: str, policy: ResumePolicy) -> Replay:
         """The replay index built from ``run_id``'s journal (results it computed or replayed)."""
         if self.store.get_run(run_id) is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+            raise RunNotFoundError(run_id)
         records: list[JournalRecord] = []
         for row in self.store.journal(run_id):
             if row.status not in ("completed", "cached") or row.result_json is None:
@@ -475,32 +932,31 @@ class WorkflowService:
             )
         return Replay(records, policy)
 
-    def args_of(self, run_id: str) -> Any:
-        """The stored args of a run (``MISSING`` when it had none)."""
-        record = self.store.get_run(run_id)
-        if record is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
-        return MISSING if record.args_json is None else json.loads(record.args_json)
-
     #: Events read per store query when a whole log is needed: the store is shared by every client of a
     #: server, and one query over a million events would hold it for seconds.
     EVENT_PAGE = 5_000
 
     def status(self, run_id: str) -> RunState:
-        """The projected state of a stored run. The log is read in pages of :attr:`EVENT_PAGE` events;
-        this is CPU work in proportion to the run's events, so async callers run it in a thread.
+        """The projected state of a stored run (a copy: later events do not change it).
+
+        For a run this service executes, the state it keeps as the run's events are committed (the same
+        state a projection of the stored log gives, without reading it). For any other run the log is
+        read in pages of :attr:`EVENT_PAGE` events; that is CPU work in proportion to the run's events,
+        so async callers run it in a thread.
 
         Raises:
-            WorkflowNotFoundError: unknown run id.
+            RunNotFoundError: unknown run id.
         """
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            return live.snapshot()
         if self.store.get_run(run_id) is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
+            raise RunNotFoundError(run_id)
         return project_state(self._all_events(run_id), run_id=run_id)
 
-    def _all_events(self, run_id: str) -> Iterator[Event]:
-        """Every event of ``run_id`` in order, read :attr:`EVENT_PAGE` at a time (the store's lock is
-        held for one page, never for the whole log)."""
-        after = 0
+    def _all_events(self, run_id: str, after: int = 0) -> Iterator[Event]:
+        """Every event of ``run_id`` after sequence ``after``, in order, read :attr:`EVENT_PAGE` at a time
+        (the store's lock is held for one page, never for the whole log)."""
         while True:
             page = self.store.events(run_id, after, self.EVENT_PAGE)
             yield from page
@@ -525,18 +981,17 @@ class WorkflowService:
 
     def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         if self.store.get_run(run_id) is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
+            raise RunNotFoundError(run_id)
         return self.store.events(run_id, after, limit)
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
         out = []
         for r in self.store.list_runs(limit):
-            last = self.store.last_run_event(r.run_id)
             out.append(
                 RunSummary(
                     run_id=r.run_id,
                     workflow=r.workflow_name,
-                    status=_STATUS_OF.get(last or "", "queued"),
+                    status=self._stored_status(r.run_id),
                     created_at=r.created_at,
                     provider=r.provider,
                     resumed_from=r.resumed_from,
@@ -630,51 +1085,36 @@ class WorkflowService:
         Raises:
             WorkflowLoadError: the source breaks a loading rule.
         """
-        return load_workflow(label, source=source, profile=get_profile(profile), check_syntax=check_syntax)
+        return load_workflow(label, source=source, profile=_profile(profile), check_syntax=check_syntax)
 
-    def load_stored(self, run_id: str) -> Workflow:
-        """The workflow a stored run ran: its recorded source, loaded again (for a resume).
+    def load_stored(self, run_id: str, *, check_syntax: bool = True) -> Workflow:
+        """The workflow a stored run ran: its recorded source, loaded again (its source hash and path
+        are what source approval judges; ``check_syntax=False`` skips V8 as in :meth:`load`, which
+        :meth:`prepare_resume` runs in the resumed run's own worker).
 
         Raises:
-            WorkflowNotFoundError: unknown run id.
+            RunNotFoundError: unknown run id.
             WorkflowLoadError: the stored source no longer loads (e.g. under a newer profile).
         """
         record = self.store.get_run(run_id)
         if record is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}; `workflow-mcp runs list` shows the runs")
-        return load_workflow(record.workflow_path, source=record.source, profile=record.profile or None)
-
-    def make_options(
-        self,
-        *,
-        concurrency: int | None = None,
-        token_budget: int | None = None,
-        max_agents: int | None = None,
-        agent_timeout_ms: int | None = None,
-        profile: str | None = None,
-        cwd: str | None = None,
-    ) -> RunOptions:
-        """Run options for :meth:`start_run` (``cwd`` defaults to the service's; ``home`` is the service's),
-        so callers need not import the engine."""
-        return RunOptions(
-            concurrency=concurrency,
-            token_budget=token_budget,
-            max_agents=max_agents,
-            agent_timeout_ms=agent_timeout_ms,
-            profile=profile,
-            cwd=cwd or self.cwd,
-            home=self.home,
+            raise RunNotFoundError(run_id)
+        return load_workflow(
+            record.workflow_path,
+            source=record.source,
+            profile=record.profile or None,
+            check_syntax=check_syntax,
         )
 
     def owner_of(self, run_id: str) -> str | None:
         """The ``owner`` a run was started with (``None``: the local user).
 
         Raises:
-            WorkflowNotFoundError: unknown run id.
+            RunNotFoundError: unknown run id.
         """
         record = self.store.get_run(run_id)
         if record is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
+            raise RunNotFoundError(run_id)
         return record.owner
 
     def find_idempotent_run(self, key: str, owner: str | None = None) -> str | None:
@@ -689,55 +1129,64 @@ class WorkflowService:
         by_id = {s.run_id: s for s in self.list_runs(scan)}
         return [by_id[i] for i in ids if i in by_id]
 
-    def run_status(self, run_id: str) -> str:
-        """The run's status from its newest ``run.*`` event (cheaper than :meth:`status`).
+    def run_status(self, run_id: str) -> RunStatus:
+        """The run's status from its newest ``run.*`` event (cheaper than :meth:`status`; for a run
+        this service executes, read from the state it keeps, without a query).
 
         Raises:
-            WorkflowNotFoundError: unknown run id.
+            RunNotFoundError: unknown run id.
         """
-        handle = self.live.get(run_id)
-        if handle is not None and handle.status == "running":
-            return "running"
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            return live.state.status
         if self.store.get_run(run_id) is None:
-            raise WorkflowNotFoundError(f"no stored run {run_id!r}")
-        return _STATUS_OF.get(self.store.last_run_event(run_id) or "", "queued")
+            raise RunNotFoundError(run_id)
+        return self._stored_status(run_id)
+
+    def _stored_status(self, run_id: str) -> RunStatus:
+        return status_of(self.store.last_run_event(run_id))
 
     def artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
         """``(name, mime_type, data)`` of one stored artifact, or ``None``."""
         return self.store.get_artifact(run_id, artifact_id)
 
     def _has_ended(self, run_id: str) -> bool:
-        return self.run_status(run_id) in ("completed", "failed", "cancelled", "interrupted")
+        return self.run_status(run_id) in TERMINAL
+
+    def _following(self, run_id: str) -> tuple[RunHandle, _LiveState] | None:
+        """The handle and kept state of a run this service still executes (its state is current)."""
+        handle, live = self.live.get(run_id), self._states.get(run_id)
+        if handle is None or live is None or live.stale or handle.done:
+            return None
+        return handle, live
 
     async def wait_events(
         self, run_id: str, after: int = 0, limit: int | None = None, wait_ms: int = 0
     ) -> list[Event]:
         """The durable events with ``sequence > after`` (at most ``limit``); when there are none yet
-        and the run has not ended, wait up to ``wait_ms`` milliseconds for the next one.
+        and the run has not ended (:data:`~workflow_mcp.state.TERMINAL`), wait up to ``wait_ms``
+        milliseconds for the next one.
 
         Events always come from the store (persisted before published), so a cursor taken from one
-        answer never skips or repeats an event in the next, whichever process owns the run. A live run
-        of this process is followed through its event log; a run owned by another process is polled
-        every ``STORE_POLL_S``. Cancelling the wait never affects the run.
+        answer never skips or repeats an event in the next, whichever process owns the run. A run this
+        service executes wakes the wait as soon as its next batch is committed; a run owned by another
+        process is polled every ``STORE_POLL_S``. Cancelling the wait never affects the run.
 
         Raises:
-            WorkflowNotFoundError: unknown run id.
+            RunNotFoundError: unknown run id.
         """
         events = self.events(run_id, after, limit)
         if events or wait_ms <= 0 or self._has_ended(run_id):
             return events
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
-        handle = self.live.get(run_id)
-        if handle is not None:
-            follow = handle.events(after)
-            try:
-                async with asyncio.timeout(wait_ms / 1000):
-                    await anext(follow, None)
-            except TimeoutError:
-                pass
-            finally:
-                await follow.aclose()  # type: ignore[attr-defined]  # an async generator underneath
+        following = self._following(run_id)
+        if following is not None:
+            live = following[1]
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    while live.state.last_sequence <= after and not live.ended.is_set():
+                        await live.changed.wait()
             return self.events(run_id, after, limit)
         self.recover()  # a run whose process died is interrupted, not waited for
         while True:
@@ -752,37 +1201,63 @@ class WorkflowService:
         run_id: str,
         wait_ms: int,
         *,
-        on_events: Callable[[list[Event]], Awaitable[None]] | None = None,
+        on_progress: Callable[[RunState], Awaitable[None]] | None = None,
     ) -> RunState:
-        """Wait up to ``wait_ms`` milliseconds for the run to end; return its projected state (terminal
-        or not). ``on_events`` is awaited with each batch of new events while waiting (progress).
-        Cancelling the wait never cancels the run.
+        """Wait up to ``wait_ms`` milliseconds for the run to end; return its projected state (a copy,
+        terminal or not). A run that has already ended — any status of
+        :data:`~workflow_mcp.state.TERMINAL`, ``paused`` included — returns at once.
+
+        ``on_progress`` is awaited with the run's current state (read it, do not keep or change it)
+        whenever new events were committed while waiting. A run this service executes is followed
+        through the state it keeps (its log is never read again); a run owned by another process is
+        read from the store every ``STORE_POLL_S``, each event once. Every wait sleeps and is bounded by
+        ``wait_ms``; cancelling it never cancels the run.
 
         Raises:
-            WorkflowNotFoundError: unknown run id.
+            RunNotFoundError: unknown run id.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, wait_ms) / 1000
-        cursor = self.store.last_sequence(run_id)
-        while not self._has_ended(run_id):
-            remaining_ms = int((deadline - loop.time()) * 1000)
-            if remaining_ms <= 0:
-                break
-            if on_events is None:
-                handle = self.live.get(run_id)
-                if handle is not None:
-                    try:
-                        async with asyncio.timeout(remaining_ms / 1000):
-                            await handle.wait()
-                    except TimeoutError:
-                        break
-                    continue
-            batch = await self.wait_events(run_id, cursor, 1000, remaining_ms)
-            if batch:
-                cursor = batch[-1].sequence
-                if on_events is not None:
-                    await on_events(batch)
-        return await asyncio.to_thread(self.status, run_id)  # a long log must not stall the event loop
+        live, handle = self._states.get(run_id), self.live.get(run_id)
+        if live is not None and handle is not None and not live.stale:
+            seen = live.state.last_sequence
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    if on_progress is None:
+                        await live.ended.wait()
+                    else:
+                        while not live.ended.is_set():
+                            await live.changed.wait()
+                            if live.state.last_sequence > seen:
+                                seen = live.state.last_sequence
+                                await on_progress(live.state)
+                    await handle.wait()  # its end is stored; its worker is being stopped (a few ms)
+            if not live.stale:
+                return live.snapshot()
+        return await self._await_stored(run_id, deadline, on_progress)
+
+    async def _await_stored(
+        self, run_id: str, deadline: float, on_progress: Callable[[RunState], Awaitable[None]] | None
+    ) -> RunState:
+        """:meth:`await_run` for a run this service does not execute: poll the store until the run has
+        ended or ``deadline`` (loop time) has passed."""
+        loop = asyncio.get_running_loop()
+        self.recover()  # a run whose process died is interrupted, not waited for
+        if on_progress is None:
+            while self.run_status(run_id) not in TERMINAL and (remaining := deadline - loop.time()) > 0:
+                await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+            return await asyncio.to_thread(self.status, run_id)  # a long log must not stall the loop
+        state = await asyncio.to_thread(self.status, run_id)
+        projector = StateProjector(state)
+        while state.status not in TERMINAL and (remaining := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+            seen = state.last_sequence
+            # Only the events after the state's newest, folded in a thread (a busy run's new pages
+            # must not stall the loop); this loop is the only writer of ``state``.
+            await asyncio.to_thread(projector.apply_all, self._all_events(run_id, after=seen))
+            if state.last_sequence > seen:
+                await on_progress(state)
+        return state
 
     def prune_finished(self, keep: int = 100) -> int:
         """Forget the in-memory handles of finished runs beyond the newest ``keep`` (their events and
@@ -792,19 +1267,103 @@ class WorkflowService:
         dropped = finished[: max(0, len(finished) - keep)]
         for rid in dropped:
             del self.live[rid]
+            self._states.pop(rid, None)
         return len(dropped)
 
     async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:
-        """Cancel every run this process still runs (each ends ``cancelled`` and stays resumable) and
-        wait up to ``timeout_s`` for them to record their last event. Returns the cancelled run ids."""
+        """Cancel every run this process still runs (each ends ``cancelled`` and stays resumable), wait
+        up to ``timeout_s`` for them to record their last event, then close every provider the pool
+        built (their agent processes stop). Returns the cancelled run ids. The service stays usable: a
+        later run builds its provider afresh."""
         running = [h for h in self.live.values() if h.status == "running"]
         for handle in running:
             handle.cancel(reason)
-        if running:
+        pending = [*(h.wait() for h in running), *self._closing]
+        if pending:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout_s):
-                    await asyncio.gather(*(h.wait() for h in running), return_exceptions=True)
+                    await asyncio.gather(*pending, return_exceptions=True)
+        await self.providers.aclose()  # after the runs: their agent processes stop with them
         return [h.run_id for h in running]
+
+
+# -- the state database, and the providers installed here: what the CLI's admin commands ask ----------
+def state_database() -> Path:
+    """The state database's file: ``$WORKFLOW_MCP_HOME/state.db`` (default ``~/.workflow-mcp``)."""
+    return default_home() / "state.db"
+
+
+def check_store() -> list[str]:
+    """SQLite's ``PRAGMA integrity_check`` of :func:`state_database`: ``[]`` when sound, else its findings.
+
+    Raises:
+        StoreError: the file cannot be opened at all.
+    """
+    from .store.salvage import check_store as check
+
+    return check(state_database())
+
+
+def repair_store() -> RepairReport:
+    """Copy :func:`state_database` to ``state.db.bak-<timestamp>``, rebuild it (``VACUUM INTO``, or run by
+    run when pages are damaged), check the result and put it in place. Other processes must be stopped.
+
+    Raises:
+        StoreError: it cannot be repaired (the original stays where it was; the message says why).
+    """
+    from .store.salvage import repair_store as repair
+
+    return repair(state_database())
+
+
+def export_runs(run_ids: list[str] | None, out: TextIO) -> ExportReport:
+    """Write runs (all, or ``run_ids``) of :func:`state_database` and their events to ``out`` as JSON
+    lines, reading what it can even from a damaged database (see ``workflow-mcp runs export``).
+
+    Raises:
+        StoreError: the file cannot be opened at all.
+    """
+    from .store.salvage import export_runs as export
+
+    return export(state_database(), run_ids, out)
+
+
+def read_fake_script(path: str) -> dict[str, Any]:
+    """The fake provider's script in the UTF-8 JSON file ``path`` (the CLI's ``--fake-script``), checked.
+
+    Raises:
+        InvalidInputError: the file cannot be read, is not JSON or breaks the script format (the
+            message starts with the file's path).
+    """
+    from .providers.fake import FakeProvider
+
+    return FakeProvider.from_file(path).script
+
+
+def provider_report(cwd: str) -> dict[str, Any]:
+    """What ``workflow-mcp providers --json`` prints: ``{"config", "default", "autoPick", "policy",
+    "providers": [ProviderInfo.to_json() …]}`` for the configuration that applies in ``cwd``. Probing
+    starts no agent (at most a ``--version``).
+
+    Raises:
+        ProviderConfigError: the configuration file is malformed (file and key named).
+    """
+    from .providers.config import load_config
+    from .providers.registry import discover
+    from .providers.routing import AUTO_PICK_ORDER
+
+    conf = load_config(cwd)
+    infos = discover(conf.settings)
+    auto = next(
+        (i.name for n in AUTO_PICK_ORDER for i in infos if i.name == n and i.availability.ready), None
+    )
+    return {
+        "config": conf.path,
+        "default": conf.default,
+        "autoPick": None if conf.configured else auto,
+        "policy": conf.policy.to_mapping(),
+        "providers": [i.to_json() for i in infos],
+    }
 
 
 def _recovery_notice(marked: list[str], here: set[str], kept: list[str]) -> str:

@@ -23,7 +23,15 @@ from typing import Any
 
 import pytest
 
-from workflow_mcp import FakeProvider, MemoryStore, RunFailedError, RunOptions, WorkflowService, load_workflow
+from workflow_mcp import (
+    FakeProvider,
+    MemoryStore,
+    RunFailedError,
+    RunOptions,
+    WorkflowService,
+    load_workflow,
+    project_state,
+)
 from workflow_mcp.engine.run import MISSING
 from workflow_mcp.events import Event
 
@@ -79,7 +87,10 @@ async def run_case(case_dir: Path, tmp: Path) -> tuple[str, Any, str | None, lis
         result, message = await asyncio.wait_for(handle.result(), RUN_TIMEOUT_S), None
     except RunFailedError as exc:
         result, message = None, exc.message
-    return handle.status, result, message, handle.log.events, service.events(handle.run_id)
+    stored = service.events(handle.run_id)
+    # The state the service kept as the run's events were committed is the projection of its log.
+    assert service.status(handle.run_id).to_json() == project_state(stored, run_id=handle.run_id).to_json()
+    return handle.status, result, message, handle.log.events, stored
 
 
 def test_every_runtime_case_folder_has_a_case_file_and_a_workflow() -> None:

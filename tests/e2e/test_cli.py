@@ -73,6 +73,8 @@ def test_args_file_is_read_as_one_json_value(tmp_path: Path) -> None:
         (["run", "ok.js", "--args-file", "missing.json", "--provider", "fake"], "cannot read"),
         (["validate", "missing.js"], "missing.js"),
         (["runs", "show", "run_nope"], "no stored run"),
+        (["resume", "run_nope"], "no stored run 'run_nope' and no such file"),
+        (["runs", "cancel", "run_nope"], "no stored run"),
         (["list", "not-a-dir"], "not a directory"),
     ],
 )
@@ -192,6 +194,31 @@ def test_resume_replays_a_finished_run_without_calling_the_provider(tmp_path: Pa
     types = [json.loads(line)["type"] for line in again.stderr.splitlines()]
     assert "agent.cached" in types and "agent.started" not in types
     assert json.loads(again.stdout) == json.loads(first.stdout)
+
+
+BUDGETED = (
+    "export const meta = { name: 'budgeted', description: 'calls until its budget is spent' }\n"
+    "let n = 0\n"
+    "while (n < 50 && budget.remaining() > 0) { await agent('call ' + n, { label: 'c' + n }); n++ }\n"
+    "return n\n"
+)
+
+
+def test_resume_keeps_the_runs_budget_narrows_it_on_request_and_refuses_to_widen_it(tmp_path: Path) -> None:
+    wf = write(tmp_path / "budgeted.js", BUDGETED)
+    script = write(tmp_path / "fake.json", '{"default": {"text": "ok", "tokens": {"output": 10}}}')
+    fake = ["--provider", "fake", "--fake-script", str(script)]
+    first = cli("run", str(wf), *fake, "--token-budget", "30", "--events", "jsonl", cwd=tmp_path)
+    assert first.returncode == 0 and first.stdout.strip() == "3", first.stderr
+    run_id = json.loads(first.stderr.splitlines()[0])["runId"]
+    kept = cli("resume", run_id, "--events", "none", cwd=tmp_path)
+    narrowed = cli("resume", run_id, "--token-budget", "20", "--events", "none", cwd=tmp_path)
+    widened = cli("resume", run_id, "--token-budget", "31", "--events", "none", cwd=tmp_path)
+    assert (kept.returncode, kept.stdout.strip()) == (0, "3"), kept.stderr
+    assert (narrowed.returncode, narrowed.stdout.strip()) == (0, "2"), narrowed.stderr
+    assert widened.returncode == 2 and widened.stdout == ""
+    assert f"run {run_id} ran with tokenBudget (--token-budget) 30" in widened.stderr
+    no_traceback(widened)
 
 
 def test_the_shipped_examples_run_on_the_fake_provider(tmp_path: Path) -> None:

@@ -32,6 +32,9 @@ class WritingProvider:
             commit(Path(request.cwd))
         return AgentResult(text=request.prompt)
 
+    async def aclose(self) -> None:
+        pass  # holds nothing
+
 
 BODY = (
     "export const meta = { name: 'wt', description: 'worktree calls' }\n"

@@ -1,4 +1,5 @@
-"""``project_state``: the pure projection of a run's events to its state."""
+"""``project_state``: the pure projection of a run's events to its state, the incremental projector it
+uses, and the one status vocabulary."""
 
 from __future__ import annotations
 
@@ -9,6 +10,18 @@ from typing import Any
 import pytest
 
 from workflow_mcp import Event, FakeProvider, RunOptions, load_workflow, project_state, run_workflow
+from workflow_mcp.state import (
+    RESUMABLE,
+    RUN_STATUSES,
+    STATUS_OF_EVENT,
+    TERMINAL,
+    TERMINAL_EVENTS,
+    RunState,
+    StateProjector,
+    status_of,
+)
+
+from helpers import PAUSES, STOPPED, STOPPED_SCRIPT, LoggedOutAfterFirst
 
 BODY = """export const meta = {
   name: 'state-demo', description: 'phases, logs, agents', phases: [{ title: 'A' }, { title: 'B' }],
@@ -74,7 +87,14 @@ def test_the_state_of_a_completed_run_has_its_result_counts_phases_and_logs(comp
     assert doc["status"] == "completed"
     assert state.terminal
     assert doc["result"] == {"a": ["one", "two"], "b": "three", "c": None}
-    assert doc["counts"] == {"queued": 0, "running": 0, "completed": 3, "failed": 1, "cached": 0}
+    assert doc["counts"] == {
+        "queued": 0,
+        "running": 0,
+        "completed": 3,
+        "failed": 1,
+        "cancelled": 0,
+        "cached": 0,
+    }
     assert doc["phases"] == [{"title": "A", "status": "completed"}, {"title": "B", "status": "completed"}]
     assert doc["currentPhase"] == "B"
     assert doc["logs"][0] == "first line"
@@ -163,3 +183,140 @@ def test_projecting_no_events_needs_a_run_id() -> None:
     with pytest.raises(ValueError):
         project_state([])
     assert project_state([], run_id="run_empty").to_json()["status"] == "queued"
+
+
+def test_agent_counts_always_cover_every_state_and_sum_to_the_calls(completed: list[Event]) -> None:
+    counts = project_state(completed).counts()
+    assert list(counts) == ["queued", "running", "completed", "failed", "cancelled", "cached"]
+    assert sum(counts.values()) == len(project_state(completed).agents)
+
+
+def cancelled_events() -> list[Event]:
+    """A run of four calls at concurrency 2: one fails, two run until the run is cancelled, one is still
+    queued when it is."""
+
+    async def scenario() -> list[Event]:
+        handle = run_workflow(
+            load_workflow(source=STOPPED),
+            provider=FakeProvider(STOPPED_SCRIPT),
+            options=RunOptions(concurrency=2),
+        )
+
+        async def two_running_one_failed() -> None:
+            started = failed = 0
+            async for event in handle.events():
+                started += event.type == "agent.started"
+                failed += event.type == "agent.failed"
+                if started == 3 and failed == 1:
+                    return
+
+        await asyncio.wait_for(two_running_one_failed(), 60)
+        handle.cancel("stopped by the test")
+        await asyncio.wait_for(handle.wait(), 60)
+        return handle.log.events
+
+    return asyncio.run(scenario())
+
+
+def test_calls_stopped_by_cancelling_their_run_are_counted_cancelled_not_failed() -> None:
+    events = cancelled_events()
+    stopped = [e for e in events if e.type == "agent.failed" and e.payload["reason"] == "cancelled"]
+    assert len(stopped) == 2  # the event contract is unchanged: agent.failed, reason cancelled
+    state = project_state(events)
+    assert state.status == "cancelled"
+    assert state.counts() == {
+        "queued": 0,
+        "running": 0,
+        "completed": 0,
+        "failed": 1,
+        "cancelled": 3,  # the two running calls, and the one still queued when the run ended
+        "cached": 0,
+    }
+    by_label = {a.label: a.state for a in state.agents.values()}
+    assert by_label == {
+        "broken": "failed",
+        "slow-1": "cancelled",
+        "slow-2": "cancelled",
+        "slow-3": "cancelled",
+    }
+
+
+@pytest.fixture(scope="module")
+def recorded_logs(completed: list[Event]) -> dict[str, list[Event]]:
+    """Event logs recorded from real runs (the real Node realm and engine): completed with a failed
+    call, failed, cancelled with calls in flight and queued, paused for a login, and resumed with
+    replayed calls."""
+
+    async def paused_then_resumed() -> tuple[list[Event], list[Event]]:
+        from workflow_mcp import MemoryStore, WorkflowService
+
+        service = WorkflowService(MemoryStore())
+        wf = load_workflow(source=PAUSES)
+        first = service.start_run(wf, provider=LoggedOutAfterFirst())
+        await asyncio.wait_for(first.wait(), 60)
+        second = service.start_run(
+            wf, provider=FakeProvider({"default": {"echo": True}}), resume_from=first.run_id
+        )
+        await asyncio.wait_for(second.wait(), 60)
+        return first.log.events, second.log.events
+
+    paused, resumed = asyncio.run(paused_then_resumed())
+    return {
+        "completed": completed,
+        "failed": run_events(
+            "export const meta = { name: 'f', description: 'd' }\nthrow new RangeError('out')"
+        ),
+        "cancelled": cancelled_events(),
+        "paused": paused,
+        "resumed": resumed,
+    }
+
+
+def test_a_recorded_log_folded_one_event_at_a_time_gives_the_projection_of_every_prefix(
+    recorded_logs: dict[str, list[Event]],
+) -> None:
+    for name, log in recorded_logs.items():
+        assert project_state(log).status == name if name != "resumed" else "completed"
+        projector = StateProjector(RunState(run_id=log[0].run_id))
+        for k, event in enumerate(log, start=1):
+            projector.apply(event)
+            whole = project_state(log[:k])
+            assert projector.state.to_json() == whole.to_json(), (name, k, event.type)
+            counts = projector.state.counts()
+            recount = {s: sum(1 for a in whole.agents.values() if a.state == s) for s in counts}
+            assert counts == recount, (name, k)
+            # any split point: folding the rest into the head gives the same state too
+            head = project_state(log[:k])
+            assert project_state(log[k:], into=head).to_json() == project_state(log).to_json(), (name, k)
+
+
+def test_a_copy_of_a_state_does_not_change_with_later_events(completed: list[Event]) -> None:
+    cut = len(completed) // 2
+    projector = StateProjector(project_state(completed[:cut]))
+    snapshot = projector.state.copy()
+    before = snapshot.to_json()
+    projector.apply_all(completed[cut:])
+    assert snapshot.to_json() == before
+    assert snapshot.to_json() == project_state(completed[:cut]).to_json()
+    assert projector.state.to_json() == project_state(completed).to_json()
+
+
+@pytest.mark.parametrize(
+    ("newest", "status"),
+    [
+        (None, "queued"),
+        ("run.started", "running"),
+        ("run.paused", "paused"),
+        ("run.interrupted", "interrupted"),
+        ("run.cancelled", "cancelled"),
+    ],
+)
+def test_a_runs_newest_status_event_names_its_status(newest: str | None, status: str) -> None:
+    assert status_of(newest) == status
+
+
+def test_the_status_vocabulary_says_which_statuses_have_ended_and_which_resume() -> None:
+    assert set(RUN_STATUSES) - TERMINAL == {"queued", "running"}
+    assert TERMINAL - {"completed"} == RESUMABLE
+    assert {t for t, s in STATUS_OF_EVENT.items() if s in TERMINAL} == TERMINAL_EVENTS
+    assert "run.paused" in TERMINAL_EVENTS and "run.cancellation_requested" not in STATUS_OF_EVENT

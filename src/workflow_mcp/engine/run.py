@@ -60,6 +60,7 @@ from ..realm.worker import (
     RealmWorker,
     encode_message,
 )
+from ..state import RunStatus
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildCheck, ChildResolver
@@ -132,7 +133,7 @@ class RunHandle:
         """Every event with ``sequence > after``, then live events until the run ends."""
         return self._run.log.subscribe(after)
 
-    async def wait(self) -> str:
+    async def wait(self) -> RunStatus:
         """Wait for the end; returns the final status (completed, failed, cancelled, paused)."""
         await asyncio.shield(self._run.task)
         return self._run.status
@@ -149,7 +150,7 @@ class RunHandle:
         return self._run.final_value
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         return self._run.status
 
     @property
@@ -266,7 +267,7 @@ class _Run:
         self.tasks: set[asyncio.Task[None]] = set()
         self.worker: RealmWorker | None = None
         self.task: asyncio.Task[None]
-        self.status = "running"
+        self.status: RunStatus = "running"
         self.final_value: Any = None
         self.error_message: str | None = None
         self.cancel_reason: str | None = None

@@ -217,9 +217,16 @@ class AgentStalledError(WorkflowMcpError):
 class AgentProvider(Protocol):
     """An agent backend. ``execute`` never returns partial results: it returns one
     :class:`AgentResult` or raises :class:`AgentExecutionError`; cancellation through
-    ``context.signal`` ends it with :class:`asyncio.CancelledError`."""
+    ``context.signal`` ends it with :class:`asyncio.CancelledError`.
+
+    ``aclose`` releases whatever the provider holds (agent processes, app-servers, HTTP clients) and
+    refuses later calls; it is idempotent and never raises. Whoever built a provider closes it: the
+    service's provider pool closes the ones it built when the service shuts down.
+    """
 
     name: str
     capabilities: ProviderCapabilities
 
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult: ...
+
+    async def aclose(self) -> None: ...

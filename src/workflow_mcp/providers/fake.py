@@ -190,6 +190,7 @@ class FakeProvider:
         # per-rule count of calls answered, for `sequence`; the default's key is -1
         self._counters: dict[int, int] = {}
         self._queue: deque[_Respond] = deque()
+        self.closed = False
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, name: str = "fake") -> FakeProvider:
@@ -235,12 +236,18 @@ class FakeProvider:
         :class:`asyncio.CancelledError` when ``context.signal`` fires before the answer.
         """
         self.calls.append(request)
+        if self.closed:
+            raise AgentExecutionError(f"the {self.name} provider is closed; build a new one for more calls")
         if context.signal.cancelled:
             raise asyncio.CancelledError(context.signal.reason)
         respond = self._choose(request)
         if respond.delay_ms > 0:
             await _delay(respond.delay_ms / 1000, context)
         return await _answer(respond, request, context)
+
+    async def aclose(self) -> None:
+        """Refuse later calls (idempotent). The fake holds no process or connection to release."""
+        self.closed = True
 
     def _choose(self, request: AgentRequest) -> _Respond:
         if self._queue:

@@ -298,7 +298,9 @@ def get_provider(
     )
     if not isinstance(provider, AgentProvider):
         raise ProviderUnavailableError(
-            name, f"its factory returned {type(provider).__name__}, not an AgentProvider"
+            name,
+            f"its factory returned {type(provider).__name__}, not an AgentProvider (one with name, "
+            "capabilities, execute() and aclose())",
         )
     return provider
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -59,6 +60,15 @@ async def serve_stdio(server: WorkflowMcpServer) -> None:
         await asyncio.shield(server.aclose("the MCP client disconnected (the server's stdin closed)"))
 
 
+def _freeze_startup_heap() -> None:
+    """What start-up made (modules, tool schemas, the server) lives as long as the process: move it out
+    of the collector's generations, so a full collection scans only what runs made since. On a warm
+    server a full collection during a 1,000-call run took about 2.3x longer without this
+    (benchmarks/mcp.py measures the run). Garbage made so far is collected first, so none is kept."""
+    gc.collect()
+    gc.freeze()
+
+
 def run_server(
     service: WorkflowService,
     *,
@@ -85,11 +95,13 @@ def run_server(
 
             tokens = load_tokens(state_dir)
             server = create_server(service, policy=policy, trust=trust, principal=None, scope=scope)
+            _freeze_startup_heap()
             asyncio.run(serve_http(server, host=host, port=port, tokens=tokens, limits=limits))
         else:
             server = create_server(service, policy=policy, trust=trust, principal=LOCAL, scope=scope)
             where = getattr(service.store, "path", "memory")
             print(f"workflow-mcp: serving MCP on stdio (state {where})", file=sys.stderr, flush=True)
+            _freeze_startup_heap()
             with contextlib.suppress(asyncio.CancelledError):
                 asyncio.run(serve_stdio(server))
     except WorkflowMcpError as exc:

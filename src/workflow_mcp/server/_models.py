@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
+from ..state import AgentStatus, RunStatus
+
 __all__ = [
     "EVENT_ENVELOPE_SCHEMA",
     "AgentCall",
@@ -39,8 +41,6 @@ __all__ = [
     "WorkflowValidation",
     "dump",
 ]
-
-RunStatus = Literal["queued", "running", "paused", "completed", "failed", "cancelled", "interrupted"]
 
 
 class _Model(BaseModel):
@@ -168,7 +168,8 @@ class RunOutcome(_Model):
     run_id: str
     status: RunStatus
     terminal: bool = Field(
-        description="True once the run has ended (completed, failed, cancelled, interrupted)."
+        description="True once the run has ended (completed, failed, cancelled, interrupted or paused); "
+        "it never changes again under this run id (a resume starts a new run)."
     )
     workflow: str | None = None
     result: Any = Field(default=None, description="The workflow's return value; present only when completed.")
@@ -179,6 +180,9 @@ class RunOutcome(_Model):
         default=None, description="True when idempotencyKey matched an earlier run (no new run started)."
     )
     resumed_from: str | None = None
+    paused_reason: str | None = Field(
+        default=None, description="Why a paused run paused (e.g. auth_required); resume it after fixing that."
+    )
 
 
 class PhaseOut(_Model):
@@ -190,7 +194,9 @@ class AgentCall(_Model):
     agent_id: str
     label: str
     phase: str | None
-    state: str = Field(description="queued, running, completed, failed or cached.")
+    state: AgentStatus = Field(
+        description="queued, running, completed, failed, cancelled (its run was cancelled or paused) or cached."
+    )
     cached: bool
     preview: str | None = Field(description="A compact preview of the result or failure (bounded).")
 
@@ -203,7 +209,9 @@ class RunSnapshot(_Model):
     ended_at: str | None
     phases: list[PhaseOut]
     current_phase: str | None
-    counts: dict[str, int] = Field(description="Agent calls by state.")
+    counts: dict[str, int] = Field(
+        description="Agent calls by state: queued, running, completed, failed, cancelled, cached."
+    )
     recent_calls: list[AgentCall]
     log_tail: list[str]
     token_usage: TokenUsageOut

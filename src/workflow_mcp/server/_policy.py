@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..events import utc_now
 
-__all__ = ["DEFAULT_MAX_RUNS", "LOCAL", "Principal", "ServerPolicy", "SourceTrust", "ceiling"]
+__all__ = ["DEFAULT_MAX_RUNS", "LOCAL", "Principal", "ServerPolicy", "SourceTrust"]
 
 DEFAULT_MAX_RUNS = 16
 """Concurrent runs one server allows unless told otherwise (about 800 MB of Node workers)."""
@@ -45,16 +45,10 @@ LOCAL = Principal(owner=None, scoped=False)
 """The local user (stdio): sees every run, including the CLI's."""
 
 
-def ceiling(requested: int | None, limit: int | None) -> int | None:
-    """A caller's value intersected with the server's ceiling (``None`` means no value / no ceiling)."""
-    if limit is None:
-        return requested
-    return limit if requested is None else min(requested, limit)
-
-
 @dataclass(frozen=True)
 class ServerPolicy:
-    """What the server allows. Each ``max_*`` is a ceiling applied to every run (``None``: no ceiling
+    """What the server allows. Each ``max_*`` is a ceiling applied to every run it starts or resumes
+    (``WorkflowService`` applies it with ``RunLimits.within``; ``None``: no ceiling
     beyond the engine's own, e.g. profile claude-code/2.1.332's 1,000 agent calls)."""
 
     max_concurrency: int | None = None

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ..events import Event
-from ..state import RunState
+from ..state import RESUMABLE, TERMINAL, RunState
 from ._models import (
     AgentCall,
     PhaseOut,
@@ -28,6 +28,7 @@ __all__ = [
     "MAX_EVENTS_BYTES",
     "MAX_SNAPSHOT_BYTES",
     "MAX_STRING",
+    "TERMINAL",
     "clip",
     "event_out",
     "outcome_of",
@@ -45,8 +46,6 @@ MAX_SNAPSHOT_BYTES = 16_384
 MAX_EVENTS_BYTES = 1_048_576
 """Upper bound of one page of ``workflow_run_events`` (at least one event is always returned)."""
 MAX_OUTCOME_LOGS = 50
-
-TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 
 
 def clip(text: str | None, limit: int = MAX_STRING) -> str | None:
@@ -113,6 +112,8 @@ def outcome_of(
         fields["deduplicated"] = deduplicated
     if resumed_from is not None:
         fields["resumed_from"] = resumed_from
+    if state.paused_reason is not None:
+        fields["paused_reason"] = clip(state.paused_reason)
     return RunOutcome(**fields)
 
 
@@ -133,12 +134,14 @@ def outcome_text(outcome: RunOutcome) -> str:
             f"args, then call workflow_run again with resumeFromRunId {rid!r} to replay every call that "
             "already finished instead of paying for it again."
         )
-    if outcome.status in ("cancelled", "interrupted"):
-        why = (
-            "was cancelled"
-            if outcome.status == "cancelled"
-            else "was interrupted (its server process stopped)"
-        )
+    if outcome.status in RESUMABLE:
+        why = {
+            "cancelled": "was cancelled",
+            "interrupted": "was interrupted (its server process stopped)",
+            "paused": "paused because a provider needs a login (auth_required); log in first"
+            if outcome.paused_reason == "auth_required"
+            else f"paused ({outcome.paused_reason or 'no reason recorded'}); remove the cause first",
+        }[outcome.status]
         return (
             f"Run {rid}{wf} {why}{again}. To continue it, call workflow_run with resumeFromRunId {rid!r} "
             "(and the same workflow); finished calls are replayed."
@@ -210,7 +213,7 @@ def snapshot_text(snap: RunSnapshot) -> str:
     parts = [
         head + ".",
         f"Agents: {c.get('completed', 0)} completed, {c.get('cached', 0)} replayed, {c.get('failed', 0)} failed, "
-        f"{c.get('running', 0)} running, {c.get('queued', 0)} queued. "
+        f"{c.get('cancelled', 0)} cancelled, {c.get('running', 0)} running, {c.get('queued', 0)} queued. "
         f"Output tokens: {snap.token_usage.output} (+{snap.token_usage.replayed_output} replayed).",
     ]
     if snap.error is not None:

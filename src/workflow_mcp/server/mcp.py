@@ -37,11 +37,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
@@ -72,17 +72,14 @@ from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
 from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
 from ..errors import (
-    InvalidInputError,
     PathRefusedError,
     WorkflowLoadError,
     WorkflowMcpError,
     WorkflowNotFoundError,
 )
 from ..events import Event
-from ..providers.base import AgentProvider
-from ..providers.fake import FakeProvider
-from ..service import WorkflowService
-from ..state import RunState, project_state
+from ..service import MISSING, ProviderChoice, RunLimits, RunOverrides, WorkflowService
+from ..state import RunState
 from ._files import ChildGate, FileScope
 from ._models import (
     AgentFileProblemOut,
@@ -96,7 +93,6 @@ from ._models import (
     ProvidersList,
     RunOutcome,
     RunSnapshot,
-    RunStatus,
     WarningOut,
     WorkflowDescription,
     WorkflowList,
@@ -104,7 +100,7 @@ from ._models import (
     WorkflowValidation,
     dump,
 )
-from ._policy import LOCAL, Principal, ServerPolicy, SourceTrust, ceiling
+from ._policy import LOCAL, Principal, ServerPolicy, SourceTrust
 from ._prompt import author_workflow_guide
 from ._render import (
     MAX_EVENTS_BYTES,
@@ -520,15 +516,14 @@ class WorkflowMcpServer(MCPServer[Any]):
         cwd: str | None = None,
         resumeFromRunId: str | None = None,
         idempotencyKey: str | None = None,
-        provider: str = "",
+        provider: str | None = None,
         fakeScript: dict[str, Any] | None = None,
     ) -> Any:
         """Resolver of workflow_run's ``approval``: runs before the body (and again on each retry of
         the 2026-07-28 input-required flow). Returns an :class:`_Approval`, or ``Elicit`` to ask the
         user when the source is neither trusted nor approved and the client can ask. Malformed
         arguments are refused here already, so the user is never asked about a call that cannot run."""
-        _run_targets(name, path, script, resumeFromRunId)
-        self._provider(provider, fakeScript)
+        self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, self._base(cwd))
         principal = self._principal()
         if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
             decision = _Approval("existing")
@@ -543,7 +538,8 @@ class WorkflowMcpServer(MCPServer[Any]):
                 elif _can_elicit(ctx):
                     _APPROVAL.set(_Approval("ask", source_hash))
                     return Elicit(
-                        f"Run workflow {label} (sha256 {source_hash[:16]}…) with provider {provider!r}? "
+                        f"Run workflow {label} (sha256 {source_hash[:16]}…) with provider "
+                        f"{provider or 'of the run it continues'!r}? "
                         "Its JavaScript runs on this machine and starts agents. Approving remembers this "
                         "exact source; a changed file asks again.",
                         SourceApproval,
@@ -558,8 +554,13 @@ class WorkflowMcpServer(MCPServer[Any]):
         ctx: Context[Any, Any],
         approval: Annotated[ElicitationResult[SourceApproval], Resolve(_approval_resolver)],
         provider: Annotated[
-            str, Field(min_length=1, description="Agent provider name (see providers_list).")
-        ],
+            str | None,
+            Field(
+                min_length=1,
+                description="Agent provider name (see providers_list). Required, except with resumeFromRunId "
+                "alone, which keeps the provider (and fake script) of the run it continues.",
+            ),
+        ] = None,
         name: Name = None,
         path: PathArg = None,
         script: Script = None,
@@ -585,7 +586,13 @@ class WorkflowMcpServer(MCPServer[Any]):
         ] = None,
         resumeFromRunId: Annotated[
             str | None,
-            Field(min_length=1, description="Replay the finished agent calls of this earlier run."),
+            Field(
+                min_length=1,
+                description="Replay the finished agent calls of this earlier run. Alone, it continues that "
+                "run as it was started (its stored source, args, limits, provider and fake script; limits "
+                "given here may only narrow its own); with name, path or script, it runs that source with "
+                "the args and limits given here.",
+            ),
         ] = None,
         resumePolicy: Annotated[
             Literal["content", "prefix"],
@@ -599,11 +606,10 @@ class WorkflowMcpServer(MCPServer[Any]):
         ] = 0,
     ) -> Annotated[CallToolResult, RunOutcome]:
         principal = self._principal()
-        targets = _run_targets(name, path, script, resumeFromRunId)
-        agent_provider = self._provider(provider, fakeScript)
         base = self._base(cwd)
+        targets, choice = self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, base)
         wait_ms = min(waitMs, self.policy.max_wait_ms)
-        args_given = "args" in _raw_arguments(ctx)
+        run_args = args if "args" in _raw_arguments(ctx) else MISSING
 
         existing = (
             self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
@@ -618,47 +624,69 @@ class WorkflowMcpServer(MCPServer[Any]):
                 workflow, _ = await self._load(name, path, script, cwd)
             else:
                 assert resumeFromRunId is not None
-                workflow = await anyio.to_thread.run_sync(self.service.load_stored, resumeFromRunId)
+                stored = resumeFromRunId
+                # Approval judges the stored source's hash and path; V8 checks it in the resumed run's worker.
+                workflow = await anyio.to_thread.run_sync(
+                    lambda: self.service.load_stored(stored, check_syntax=False)
+                )
         except WorkflowMcpError as exc:
             return _load_error(exc)
         refused = self._approve(workflow, approval, principal)
         if refused is not None:
             return _error_result(refused)
 
-        if not args_given and resumeFromRunId is not None:
-            run_args = self.service.args_of(resumeFromRunId)
-            kwargs: dict[str, Any] = {"args": run_args}
-        else:
-            kwargs = {"args": args} if args_given else {}
-        options = self.service.make_options(
-            concurrency=ceiling(concurrency, self.policy.max_concurrency),
-            token_budget=ceiling(tokenBudget, self.policy.max_token_budget),
-            max_agents=ceiling(maxAgents, self.policy.max_agents),
-            agent_timeout_ms=ceiling(agentTimeoutMs, self.policy.max_agent_timeout_ms),
-            profile=workflow.profile,
-            cwd=base,
+        limits = RunLimits(
+            concurrency=concurrency,
+            token_budget=tokenBudget,
+            max_agents=maxAgents,
+            agent_timeout_ms=agentTimeoutMs,
         )
-        # No await between these checks and start_run: concurrent calls with one key start one run,
-        # and concurrent calls never start more runs than the cap.
+        try:
+            if targets:
+                prepared = await self.service.prepare_run(
+                    workflow,
+                    provider=choice,
+                    args=run_args,
+                    limits=limits,
+                    ceiling=self._ceiling(),
+                    cwd=base,
+                    resume_from=resumeFromRunId,
+                    policy=resumePolicy,
+                )
+            else:
+                assert resumeFromRunId is not None
+                overrides = RunOverrides(
+                    limits=limits,
+                    provider=choice,
+                    args=run_args,
+                    cwd=base if cwd is not None else None,
+                    policy=resumePolicy,
+                )
+                prepared = await self.service.prepare_resume(
+                    resumeFromRunId, overrides, ceiling=self._ceiling()
+                )
+        except WorkflowMcpError as exc:
+            if isinstance(exc, WorkflowLoadError):
+                return _load_error(exc)
+            return _error_result(f"The run could not start: {exc}")
+        # No await between these checks and launch: concurrent calls with one key start one run, and
+        # concurrent calls never start more runs than the cap.
+        refusal = self._disallowed(prepared.choice) or self._at_run_cap()
         existing = (
             self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
         )
-        if existing is not None:
-            return await self._finish(ctx, existing, wait_ms, deduplicated=True)
-        if (full := self._at_run_cap()) is not None:
-            return _error_result(full)
+        if refusal is not None or existing is not None:
+            await prepared.discard()
+            if existing is not None:
+                return await self._finish(ctx, existing, wait_ms, deduplicated=True)
+            return _error_result(refusal or "")
         try:
-            handle = self.service.start_run(
-                workflow,
-                provider=agent_provider,
-                options=options,
-                resume_from=resumeFromRunId,
-                policy=resumePolicy,
+            handle = self.service.launch(
+                prepared,
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
                 on_event=self._on_event,
                 child_check=self.children,
-                **kwargs,
             )
         except WorkflowMcpError as exc:
             return _error_result(f"The run could not start: {exc}")
@@ -729,16 +757,20 @@ class WorkflowMcpServer(MCPServer[Any]):
         )
 
     def _allowed_providers(self) -> list[str]:
-        from ..providers.registry import provider_names
-
-        names = provider_names()
+        names = self.service.provider_names()
         if self.policy.providers is not None:
             names = [n for n in names if n in self.policy.providers]
         return names
 
-    def _provider(self, name: str, fake_script: Mapping[str, Any] | None) -> AgentProvider:
-        """The provider for one run: ``fake`` (scripted by ``fakeScript``) directly, any other
-        registered provider through the routing of the server's configuration, under its policy."""
+    def _provider(self, name: str, fake_script: Mapping[str, Any] | None, cwd: str) -> ProviderChoice:
+        """The provider a call names for a run in ``cwd``: ``fake`` (scripted by ``fakeScript``), or any
+        other allowed provider, which the service builds now (once per configuration, from its pool) so
+        a configuration problem is an invalid-params error before anything starts.
+
+        Raises:
+            MCPError: invalid params: a provider the server does not offer, a malformed ``fakeScript``,
+                ``fakeScript`` with another provider, or a provider that cannot run here.
+        """
         allowed = self._allowed_providers()
         if name not in allowed:
             raise MCPError(
@@ -747,17 +779,65 @@ class WorkflowMcpServer(MCPServer[Any]):
             )
         if fake_script is not None and name != "fake":
             raise MCPError(code=INVALID_PARAMS, message="fakeScript is only for provider 'fake'")
-        if name == "fake":
-            try:
-                return FakeProvider(fake_script)
-            except InvalidInputError as exc:
-                raise MCPError(code=INVALID_PARAMS, message=f"invalid fakeScript: {exc}") from exc
-        from ..providers.routing import build_router
-
+        choice = ProviderChoice(name, fake_script)
         try:
-            return cast(AgentProvider, build_router(provider=name, cwd=self.service.cwd))
+            self.service.provider(choice, cwd=cwd)
         except WorkflowMcpError as exc:
+            if name == "fake":
+                raise MCPError(code=INVALID_PARAMS, message=f"invalid fakeScript: {exc}") from exc
             raise MCPError(code=INVALID_PARAMS, message=f"provider {name!r} cannot run here: {exc}") from exc
+        return choice
+
+    def _run_choice(
+        self,
+        name: str | None,
+        path: str | None,
+        script: str | None,
+        resume: str | None,
+        provider: str | None,
+        fake_script: Mapping[str, Any] | None,
+        cwd: str,
+    ) -> tuple[int, ProviderChoice | None]:
+        """How many targets workflow_run names, and the provider it asks for (``None``: the provider of
+        the run it continues, allowed only with ``resumeFromRunId`` alone).
+
+        Raises:
+            MCPError: invalid params (see :func:`_run_targets` and :meth:`_provider`).
+        """
+        targets = _run_targets(name, path, script, resume)
+        if provider is None:
+            if targets:
+                raise MCPError(
+                    code=INVALID_PARAMS,
+                    message="provider is required (see providers_list); only resumeFromRunId alone may omit it, "
+                    "to keep the provider of the run it continues",
+                )
+            if fake_script is not None:
+                raise MCPError(code=INVALID_PARAMS, message="fakeScript is only for provider 'fake'")
+            return targets, None
+        return targets, self._provider(provider, fake_script, cwd)
+
+    def _ceiling(self) -> RunLimits:
+        """The server's limits, a ceiling on every run it starts or resumes."""
+        p = self.policy
+        return RunLimits(
+            concurrency=p.max_concurrency,
+            token_budget=p.max_token_budget,
+            max_agents=p.max_agents,
+            agent_timeout_ms=p.max_agent_timeout_ms,
+        )
+
+    def _disallowed(self, choice: ProviderChoice) -> str | None:
+        """``None`` when this server offers the provider a prepared run would use; else the isError text
+        (a resume keeps the provider of a run this server may not have started)."""
+        allowed = self.policy.providers
+        if allowed is None or choice.name in allowed:
+            return None
+        used = repr(choice.name) if choice.name else "the configured routing"
+        return (
+            f"The run would use provider {used}, which this server does not offer; nothing was started. Call "
+            f"workflow_run again with provider set to one of {', '.join(allowed)} (see providers_list)."
+        )
 
     async def _finish(
         self,
@@ -770,9 +850,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         workflow: str | None = None,
     ) -> CallToolResult:
         """Wait (bounded, with progress) and render the run's outcome."""
-        state = await self.service.await_run(
-            run_id, wait_ms, on_events=_progress_reporter(ctx, self.service, run_id)
-        )
+        state = await self.service.await_run(run_id, wait_ms, on_progress=_progress_reporter(ctx))
         outcome = outcome_of(state, deduplicated=deduplicated, resumed_from=resumed_from, workflow=workflow)
         return _result(outcome_text(outcome), outcome, is_error=outcome.status == "failed")
 
@@ -808,7 +886,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         ] = 25_000,
     ) -> Annotated[CallToolResult, RunOutcome]:
         principal = self._principal()
-        agent_provider = self._provider(provider, fakeScript)
+        choice = self._provider(provider, fakeScript, self.service.cwd)
         options = {
             k: v
             for k, v in {
@@ -831,10 +909,8 @@ class WorkflowMcpServer(MCPServer[Any]):
             handle = self.service.run_agent(
                 prompt,
                 options,
-                provider=agent_provider,
-                run_options=self.service.make_options(
-                    agent_timeout_ms=self.policy.max_agent_timeout_ms, profile=None, cwd=None
-                ),
+                provider=choice,
+                limits=RunLimits(agent_timeout_ms=self.policy.max_agent_timeout_ms),
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
                 on_event=self._on_event,
@@ -888,13 +964,15 @@ class WorkflowMcpServer(MCPServer[Any]):
             cursor = int(page[-1]["sequence"]) if page else after
             return page, cursor, bool(self.service.events(runId, cursor, 1))
 
-        page, cursor, has_more = await anyio.to_thread.run_sync(render)
+        # The status is read before hasMore: a run that had ended by then has stored all its events, so
+        # "terminal and nothing more" always means the client has reached the end of the log.
         status = self.service.run_status(runId)
+        page, cursor, has_more = await anyio.to_thread.run_sync(render)
         out = EventsPage(
             run_id=runId,
             events=page,
             next_cursor=cursor,
-            status=cast(RunStatus, status),
+            status=status,
             terminal=status in TERMINAL,
             has_more=has_more,
         )
@@ -927,7 +1005,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             if outcome == "cancelling"
             else await self._projection(runId, lambda: self.service.status(runId))
         )
-        out = CancelOutcome(run_id=runId, outcome=outcome, status=cast(RunStatus, state.status))
+        out = CancelOutcome(run_id=runId, outcome=outcome, status=state.status)
         if outcome not in ("cancelling", "requested"):
             text = f"Run {runId} had already ended ({outcome}); nothing to cancel."
         elif state.status in TERMINAL:
@@ -940,8 +1018,6 @@ class WorkflowMcpServer(MCPServer[Any]):
         return _result(text, out)
 
     async def providers_list(self) -> Annotated[CallToolResult, ProvidersList]:
-        from ..providers.registry import available
-
         descriptions = {
             "fake": "Deterministic fake: text calls echo the prompt, schema calls get a minimal valid answer; "
             "script it with fakeScript. No model, no network, no cost.",
@@ -952,7 +1028,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         }
         out_list = []
         for name in self._allowed_providers():
-            info = await anyio.to_thread.run_sync(available, name)
+            info = await anyio.to_thread.run_sync(self.service.provider_info, name)
             note = descriptions.get(name, "")
             if not info.availability.available and info.availability.problem:
                 note = (note + " Not available: " + info.availability.problem).strip()
@@ -1077,7 +1153,9 @@ class WorkflowMcpServer(MCPServer[Any]):
             return inline.source_hash, None, f"{inline.meta.name!r} (inline script)"
         if path is None and name is None:
             assert resume is not None
-            workflow = await anyio.to_thread.run_sync(self.service.load_stored, resume)
+            workflow = await anyio.to_thread.run_sync(
+                lambda: self.service.load_stored(resume, check_syntax=False)
+            )
             return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} (stored source of {resume})"
         # With V8's verdict, so a file validate accepts is never refused here (the verdict is cached,
         # so the load that follows compiles nothing again).
@@ -1336,25 +1414,41 @@ def _can_elicit(ctx: Context[Any, Any]) -> bool:
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
-def _progress_reporter(ctx: Context[Any, Any], service: WorkflowService, run_id: str) -> Any:
-    """Progress for one wait: the run's log is projected once (in a thread), then each new batch is
-    folded in, so following a run costs each event once, not the whole log per batch."""
-    state: RunState | None = None
+def _progress_reporter(ctx: Context[Any, Any]) -> Callable[[RunState], Awaitable[None]] | None:
+    """Progress notifications for one wait, or ``None`` when the client asked for none (then nothing
+    is computed per batch). Each reads the run's state as the service keeps it (never the log)."""
+    if not _asked_for_progress(ctx):
+        return None
 
-    async def report(batch: list[Event]) -> None:
-        nonlocal state
-        if state is None:
-            state = await anyio.to_thread.run_sync(service.status, run_id)
-        project_state([e for e in batch if e.sequence > state.last_sequence], into=state)
+    async def report(state: RunState) -> None:
         c = state.counts()
-        done = c.get("completed", 0) + c.get("cached", 0) + c.get("failed", 0)
-        total = done + c.get("running", 0) + c.get("queued", 0)
+        done = c["completed"] + c["cached"] + c["failed"] + c["cancelled"]
+        total = done + c["running"] + c["queued"]
         where = f"phase {state.current_phase}: " if state.current_phase else ""
         await ctx.report_progress(
-            batch[-1].sequence, None, f"{where}{done}/{total} agent calls done; last event {batch[-1].type}"
+            state.last_sequence, None, f"{where}{done}/{total} agent calls done; last event {state.last_type}"
         )
 
     return report
+
+
+def _asked_for_progress(ctx: Context[Any, Any]) -> bool:
+    """Whether the request carries a ``progressToken`` (MCP "Progress": notifications only for a
+    request that asked). In-process dispatch (the SDK's ``Client(server)``) hands the caller's progress
+    callback to the request's dispatch context instead of sending a token; that counts as asking. The
+    SDK has no public accessor for it, so the context is looked at through its wrappers (``_inner``);
+    the in-memory progress tests keep this honest."""
+    request = ctx.request_context
+    if request.meta is not None and request.meta.get("progress_token") is not None:
+        return True
+    outbound = getattr(request.session, "_request_outbound", None)
+    for _ in range(8):  # a few wrappers at most
+        if getattr(outbound, "_on_progress", None) is not None:
+            return True
+        outbound = getattr(outbound, "_inner", None)
+        if outbound is None:
+            break
+    return False
 
 
 def _run_targets(name: str | None, path: str | None, script: str | None, resume: str | None) -> int:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from ..errors import StoreError
 from ..events import Event
+from ..state import TERMINAL_EVENTS
 
 __all__ = [
     "RELEASING_TYPES",
@@ -29,8 +30,9 @@ __all__ = [
     "journal_row_for",
 ]
 
-#: The run events after which a run has no executor: storing one releases the claims its run holds.
-RELEASING_TYPES = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted", "run.paused"})
+#: The run events after which a run has no executor (its status is ``state.TERMINAL``): storing one
+#: releases the claims its run holds.
+RELEASING_TYPES = TERMINAL_EVENTS
 
 #: ``(record, sequence, reason) -> the run.interrupted event`` that ``recover`` stores for an orphan.
 InterruptedEvent = Callable[["RunRecord", int, str], Event]
@@ -179,9 +181,14 @@ class RunStore(Protocol):
 
     def last_sequence(self, run_id: str) -> int: ...
 
-    def last_run_event(self, run_id: str) -> str | None: ...
+    def last_run_event(self, run_id: str) -> str | None:
+        """Type of the run's newest event of :data:`~workflow_mcp.state.STATUS_OF_EVENT` (``None``
+        before its first); ``state.status_of`` turns it into the run's status."""
+        ...
 
-    def unfinished_runs(self) -> list[RunRecord]: ...
+    def unfinished_runs(self) -> list[RunRecord]:
+        """Runs whose status is not ``state.TERMINAL`` (queued or running)."""
+        ...
 
     def recover(self, active: Collection[str], interrupted: InterruptedEvent) -> list[str]:
         """Store ``interrupted(record, sequence, reason)`` for each unfinished run whose owner is gone

@@ -13,6 +13,7 @@ from collections.abc import Collection
 
 from ..errors import RunClaimedError, SequenceConflictError, StoreError
 from ..events import Event, utc_now
+from ..state import STATUS_OF_EVENT, TERMINAL, status_of
 from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 
 __all__ = ["MemoryStore"]
@@ -142,16 +143,13 @@ class MemoryStore:
 
     def last_run_event(self, run_id: str) -> str | None:
         for e in reversed(self._events.get(run_id, [])):
-            if e.type.startswith("run.") and e.type != "run.cancellation_requested":
+            if e.type in STATUS_OF_EVENT:
                 return e.type
         return None
 
     def unfinished_runs(self) -> list[RunRecord]:
-        """Runs whose newest ``run.*`` event says they are still going (queued or running)."""
-        terminal = ("run.completed", "run.failed", "run.cancelled", "run.interrupted", "run.paused")
-        return [
-            r for r in self._runs.values() if (self.last_run_event(r.run_id) or "run.queued") not in terminal
-        ]
+        """Runs whose status is not ``state.TERMINAL`` (queued or running)."""
+        return [r for r in self._runs.values() if status_of(self.last_run_event(r.run_id)) not in TERMINAL]
 
     def recover(self, active: Collection[str], interrupted: InterruptedEvent) -> list[str]:
         """Store ``interrupted(record, sequence, reason)`` for each unfinished run not in ``active`` (in

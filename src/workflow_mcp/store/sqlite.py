@@ -42,6 +42,7 @@ from ..errors import (
     StoreReadOnlyError,
 )
 from ..events import Event, utc_now
+from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from . import _files
 from ._faults import is_corruption, translate
 from ._process import ProcessIdentity, owner_alive, this_process
@@ -114,14 +115,28 @@ _UPSERT_JOURNAL = (
     "label = CASE WHEN excluded.label != '' THEN excluded.label ELSE journal.label END, "
     "side_effects = MAX(journal.side_effects, excluded.side_effects)"
 )
+
+
+def _sql_list(types: Collection[str]) -> str:
+    """``('a', 'b')``: a SQL list of event type names (our constants, checked to be plain names)."""
+    assert all(t.replace(".", "").replace("_", "").isalpha() for t in types), types
+    return "(" + ", ".join(f"'{t}'" for t in sorted(types)) + ")"
+
+
+# A run's status is its newest event of STATUS_OF_EVENT (state.py). Found through the events_type index
+# (run_id, type): a run has a handful of those events however many others it has, while walking its
+# log backwards from the newest event reads every agent and log event since (~0.2 s at a million
+# events). INDEXED BY keeps SQLite from choosing that walk for the ORDER BY … LIMIT 1.
+_STATUS_EVENTS = _sql_list(STATUS_OF_EVENT)
+_LAST_RUN_EVENT = (
+    f"SELECT type FROM events INDEXED BY events_type WHERE run_id = ? AND type IN {_STATUS_EVENTS} "
+    "ORDER BY sequence DESC LIMIT 1"
+)
 _NEWEST_RUN_EVENT = (
-    "(SELECT type FROM events e WHERE e.run_id = r.run_id AND e.type LIKE 'run.%' "
-    "AND e.type != 'run.cancellation_requested' ORDER BY e.sequence DESC LIMIT 1)"
+    f"(SELECT type FROM events e INDEXED BY events_type WHERE e.run_id = r.run_id AND e.type IN {_STATUS_EVENTS} "
+    "ORDER BY e.sequence DESC LIMIT 1)"
 )
-_UNFINISHED = (
-    f"COALESCE({_NEWEST_RUN_EVENT}, 'run.queued') "
-    "NOT IN ('run.completed', 'run.failed', 'run.cancelled', 'run.interrupted', 'run.paused')"
-)
+_UNFINISHED = f"COALESCE({_NEWEST_RUN_EVENT}, 'run.queued') NOT IN {_sql_list(TERMINAL_EVENTS)}"
 
 # The owners open in this process, by owner id: an owner row with this process's pid is alive exactly
 # when its store is still open here (several stores, e.g. in tests, may share one process).
@@ -613,13 +628,9 @@ class SqliteStore:
             return _max_sequence(self._db, run_id)
 
     def last_run_event(self, run_id: str) -> str | None:
-        """Type of the newest ``run.*`` event (what status projection needs for listings)."""
-        rows = self._read(
-            f"reading run {run_id}",
-            "SELECT type FROM events WHERE run_id = ? AND type LIKE 'run.%' "
-            "AND type != 'run.cancellation_requested' ORDER BY sequence DESC LIMIT 1",
-            (run_id,),
-        )
+        """Type of the newest event of :data:`~workflow_mcp.state.STATUS_OF_EVENT` (what the run's status
+        is; ``None`` before its first). An index lookup, whatever the size of the run's log."""
+        rows = self._read(f"reading run {run_id}", _LAST_RUN_EVENT, (run_id,))
         return str(rows[0][0]) if rows else None
 
     def unfinished_runs(self) -> list[RunRecord]:

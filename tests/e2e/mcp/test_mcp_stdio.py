@@ -85,9 +85,9 @@ async def test_closing_stdin_stops_the_server_and_its_unfinished_runs_stay_resum
     async with connect(site.stdio()) as c:
         snap = data(await call(c, "workflow_run_status", {"runId": rid}))
         assert snap["status"] == "cancelled"
-        resumed = data(
-            await call(c, "workflow_run", {"resumeFromRunId": rid, "provider": "fake", "waitMs": 20_000})
-        )
+        # A resume keeps the run's fake script, which parks every call: answer them this time.
+        answer = {"provider": "fake", "fakeScript": {}}
+        resumed = data(await call(c, "workflow_run", {"resumeFromRunId": rid, **answer, "waitMs": 20_000}))
     assert resumed["status"] == "completed" and resumed["resumedFrom"] == rid
 
 
@@ -110,7 +110,8 @@ async def test_a_killed_servers_run_is_marked_interrupted_and_a_new_server_resum
         snap = data(await call(c, "workflow_run_status", {"runId": rid}))
         assert snap["status"] == "interrupted"
         with anyio.fail_after(BOUND_S):
+            answer = {"provider": "fake", "fakeScript": {}}  # not the stored script, which parks every call
             resumed = data(
-                await call(c, "workflow_run", {"resumeFromRunId": rid, "provider": "fake", "waitMs": 20_000})
+                await call(c, "workflow_run", {"resumeFromRunId": rid, **answer, "waitMs": 20_000})
             )
     assert resumed["status"] == "completed" and resumed["result"] == 5

@@ -35,6 +35,9 @@ class LoggedOutAfterFirst:
             return AgentResult(text="one")
         raise ProviderAuthError("codex", "token expired", login_hint="codex login")
 
+    async def aclose(self) -> None:
+        pass  # holds nothing
+
 
 def test_an_auth_error_pauses_the_run_with_a_non_secret_context_and_resume_finishes_it(
     tmp_path: Path,

@@ -10,8 +10,9 @@ import pytest
 
 from workflow_mcp import MemoryStore, RunFailedError, WorkflowService
 from workflow_mcp.engine.run import RunOptions
-from workflow_mcp.events import EVENT_TYPES, TERMINAL_TYPES, Event
+from workflow_mcp.events import EVENT_TYPES, Event
 from workflow_mcp.providers import FakeProvider
+from workflow_mcp.state import TERMINAL_EVENTS
 
 from helpers import Outcome, arun, run_source, start, workflow
 
@@ -86,7 +87,7 @@ def test_a_run_starts_with_run_started_and_ends_with_exactly_one_terminal_event(
     types = outcome.types()
     assert types[0] == "run.started"
     assert types[-1] == "run.completed"
-    assert sum(1 for t in types if t in TERMINAL_TYPES) == 1
+    assert sum(1 for t in types if t in TERMINAL_EVENTS) == 1
     assert outcome.of("run.completed")[0].payload["result"] == outcome.result
 
 

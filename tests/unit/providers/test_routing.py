@@ -53,12 +53,16 @@ class Echo:
         self.fail = fail
         self.policy = policy
         self.calls: list[AgentRequest] = []
+        self.closed = False
 
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
         self.calls.append(request)
         if self.fail:
             return AgentResult(outcome="provider_failed", message=f"{self.name} is down")
         return AgentResult(text=f"{self.name}:{request.model}:{request.prompt}")
+
+    async def aclose(self) -> None:
+        self.closed = True
 
 
 class EchoFactory:

@@ -12,6 +12,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ResourceUpdatedNotification
 
+from helpers import counted_provider
 from mcp_kit import HELLO, PARK, STEPS, Env, all_events, call, connect, data, text, wait_for_event
 
 pytestmark = pytest.mark.anyio
@@ -197,11 +198,27 @@ async def test_a_cancelled_run_resumes_and_replays_its_finished_calls(env: Env) 
         )["runId"]
         await wait_for_event(c, first, "agent.started", count=3)
         assert data(await call(c, "workflow_run_cancel", {"runId": first}))["status"] == "cancelled"
-        resumed = data(
-            await call(c, "workflow_run", {"resumeFromRunId": first, "provider": "fake", "waitMs": 20_000})
-        )
+        # The resume would keep the run's fake script (whose third call parks): answer it instead.
+        answer = {"provider": "fake", "fakeScript": {"default": {"text": "done"}}}
+        resumed = data(await call(c, "workflow_run", {"resumeFromRunId": first, **answer, "waitMs": 20_000}))
     assert resumed["status"] == "completed" and resumed["result"] == 3 and resumed["resumedFrom"] == first
     assert resumed["tokenUsage"]["replayedOutput"] == 14  # two replayed calls, stored args reused
+
+
+async def test_workflow_run_builds_a_provider_once_for_all_runs_of_a_configuration_and_closes_it(
+    env: Env,
+) -> None:
+    env.workflow("hello", HELLO)
+    with counted_provider() as built:
+        async with connect(env.trusted_server()) as c:
+            for _ in range(3):
+                out = data(
+                    await call(c, "workflow_run", {"name": "hello", "provider": "counted", "waitMs": 20_000})
+                )
+                assert out["status"] == "completed" and out["result"]["a"] == "counted hello undefined"
+        assert len(built) == 1 and not built[0].closed  # not one per call, nor two (resolver and body)
+        await env.service.shutdown()
+    assert built[0].closed
 
 
 async def test_the_same_idempotency_key_yields_one_run_sequentially_and_concurrently(env: Env) -> None:
