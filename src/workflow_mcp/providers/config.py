@@ -272,13 +272,17 @@ def _read(path: Path) -> Mapping[str, Any]:
         raise ProviderConfigError(str(path), "", f"cannot read the file: {exc.strerror or exc}") from exc
     if len(data) > MAX_CONFIG_BYTES:
         raise ProviderConfigError(
-            str(path), "", f"the file is over {MAX_CONFIG_BYTES:,} bytes (workflow-mcp limit for configuration)"
+            str(path),
+            "",
+            f"the file is over {MAX_CONFIG_BYTES:,} bytes (workflow-mcp limit for configuration)",
         )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProviderConfigError(
-            str(path), "", f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); TOML files are UTF-8"
+            str(path),
+            "",
+            f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); TOML files are UTF-8",
         ) from None
     try:
         return tomllib.loads(text)
