@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Finding", "scan"]
 
-_TOKENS = re.compile(rb"\b(?:import|using|with|agentType|workflow|Date|Math)\b")
+_TOKENS = re.compile(rb"\b(?:import|using|with|agentType|workflow|Date|Math|Intl)\b")
 # Absolute paths that only exist on one machine: POSIX home directories and Windows drive paths
 # (written `C:\\…` inside a JavaScript string, or with forward slashes).
 _ABSOLUTE_PATH = re.compile(
@@ -133,6 +133,17 @@ def scan(root: Node, src: Source, *, import_refused: bool, profile: str) -> list
                     "nondeterministic-call",
                     f"{what} throws at run time in Claude Code (resume replays the workflow "
                     "deterministically); pass a timestamp or seed through args instead",
+                    node,
+                    key=what,
+                )
+        elif word == "Intl":
+            what = _intl_clock(node, src)
+            if what is not None:
+                add(
+                    "nondeterministic-call",
+                    f"{what} with no date formats the current time: it reads the clock, which Claude Code "
+                    "allows here too, so a resumed run may see another value; pass a timestamp through "
+                    "args and format that instead",
                     node,
                     key=what,
                 )
@@ -277,6 +288,46 @@ def _nondeterministic(node: Node, src: Source) -> str | None:
         args = parent.child_by_field_name("arguments")
         return "Date()" if args is None or not _has_arguments(args) else None
     return None
+
+
+def _intl_clock(node: Node, src: Source) -> str | None:
+    """``Intl.DateTimeFormat(…).format()`` / ``.formatToParts()`` called with no date (which formats
+    the current time), written as one chain; ``None`` for anything else."""
+    member = node.parent
+    if node.type != "identifier" or member is None or member.type != "member_expression":
+        return None
+    prop = member.child_by_field_name("property")
+    if not _same(member.child_by_field_name("object"), node) or prop is None:
+        return None
+    if src.text(prop) != "DateTimeFormat":
+        return None
+    made = member.parent
+    if made is None or made.type not in ("new_expression", "call_expression"):
+        return None
+    field = "constructor" if made.type == "new_expression" else "function"
+    if not _same(made.child_by_field_name(field), member):
+        return None
+    access = made.parent
+    if (
+        access is None
+        or access.type != "member_expression"
+        or not _same(access.child_by_field_name("object"), made)
+    ):
+        return None
+    method = access.child_by_field_name("property")
+    call = access.parent
+    if method is None or src.text(method) not in ("format", "formatToParts"):
+        return None
+    if (
+        call is None
+        or call.type != "call_expression"
+        or not _same(call.child_by_field_name("function"), access)
+    ):
+        return None
+    args = call.child_by_field_name("arguments")
+    if args is not None and _has_arguments(args):
+        return None
+    return f"Intl.DateTimeFormat().{src.text(method)}()"
 
 
 def _has_arguments(args: Node) -> bool:

@@ -477,6 +477,7 @@ class _Run:
             "cacheKeyOptions": list(self.profile.cache_key_options),
             "flatCacheChain": self.profile.flat_cache_chain,
             "logLine": {"max": self.profile.log_line_max_chars, "keep": self.profile.log_line_keep_chars},
+            "logLimit": {"lines": self.profile.max_log_lines, "chars": self.profile.max_log_chars},
         }
         if self.args is not MISSING:
             start["args"] = json.dumps(self.args, ensure_ascii=False)
@@ -526,6 +527,8 @@ class _Run:
                     self._log(f"▸ {name} done", runtime=True)
                 else:
                     self._log(f"▸ {name} failed: {msg.get('message')}", runtime=True)
+            elif t == "dropped":
+                self.logs_dropped += int(msg["lines"])  # counted in the worker, past the log limit
             elif t == "console":
                 continue
             elif t == "done":

@@ -236,8 +236,76 @@ def _nullable_validator() -> Any:
                 return
             yield from type_keyword(validator, types, instance, schema)
 
-        _NULLABLE.append(validators.extend(Draft7Validator, {"type": nullable_type}))  # type: ignore[no-untyped-call]
+        keywords = {"type": nullable_type, **_bounded_pattern_keywords()}
+        _NULLABLE.append(validators.extend(Draft7Validator, keywords))  # type: ignore[no-untyped-call]
     return _NULLABLE[0]
+
+
+def _bounded_pattern_keywords() -> dict[str, Any]:
+    """``pattern``, ``patternProperties`` and ``additionalProperties`` as jsonschema applies them, but
+    with every regular expression matched under the time limit of :mod:`workflow_mcp.patterns`: a
+    schema's pattern comes from workflow code, and a catastrophic one must not hold the event loop.
+    A pattern that runs out of time fails validation with a message naming the pattern and the limit."""
+    from jsonschema import ValidationError
+
+    from ..patterns import PatternTimeoutError, compile_bounded
+
+    def found(pattern: str, text: str) -> bool:
+        return compile_bounded(pattern).search(text)
+
+    def pattern(validator: Any, patrn: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "string") or not isinstance(patrn, str):
+            return
+        try:
+            ok = found(patrn, instance)
+        except PatternTimeoutError as exc:
+            yield ValidationError(str(exc))
+            return
+        if not ok:
+            yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    def pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        for patrn, subschema in patterns.items():
+            for key, value in instance.items():
+                try:
+                    hit = found(patrn, key)
+                except PatternTimeoutError as exc:
+                    yield ValidationError(str(exc))
+                    return
+                if hit:
+                    yield from validator.descend(value, subschema, path=key, schema_path=patrn)
+
+    def additional_properties(validator: Any, extra_schema: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        properties = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        extras = []
+        for key in instance:
+            if key in properties:
+                continue
+            try:
+                if any(found(p, key) for p in patterns):
+                    continue
+            except PatternTimeoutError as exc:
+                yield ValidationError(str(exc))
+                return
+            extras.append(key)
+        if validator.is_type(extra_schema, "object"):
+            for key in extras:
+                yield from validator.descend(instance[key], extra_schema, path=key)
+        elif extra_schema is False and extras:
+            listed = ", ".join(repr(k) for k in sorted(extras))
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(f"Additional properties are not allowed ({listed} {verb} unexpected)")
+
+    return {
+        "pattern": pattern,
+        "patternProperties": pattern_properties,
+        "additionalProperties": additional_properties,
+    }
 
 
 def _compile_problems(root: dict[str, Any], strict: bool) -> Iterator[str]:
@@ -393,6 +461,8 @@ def _ajv_one(error: Any, prefix: str) -> str:
 
 def _ajv_message(error: Any) -> str:
     kw, value, instance = error.validator, error.validator_value, error.instance
+    if str(error.message).startswith("the regular expression "):
+        return str(error.message)  # a pattern that ran out of time (workflow_mcp.patterns)
     if kw == "type":
         return "must be " + (",".join(value) if isinstance(value, list) else str(value))
     if kw == "enum":

@@ -260,14 +260,38 @@ def parse_config(
     )
 
 
+#: workflow-mcp limit: configuration files are small; a larger one is refused before parsing.
+MAX_CONFIG_BYTES: Final = 1024 * 1024
+
+
 def _read(path: Path) -> Mapping[str, Any]:
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProviderConfigError(str(path), "", f"not valid TOML: {exc}") from exc
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ProviderConfigError(str(path), "", f"cannot read the file: {exc.strerror or exc}") from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ProviderConfigError(
+            str(path),
+            "",
+            f"the file is over {MAX_CONFIG_BYTES:,} bytes (workflow-mcp limit for configuration)",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProviderConfigError(
+            str(path),
+            "",
+            f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); TOML files are UTF-8",
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProviderConfigError(str(path), "", f"not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ProviderConfigError(
+            str(path), "", "arrays or tables are nested too deeply to read; flatten the configuration"
+        ) from None
 
 
 def _policy(data: Mapping[str, Any], source: str, ceiling: Policy, *, narrow: bool) -> Policy:

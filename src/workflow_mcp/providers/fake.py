@@ -10,7 +10,8 @@ neither, the call behaves as ``{"synthesize": true}``.
 ``match`` (every key optional; all given keys must hold):
     ``label``      glob over the whole label, case-sensitive; ``*`` any run, ``?`` one character
                    (no other wildcard: ``[`` is literal).
-    ``prompt``     Python regular expression, searched (``re.search``) in the prompt.
+    ``prompt``     Python regular expression, searched in the prompt (each match is time-limited,
+                   see :mod:`workflow_mcp.patterns`).
     ``instructions``  Python regular expression, searched in the agent definition's instructions
                    (a call without instructions never matches).
     ``phase``, ``model``, ``agentType``  exact string; ``null`` matches a call without one. ``model``
@@ -72,6 +73,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..errors import InvalidInputError
+from ..patterns import BoundedPattern, compile_bounded
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -141,18 +143,18 @@ class _Respond:
 
 @dataclass(frozen=True)
 class _Match:
-    label: re.Pattern[str] | None = None
-    prompt: re.Pattern[str] | None = None
-    instructions: re.Pattern[str] | None = None
+    label: BoundedPattern | None = None
+    prompt: BoundedPattern | None = None
+    instructions: BoundedPattern | None = None
     exact: tuple[tuple[str, str | None], ...] = ()
 
     def holds(self, request: AgentRequest) -> bool:
-        if self.label is not None and self.label.fullmatch(request.label) is None:
+        if self.label is not None and not self.label.fullmatch(request.label):
             return False
-        if self.prompt is not None and self.prompt.search(request.prompt) is None:
+        if self.prompt is not None and not self.prompt.search(request.prompt):
             return False
         if self.instructions is not None and (
-            request.instructions is None or self.instructions.search(request.instructions) is None
+            request.instructions is None or not self.instructions.search(request.instructions)
         ):
             return False
         return all(getattr(request, attr) == expected for attr, expected in self.exact)
@@ -370,8 +372,8 @@ def _parse_match(raw: Any, path: str, where: str) -> _Match:
         if not isinstance(raw["prompt"], str):
             raise _invalid(where, f"{path}.prompt", f"must be a string (a regex), got {_kind(raw['prompt'])}")
         try:
-            prompt = re.compile(raw["prompt"])
-        except re.error as exc:
+            prompt = compile_bounded(raw["prompt"])
+        except ValueError as exc:
             raise _invalid(where, f"{path}.prompt", f"invalid regular expression: {exc}") from exc
     if "instructions" in raw:
         if not isinstance(raw["instructions"], str):
@@ -379,8 +381,8 @@ def _parse_match(raw: Any, path: str, where: str) -> _Match:
                 where, f"{path}.instructions", f"must be a string (a regex), got {_kind(raw['instructions'])}"
             )
         try:
-            instructions = re.compile(raw["instructions"])
-        except re.error as exc:
+            instructions = compile_bounded(raw["instructions"])
+        except ValueError as exc:
             raise _invalid(where, f"{path}.instructions", f"invalid regular expression: {exc}") from exc
     exact: list[tuple[str, str | None]] = []
     for key, attr in _EXACT_KEYS.items():
@@ -506,10 +508,11 @@ def _check_json(value: Any, path: str, where: str) -> None:
         raise _invalid(where, at, f"not a JSON value ({_kind(item)})")
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    """``*`` matches any run of characters, ``?`` exactly one; everything else is literal."""
+def _glob(pattern: str) -> BoundedPattern:
+    """``*`` matches any run of characters, ``?`` exactly one; everything else is literal (matched
+    under the untrusted-pattern time limit: ``*a*a*a*…b`` backtracks too)."""
     translated = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
-    return re.compile(translated, re.DOTALL)
+    return compile_bounded(translated, dotall=True)
 
 
 def _is_list(value: Any) -> bool:

@@ -69,6 +69,8 @@ function clip(text, max, keep) {
   return text.slice(0, keep) + '\n\n... [' + (text.length - 2 * keep) + ' characters truncated] ...\n\n' + text.slice(text.length - keep)
 }
 let logLine = { max: 11024, keep: 5000 }
+let logLimit = { lines: 100000, chars: 64 * 1024 * 1024 }
+const logSent = { lines: 0, chars: 0, dropped: 0 }
 const ERROR_TEXT = { max: 65536, keep: 32768 }
 const exitSoon = () => { flushOut(); process.stdout.write('', () => process.exit(0)) }
 
@@ -178,7 +180,14 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   let spent = 0
   let total = null
 
-  const send = (msg) => post(JSONstringify(msg))
+  // A null-prototype copy: an Object.prototype.toJSON the workflow defines cannot rewrite a message
+  // (the host checks every message's shape as well).
+  const send = (msg) => {
+    const clean = ObjectCreate(null)
+    const keys = ObjectKeys(msg)
+    for (let i = 0; i < keys.length; i++) clean[keys[i]] = msg[keys[i]]
+    return post(JSONstringify(clean))
+  }
   const coerce = (v) => (v !== null && (typeof v === 'object' || typeof v === 'function')) ? '[' + typeof v + ']' : StringCtor(v)
   const jsonClone = (v) => { if (v === undefined) return undefined; const s = JSONstringify(v); return s === undefined ? undefined : JSONparse(s) }
 
@@ -633,6 +642,12 @@ function onPost(text) {
   const msg = JSON.parse(text)
   if (msg.t === 'log') {
     msg.message = clip(msg.message, logLine.max, logLine.keep)
+    // The run's log limits hold here too, so a flood of log() never piles up in this process: lines
+    // past the limit (after one more, which makes the host say so) are only counted, and the count
+    // crosses once, before the final value.
+    if (logSent.lines > logLimit.lines || logSent.chars > logLimit.chars) { logSent.dropped++; return }
+    logSent.lines++
+    logSent.chars += typeof msg.message === 'string' ? msg.message.length : 0
   } else if (msg.t === 'child' && typeof msg.message === 'string') {
     msg.message = clip(msg.message, ERROR_TEXT.max, ERROR_TEXT.keep)
   } else if (msg.t === 'call' && msg.fn === 'workflow' && typeof msg.args === 'string') {
@@ -667,6 +682,7 @@ function onPost(text) {
     return
   } else if (msg.t === 'done') {
     if (finished) return
+    if (logSent.dropped > 0) { out({ t: 'dropped', lines: logSent.dropped }); logSent.dropped = 0 }
     if (msg.error) {
       msg.error.message = clip(msg.error.message, ERROR_TEXT.max, ERROR_TEXT.keep)
       if (typeof msg.error.stack === 'string' && msg.error.stack.length > 8000) msg.error.stack = msg.error.stack.slice(-8000)
@@ -720,6 +736,7 @@ function start(msg) {
   cacheKeyOptions = msg.cacheKeyOptions || []
   flatChain = msg.flatCacheChain === true
   if (msg.logLine) logLine = { max: msg.logLine.max, keep: msg.logLine.keep }
+  if (msg.logLimit) logLimit = { lines: msg.logLimit.lines, chars: msg.logLimit.chars }
   ctx = newContext()
   let main
   try {

@@ -390,7 +390,9 @@ class RealmWorker:
                 f"the realm worker sent a message over {megabytes(MAX_MESSAGE_BYTES)} "
                 "(the most the realm passes per message)"
             ) from None
-        if not line:
+        if not line or not line.endswith(b"\n"):
+            # No line, or the start of one the worker died writing (out of memory, killed): the run
+            # ends with what the worker's exit says, not with a broken message.
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._proc.wait(), 5)
             with contextlib.suppress(Exception):

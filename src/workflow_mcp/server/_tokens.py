@@ -10,11 +10,15 @@ bits, always does):
    Letters of one case alone look like words and are refused whatever the length. Hex digits grouped
    by separators (``-``, ``:``, ``.``, ``_``) count their digits only, and a UUID is refused outright: a
    version-4 UUID carries 122 random bits (RFC 9562 fixes six), other versions fewer.
-2. **By what is left after obvious patterns** — characters that continue a run (``aaa``, ``abc``,
-   ``987``), repeat an earlier three-character chunk (``abcabc``) or sit inside a common password word
-   (``password``, ``secret``, ``token``…) count 1 bit; the rest count as in 1. The estimate must reach
-   :data:`MIN_PATTERN_BITS` (three quarters of the alphabet bound), so random tokens of the minimum
-   length pass and ``Password1234567890Abcdefg`` does not.
+2. **By what is left after obvious patterns** — characters that continue a run in either case
+   (``aaa``, ``abc``, ``987``, ``AbCdEf``, and every-second to every-fourth character: ``Aa1Bb2Cc3``),
+   repeat an earlier three-character chunk (``abcabc``), follow a keyboard walk (``qwe``, ``qaz``,
+   ``1qaz``) or sit inside a common password or hexspeak word (``password``, ``secret``, ``token``,
+   ``dead``, ``beef``…) count 1 bit; the rest count as in 1. The estimate must reach
+   :data:`MIN_PATTERN_BITS` (76): hexspeak like ``deadbeefcafebabe…`` scores about 73 and
+   ``Password1234567890Abcdefg`` 40, while about 1 in 150,000 random tokens of the *minimum* length
+   (``token_urlsafe(16)``) falls under it by chance (generate another); 32 random bytes, what the
+   server generates, never do.
 
 This is a sanity check against hand-typed and placeholder tokens, not a proof: a token is only as good as
 its source. (Password meters such as zxcvbn model human choices and credit a random character about 3.3
@@ -30,7 +34,7 @@ import string
 __all__ = ["MIN_PATTERN_BITS", "MIN_TOKEN_BITS", "TOKEN_RULE", "token_problem"]
 
 MIN_TOKEN_BITS = 128
-MIN_PATTERN_BITS = 96
+MIN_PATTERN_BITS = 76
 TOKEN_RULE = (
     "a token needs at least 128 bits of entropy: 32 random hex digits, or 22 random base64url characters "
     "(letters of both cases, digits, '-', '_'), with no runs, repeats or words; generate one with "
@@ -70,6 +74,33 @@ _COMMON = (
     "access",
     "bearer",
     "workflow",
+    # hexspeak: words spelled in hex digits
+    "dead",
+    "beef",
+    "cafe",
+    "babe",
+    "feed",
+    "face",
+    "fade",
+    "deaf",
+    "c0de",
+    "code",
+    "f00d",
+    "d00d",
+    "b00b",
+    "1337",
+    "c0ffee",
+    "coffee",
+)
+# Keyboard walks (rows, columns, digits): any three keys in a row along one of these count as a run.
+_WALKS = (
+    "1234567890",
+    "qwertyuiop",
+    "asdfghjkl",
+    "zxcvbnm",
+    "1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik9ol0p",
+    "qazwsxedcrfvtgbyhnujmikolp",
+    "zaqxswcdevfrbgtnhymjukilop",
 )
 _WORD_BITS = math.log2(len(_COMMON))
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
@@ -102,12 +133,15 @@ def _alphabet(token: str) -> int:
 
 def _pattern_bits(token: str, per_char: float) -> float:
     cheap = [False] * len(token)
-    for i in range(2, len(token)):
-        d1, d0 = ord(token[i]) - ord(token[i - 1]), ord(token[i - 1]) - ord(token[i - 2])
-        run = d1 == d0 and d1 in (-1, 0, 1)  # aaa, abc, 987
-        repeat = token.find(token[i - 2 : i + 1]) < i - 2  # a chunk seen before: abcabc
-        cheap[i] = run or repeat
     folded = token.casefold()
+    for i in range(2, len(token)):
+        repeat = folded.find(folded[i - 2 : i + 1]) < i - 2  # a chunk seen before: abcabc, AbcABC
+        cheap[i] = repeat or any(_steps(folded, i, k) for k in (1, 2, 3, 4))
+    for walk in _WALKS:  # keyboard walks, either way: qwe, ewq, 1qaz
+        for j in range(len(folded) - 2):
+            chunk = folded[j : j + 3]
+            if chunk in walk or chunk[::-1] in walk:
+                cheap[j] = cheap[j + 1] = cheap[j + 2] = True
     words = 0
     for word in _COMMON:
         start = folded.find(word)
@@ -117,6 +151,16 @@ def _pattern_bits(token: str, per_char: float) -> float:
                 cheap[j] = True
             start = folded.find(word, start + len(word))
     return sum(1.0 if c else per_char for c in cheap) + words * _WORD_BITS
+
+
+def _steps(text: str, i: int, stride: int) -> bool:
+    """Whether ``text[i]`` continues a run with a step of -1, 0 or +1 every ``stride`` characters, in
+    either letter case: ``aaa``, ``abc``, ``987`` (stride 1), ``AbCdEf``, ``Aa1Bb2Cc3`` (strides 1–4)."""
+    if i < 2 * stride:
+        return False
+    d1 = ord(text[i]) - ord(text[i - stride])
+    d0 = ord(text[i - stride]) - ord(text[i - 2 * stride])
+    return d1 == d0 and d1 in (-1, 0, 1)
 
 
 def token_problem(token: str) -> str | None:

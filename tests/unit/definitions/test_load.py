@@ -631,6 +631,19 @@ def test_calls_that_throw_at_run_time_in_claude_are_warned() -> None:
     ]
 
 
+def test_formatting_the_current_time_through_intl_is_warned_as_reading_the_clock() -> None:
+    # Claude Code 2.1.332 lets Intl.DateTimeFormat().format() read the clock (measured): a warning only.
+    found = warnings_of(
+        META + "new Intl.DateTimeFormat('en').format()\nIntl.DateTimeFormat().formatToParts()\n"
+        "new Intl.DateTimeFormat().format(0)\nIntl.NumberFormat().format()\nconst f = 'Intl.DateTimeFormat().format()'\n"
+    )
+    assert [(rule, line) for rule, _, line, _ in found] == [
+        ("nondeterministic-call", 2),
+        ("nondeterministic-call", 3),
+    ]
+    assert "reads the clock" in found[0][1] and "Intl.DateTimeFormat().format()" in found[0][1]
+
+
 def test_validation_report_json_has_the_documented_shape() -> None:
     report = validate_workflow(source=META + "await agent('x', { agentType: 'a' })\n")
     assert report.to_json() == {
