@@ -911,6 +911,7 @@ class WorkflowService:
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
         records: list[JournalRecord] = []
+        rank = {agent_id: i for i, agent_id in enumerate(self.store.completion_order(run_id))}
         for row in self.store.journal(run_id):
             if row.status not in ("completed", "cached") or row.result_json is None:
                 continue
@@ -928,6 +929,7 @@ class WorkflowService:
                     label=row.label,
                     side_effects=row.side_effects,
                     source_run_id=row.source_run or run_id,
+                    completed=rank.get(row.agent_id, -1),
                 )
             )
         return Replay(records, policy)

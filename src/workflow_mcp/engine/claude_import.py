@@ -359,8 +359,9 @@ def _read_record(record_path: Path) -> ClaudeRun:
             side_effects=_side_effects(run_dir, line.agent_id, progress.get(line.agent_id, {})),
             source_run_id=run_id,
             read_only=True,
+            completed=rank,  # result lines are appended as Claude's calls complete
         )
-        for line in parsed.results
+        for rank, line in enumerate(parsed.results)
     )
     return ClaudeRun(
         run_id=run_id,

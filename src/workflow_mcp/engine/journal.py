@@ -16,6 +16,8 @@ Two policies:
   miss every later call runs live, even if an identical record exists.
 
 Both: ``null`` results are never reused, and a call that started without a result runs again.
+Both release replayed results in the order the original run completed them
+(:mod:`~workflow_mcp.engine.release`; each record's ``completed`` rank).
 
 Records imported from another tool (Claude Code's ``journal.jsonl``, see ``claude_import``) may have no
 content key (Claude does not record the options a call was made with): ``content`` then matches them by
@@ -83,7 +85,9 @@ def content_key(prompt: str, canon: str) -> str:
 
 @dataclass(frozen=True)
 class JournalRecord:
-    """One completed call of an earlier run. ``result`` is the JSON value agent() resolved to."""
+    """One completed call of an earlier run. ``result`` is the JSON value agent() resolved to;
+    ``completed`` its rank in the order that run completed its calls (``-1``: unknown), by which a
+    resumed run releases replayed results (:mod:`~workflow_mcp.engine.release`)."""
 
     key: str
     content_key: str
@@ -94,6 +98,7 @@ class JournalRecord:
     side_effects: bool = False
     source_run_id: str = ""
     read_only: bool = False
+    completed: int = -1
 
 
 class Replay:
@@ -115,6 +120,7 @@ class Replay:
         self._by_key: dict[str, JournalRecord] = {}
         self._by_content: dict[str, deque[JournalRecord]] = {}
         self._by_key_only: dict[str, deque[JournalRecord]] = {}
+        self.ranks: list[int] = []  # completion ranks of the reusable records (release order)
         for r in records:
             if r.result is None:
                 continue  # null results are never reused
@@ -126,6 +132,12 @@ class Replay:
                 self._by_content.setdefault(r.content_key, deque()).append(r)
             elif r.key:
                 self._by_key_only.setdefault(r.key, deque()).append(r)
+        reachable = (
+            list(self._by_key.values())
+            if policy == "prefix"
+            else [r for q in (*self._by_content.values(), *self._by_key_only.values()) for r in q]
+        )
+        self.ranks = [r.completed for r in reachable if r.completed >= 0]
         self._missed = False
         self.first_miss_label: str | None = None
         self.hits = 0

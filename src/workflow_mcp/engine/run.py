@@ -64,6 +64,7 @@ from ..state import RunStatus
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildCheck, ChildResolver
+from .release import ReleaseOrder
 from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
@@ -280,6 +281,14 @@ class _Run:
         self.log_chars = 0
         self.logs_dropped = 0
         self.deltas = 0  # agent.output.delta events recorded (profile max_output_deltas)
+        # Replayed results are released in the original run's completion order (engine/release.py).
+        self.order = ReleaseOrder(replay.ranks) if replay is not None and replay.ranks else None
+        self._releasing: dict[int, int] = {}  # realm call id -> rank of the replayed result it gets
+        self._outbox_ranks: list[int] = []  # ranks whose answers wait in the outbox
+        self._ping: int | None = None  # the id of the quiescence probe sent to the realm, if any
+        self._ping_seq = 0
+        self._calls_since_ping = 0
+        self._quiet_check = False
 
     # -- events ----------------------------------------------------------------------------
     def emit(
@@ -513,7 +522,10 @@ class _Run:
                 return
             t = msg["t"]
             if t == "call":
+                self._calls_since_ping += 1
                 self._spawn(self._answer(msg))
+            elif t == "collated":
+                self._probed(msg)
             elif t == "log":
                 child = msg.get("child")
                 text = str(msg.get("message", ""))
@@ -558,6 +570,8 @@ class _Run:
                 self._finish_failed("Error", "the realm returned a final value that is not JSON")
                 return
             # Let in-flight calls that nobody awaits finish (Claude: calls already running finish).
+            if self.order is not None:
+                self.order.release_all()  # nothing will ask for the results they wait behind
             if self.tasks:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
             if self.limit_error is not None:
@@ -610,6 +624,57 @@ class _Run:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        if self.order is not None:
+            task.add_done_callback(lambda _: self._check_quiet())
+
+    # -- replay order -------------------------------------------------------------------------
+    async def _release_turn(self, rank: int) -> None:
+        """Wait until the replayed result of ``rank`` may be released (engine/release.py)."""
+        assert self.order is not None
+        self._check_quiet()
+        await self.order.turn(rank)
+
+    def _check_quiet(self) -> None:
+        """Soon, see whether only held replays are left; if so, probe the realm (:meth:`_probe`)."""
+        if self._quiet_check:
+            return
+        self._quiet_check = True
+        asyncio.get_running_loop().call_soon(self._probe)
+
+    def _stalled_on_order(self) -> bool:
+        """Nothing but held replays is in flight: no live call, no child being resolved, no answer on
+        its way to the realm, no release being answered."""
+        order = self.order
+        return (
+            order is not None
+            and order.waiting > 0
+            and not order.busy
+            and not self._outbox
+            and len(self.tasks) <= order.waiting
+        )
+
+    def _probe(self) -> None:
+        """Ask the realm to echo a probe: it answers after every answer sent before it has been handled
+        (and the agent() calls those answers led to have been sent), so a probe that comes back with no
+        call before it finds the workflow waiting on held results only."""
+        self._quiet_check = False
+        if self._ping is not None or self.worker is None or not self._stalled_on_order():
+            return
+        self._ping_seq += 1
+        self._ping = self._ping_seq
+        self._calls_since_ping = 0
+        self.worker.post_text(encode_message({"t": "collate", "id": self._ping, "names": []}))
+
+    def _probed(self, msg: Mapping[str, Any]) -> None:
+        """The realm echoed a probe: with no call since, release the lowest held result."""
+        if msg.get("id") != self._ping:
+            return
+        self._ping = None
+        if self._calls_since_ping == 0 and self._stalled_on_order():
+            assert self.order is not None
+            self.order.force()
+        else:
+            self._check_quiet()
 
     def _phase(self, title: str) -> None:
         if title in self.seen_phases:
@@ -641,6 +706,9 @@ class _Run:
         """Queue an answer; answers produced in one event-loop turn reach the realm as one batch. An
         answer over the realm's message limit rejects the call instead, naming the limit."""
         error: dict[str, str] | None = None
+        rank = self._releasing.pop(call_id, None)
+        if rank is not None:
+            self._outbox_ranks.append(rank)
         try:
             text = encode_message(msg, what)
         except MessageTooLargeError as exc:
@@ -665,6 +733,16 @@ class _Run:
         # workflow acts on can be missing from the journal after a crash.
         self.log.flush()
         items, self._outbox = self._outbox, []
+        try:
+            self._post(items)
+        finally:
+            if self.order is not None:
+                ranks, self._outbox_ranks = self._outbox_ranks, []
+                for rank in ranks:
+                    self.order.settle(rank)  # in the realm: the next result may follow
+                self._check_quiet()
+
+    def _post(self, items: list[str]) -> None:
         if self.worker is None or not items:
             return
         if len(items) == 1:
@@ -822,10 +900,12 @@ class _Run:
         if self.replay is not None:
             record = self.replay.take(key, ckey, label)
             problem = _replay_problem(record.result, schema) if record is not None else None
-            if problem is not None:
+            if problem is not None and record is not None:
                 # A record's result is checked as a live answer is: one of the wrong shape (a
                 # damaged or edited journal, a schema changed since) never reaches the workflow.
                 self.replay.refuse(label)
+                if self.order is not None:
+                    self.order.settle(record.completed)  # asked for: later results need not wait
                 self.emit(
                     "warning",
                     {
@@ -835,6 +915,11 @@ class _Run:
                 )
                 record = None
             if record is not None:
+                if self.order is not None and record.completed >= 0:
+                    # Released in the order the original run completed its calls, each in its own
+                    # realm turn, so order-dependent workflow state replays identically.
+                    await self._release_turn(record.completed)
+                    self._releasing[int(msg["id"])] = record.completed
                 self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
                 self.emit(
                     "agent.cached",

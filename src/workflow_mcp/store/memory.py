@@ -171,6 +171,13 @@ class MemoryStore:
         """Memory can always be written."""
         return None
 
+    def completion_order(self, run_id: str) -> list[str]:
+        return [
+            e.agent_id
+            for e in self._events.get(run_id, [])
+            if e.type in ("agent.completed", "agent.cached") and e.agent_id is not None
+        ]
+
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)
 

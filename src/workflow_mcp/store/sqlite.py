@@ -704,6 +704,15 @@ class SqliteStore:
                 db.execute(f"DELETE FROM owners WHERE owner_id IN ({marks})", gone)
         return [o.record.run_id for o in orphans]
 
+    def completion_order(self, run_id: str) -> list[str]:
+        rows = self._read(
+            f"reading the completion order of run {run_id}",
+            "SELECT agent_id FROM events WHERE run_id = ? AND type IN ('agent.completed', 'agent.cached') "
+            "AND agent_id IS NOT NULL ORDER BY sequence",
+            (run_id,),
+        )
+        return [str(r[0]) for r in rows]
+
     def journal(self, run_id: str) -> list[JournalRow]:
         rows = self._read(
             f"reading the journal of run {run_id}",

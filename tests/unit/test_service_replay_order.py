@@ -1,0 +1,124 @@
+"""A resumed run releases replayed results in the order the original run completed them (issue 12,
+item 6): workflow state that depends on completion order replays identically, and a record the new run
+never asks for holds the others only until the run can make no other progress."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from workflow_mcp import MemoryStore, WorkflowService
+from workflow_mcp.events import Event
+from workflow_mcp.service import ProviderChoice, RunOverrides
+
+BOUND_S = 60.0
+
+# The shape of conformance case pipeline-barrier-free: item a may go through every stage while item b
+# is still in its first, and `trace` records the order the stages finished in.
+PIPELINE = (
+    "export const meta = { name: 'barrier-free', description: 'stages finish in completion order' }\n"
+    "const trace = []\n"
+    "const results = await pipeline(\n"
+    "  ['a', 'b'],\n"
+    "  async (item) => { const r = await agent('inspect ' + item, { label: 'inspect:' + item }); "
+    "trace.push(item + '1'); return r },\n"
+    "  async (prev, item) => { const r = await agent('verify ' + prev, { label: 'verify:' + item }); "
+    "trace.push(item + '2'); return r },\n"
+    ")\n"
+    "return { results, trace }\n"
+)
+
+
+def slow(label: str, ms: int = 300) -> dict[str, Any]:
+    """A fake script in which the call labelled ``label`` answers ``ms`` later than the others."""
+    return {
+        "rules": [{"match": {"label": label}, "respond": {"echo": True, "delayMs": ms}}],
+        "default": {"echo": True},
+    }
+
+
+def arun(coro: Coroutine[Any, Any, Any]) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, BOUND_S)
+
+    return asyncio.run(bounded())
+
+
+def labels(events: list[Event], kind: str) -> list[str]:
+    return [str(e.payload.get("label")) for e in events if e.type == kind]
+
+
+async def run(service: WorkflowService, path: str, script: dict[str, Any]) -> tuple[str, Any]:
+    handle = await service.start(path, provider=ProviderChoice("fake", script))
+    return handle.run_id, await handle.result()
+
+
+async def resume(service: WorkflowService, run_id: str, script: dict[str, Any]) -> tuple[str, Any]:
+    handle = await service.resume(run_id, RunOverrides(provider=ProviderChoice("fake", script)))
+    return handle.run_id, await handle.result()
+
+
+def test_a_resume_replays_the_original_completion_order_whatever_order_it_asks_in(tmp_path: Path) -> None:
+    path = tmp_path / "wf.js"
+    path.write_text(PIPELINE)
+    service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
+
+    async def go() -> tuple[Any, Any, Any, list[Event], list[Event]]:
+        first_id, first = await run(service, str(path), slow("inspect:a"))  # b goes first
+        second_id, second = await resume(service, first_id, slow("inspect:b"))  # would let a go first
+        third_id, third = await resume(service, second_id, {})  # a resume of the resume
+        return first, second, third, service.events(second_id), service.events(third_id)
+
+    first, second, third, resumed, again = arun(go())
+    assert first["trace"] == ["b1", "b2", "a1", "a2"]
+    assert second == first and third == first
+    assert labels(resumed, "agent.started") == [] and labels(again, "agent.started") == []
+    assert labels(resumed, "agent.cached") == ["inspect:b", "verify:b", "inspect:a", "verify:a"]
+
+
+def test_a_record_the_resumed_run_never_asks_for_holds_the_others_only_until_nothing_else_can_run(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "wf.js"
+    path.write_text(PIPELINE)
+    service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
+
+    async def go() -> tuple[Any, Any, list[Event]]:
+        first_id, first = await run(service, str(path), slow("inspect:a"))
+        # b's first stage asks another question now: its record (completed first) is never asked for,
+        # so a's results wait behind it until the live call is done and only held results are left.
+        path.write_text(PIPELINE.replace("'inspect ' + item", "'inspect ' + item + ' again'"))
+        handle = await service.start(str(path), provider=ProviderChoice("fake", {}), resume_from=first_id)
+        return first, await handle.result(), service.events(handle.run_id)
+
+    first, second, events = arun(go())
+    assert labels(events, "agent.started") == ["inspect:a", "inspect:b", "verify:a", "verify:b"]
+    assert first["trace"] == ["b1", "b2", "a1", "a2"]
+    assert second["results"] == ["verify inspect a again", "verify inspect b again"]
+
+
+def test_held_results_are_released_when_the_workflow_returns_without_awaiting_them(tmp_path: Path) -> None:
+    first_source = (
+        "export const meta = { name: 'unawaited', description: 'two calls, the second one slow' }\n"
+        "const late = agent('late', { label: 'late' })\n"
+        "return [await agent('early', { label: 'early' }), await late]\n"
+    )
+    # The resumed source asks only for the call that completed second, and does not wait for it.
+    second_source = first_source.replace(
+        "return [await agent('early', { label: 'early' }), await late]", "return 'returned'"
+    )
+    path = tmp_path / "wf.js"
+    path.write_text(first_source)
+    service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
+
+    async def go() -> tuple[Any, Any, list[Event]]:
+        first_id, first = await run(service, str(path), slow("late", 200))  # early completes first
+        path.write_text(second_source)
+        handle = await service.start(str(path), provider=ProviderChoice("fake", {}), resume_from=first_id)
+        return first, await handle.result(), service.events(handle.run_id)
+
+    first, second, events = arun(go())
+    assert (first, second) == (["early", "late"], "returned")
+    assert labels(events, "agent.started") == []
