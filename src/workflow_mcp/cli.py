@@ -26,6 +26,7 @@ import click
 from .errors import (
     InvalidInputError,
     RunFailedError,
+    RunNotConfirmedError,
     RunNotFoundError,
     WorkflowLoadError,
     WorkflowMcpError,
@@ -33,7 +34,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .service import PreparedRun, ProviderChoice, RunLimits, WorkflowService
+    from .service import PlanReport, PreparedRun, ProviderChoice, RunLimits, WorkflowService
 
 __all__ = ["main"]
 
@@ -342,6 +343,13 @@ _EVENTS_OPTION = click.option(
     help="Reuse the journal of an earlier run (this file, args and limits; `resume` continues a run as it was).",
 )
 @click.option("--policy", type=click.Choice(["content", "prefix"]), default="content", help="Resume policy.")
+@click.option(
+    "--confirm-above",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Preview the run first (`plan`); ask before starting it when it would make more than N agent calls.",
+)
 @_EVENTS_OPTION
 def run(
     target: str,
@@ -353,6 +361,7 @@ def run(
     profile: str | None,
     resume_from: str | None,
     policy: str,
+    confirm_above: int | None,
     events_mode: str | None,
 ) -> None:
     """Run a workflow file (or a saved workflow by name); print its final value as JSON."""
@@ -365,8 +374,20 @@ def run(
     choice = _choice(provider, _resolve(fake_script) if fake_script is not None else None)
     service = _service(writing=True)
 
-    def prepare() -> Awaitable[PreparedRun]:
-        return service.prepare_run(
+    async def prepare() -> PreparedRun:
+        if confirm_above is not None:
+            await service.confirm_preview(
+                target,
+                above=confirm_above,
+                confirm=_ask_on_terminal,
+                provider=choice.name,
+                fake_script=choice.fake_script,
+                args=args,
+                limits=limits,
+                profile=profile,
+                cwd=os.getcwd(),
+            )
+        return await service.prepare_run(
             target,
             provider=choice,
             args=args,
@@ -378,6 +399,93 @@ def run(
         )
 
     sys.exit(asyncio.run(_execute(service, prepare, _mode(events_mode), invalid="invalid workflow")))
+
+
+async def _ask_on_terminal(report: PlanReport) -> str | None:
+    """``run --confirm-above``: show the preview and ask on the terminal (``None``: go ahead)."""
+    for line in report.lines():
+        click.echo(f"workflow-mcp: {line}", err=True)
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return (
+            "there is no terminal to ask; check the preview with `workflow-mcp plan`, then raise "
+            "--confirm-above or leave it out"
+        )
+    if click.confirm("workflow-mcp: start this run?", default=False, err=True):
+        return None
+    return "you declined"
+
+
+@cli.command()
+@click.argument("target", metavar="PATH_OR_NAME")
+@click.argument("args_json", required=False, metavar="[ARGS_JSON]")
+@click.option(
+    "--args-file", type=str, default=None, help="Read the workflow's args (one JSON value) from a file."
+)
+@click.option(
+    "--provider",
+    default=None,
+    help="Route the calls as a run with this provider would (default: the configuration decides).",
+)
+@click.option(
+    "--fake-script", default=None, help="Script the dry run's answers (JSON, the fake provider's format)."
+)
+@_limit_options
+@click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
+@click.option("--json", "as_json", is_flag=True, help="Print the preview as one JSON document.")
+def plan(
+    target: str,
+    args_json: str | None,
+    args_file: str | None,
+    provider: str | None,
+    fake_script: str | None,
+    limits: RunLimits,
+    profile: str | None,
+    as_json: bool,
+) -> None:
+    """Preview a run's cost without running any agent: a dry run on the synthesizing fake provider that
+    counts the agent calls (in all, per phase, per provider and model after routing), estimates tokens
+    and cost (from past runs of the workflow, else per-model defaults in [estimates]) and says whether
+    the run would reach the 1,000-call cap or its token budget. Nothing is recorded. Exit 0 when the
+    dry run completed, 1 when it failed or timed out (the preview then covers what ran), 2 bad input."""
+    import asyncio
+
+    from .service import read_fake_script
+
+    target = _resolve(target)
+    args = _read_args(args_json, _resolve(args_file) if args_file is not None else None)
+    script = None
+    if fake_script is not None:
+        try:
+            script = read_fake_script(_resolve(fake_script))
+        except WorkflowMcpError as exc:
+            _fail(str(exc))
+    service = _service()
+
+    async def preview() -> PlanReport:
+        try:
+            return await service.plan(
+                target,
+                provider=provider,
+                fake_script=script,
+                args=args,
+                limits=limits,
+                profile=profile,
+                cwd=os.getcwd(),
+            )
+        finally:
+            await service.shutdown("workflow-mcp stopped")
+
+    try:
+        report = asyncio.run(preview())
+    except WorkflowLoadError as exc:
+        _fail(f"invalid workflow: {exc}")
+    except WorkflowMcpError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo("\n".join(report.lines()))
+    sys.exit(0 if report.dry_run["status"] == "completed" else 1)
 
 
 def _mode(events_mode: str | None) -> str:
@@ -400,6 +508,8 @@ async def _execute(
             prepared = await prepare()
         except WorkflowLoadError as exc:
             _fail(f"{invalid}: {exc}")
+        except RunNotConfirmedError as exc:
+            _fail(str(exc), code=1)
         except WorkflowMcpError as exc:
             _fail(str(exc))
         view = ProgressView(prepared.workflow.meta.name) if mode == "progress" else None

@@ -10,6 +10,7 @@
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
     ├── RunFailedError               a run ended failed (carries the run id and the message)
+    ├── RunNotConfirmedError         a run's cost preview was over the confirmation limit and not confirmed
     ├── AgentCallRefusedError        an agent() call was refused before any provider was contacted
     │                                (unknown agent type, zero tools, a non-string model, an unusable
     │                                schema): the workflow's agent() rejects with ``js_name``
@@ -33,6 +34,7 @@ __all__ = [
     "RealmError",
     "RunClaimedError",
     "RunFailedError",
+    "RunNotConfirmedError",
     "RunNotFoundError",
     "SequenceConflictError",
     "SourceNotApprovedError",
@@ -197,6 +199,22 @@ class RunFailedError(WorkflowMcpError):
         self.status = status
         self.message = message
         super().__init__(message)
+
+
+class RunNotConfirmedError(WorkflowMcpError):
+    """Raised when a run's cost preview exceeds the confirmation limit (``run --confirm-above N``, the
+    server's ``--confirm-above``) and nobody confirmed it; nothing was started. ``calls`` is the
+    preview's agent-call count, ``limit`` the limit, ``why`` how the confirmation was refused."""
+
+    def __init__(self, workflow: str, calls: int, limit: int, why: str) -> None:
+        self.workflow = workflow
+        self.calls = calls
+        self.limit = limit
+        self.why = why
+        super().__init__(
+            f"workflow {workflow!r} would make {calls} agent calls, more than the {limit} that may start "
+            f"without confirmation, and {why}; nothing was started"
+        )
 
 
 class AgentCallRefusedError(WorkflowMcpError):

@@ -27,11 +27,12 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._plan import PlanReport, TokenEstimator, build_report, read_history
 from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
 from .definitions.agents import AgentTypesReport, check_agent_types
 from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
@@ -51,6 +52,8 @@ from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
 from .errors import (
     InvalidInputError,
+    RunFailedError,
+    RunNotConfirmedError,
     RunNotFoundError,
     StoreError,
     WorkflowMcpError,
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MISSING",
     "ChildCheck",
+    "PlanReport",
     "PreparedRun",
     "ProviderChoice",
     "RunLimits",
@@ -687,6 +691,148 @@ class WorkflowService:
         return self.launch(
             prepared, idempotency_key=idempotency_key, owner=owner, on_event=on_event, child_check=child_check
         )
+
+    #: The longest a cost preview's dry run may take (a fake script's delays included).
+    PLAN_TIMEOUT_S = 120.0
+
+    async def plan(
+        self,
+        target: str | Workflow,
+        *,
+        provider: str | None = None,
+        fake_script: Mapping[str, Any] | None = None,
+        args: Any = MISSING,
+        limits: RunLimits | None = None,
+        ceiling: RunLimits | None = None,
+        profile: str | None = None,
+        cwd: str | None = None,
+        child_check: ChildCheck | None = None,
+        timeout_s: float | None = None,
+    ) -> PlanReport:
+        """The cost preview of a run (:class:`~workflow_mcp._plan.PlanReport`): a dry run of ``target``
+        (as for :meth:`prepare_run`) with ``args`` and ``limits`` on the synthesizing fake provider
+        (``fake_script`` steers its answers), recording nothing and starting no agent. Each call is
+        routed as the configuration in ``cwd`` would route it with ``provider`` (``--provider``; ``None``:
+        the configuration decides), and charged the tokens it is expected to use — from past runs of the
+        same workflow in the store, else the per-model ``[estimates]`` — so budget-guarded loops stop
+        where they would. Nested workflows run too, each asked of ``child_check``. The dry run is
+        stopped after ``timeout_s`` seconds (default :attr:`PLAN_TIMEOUT_S`); the report then says so.
+
+        Raises:
+            WorkflowNotFoundError, WorkflowLoadError: as :meth:`prepare_run`.
+            InvalidInputError: an unknown profile or provider, a malformed fake script or configuration.
+            RealmError: the dry run's Node worker could not start.
+        """
+        from .providers.config import load_config
+        from .providers.fake import FakeProvider
+        from .providers.planning import PlanningProvider, planned_route
+        from .providers.registry import UnknownProviderError
+
+        run_cwd = cwd or self.cwd
+        if profile is None and isinstance(target, Workflow):
+            profile = target.profile
+        _profile(profile)
+        if provider is not None and provider not in provider_names():
+            raise UnknownProviderError(provider, provider_names())
+        conf = await asyncio.to_thread(load_config, run_cwd)
+        auto = None
+        if provider is None and not conf.configured:
+            auto = await asyncio.to_thread(_auto_provider, conf.settings)
+        planner = PlanningProvider(FakeProvider(fake_script), planned_route(conf, provider, auto))
+        options = (
+            (limits or RunLimits()).within(ceiling).options(profile=profile, cwd=run_cwd, home=self.home)
+        )
+        options = RunOptions(**{**options.__dict__, "dry_run": True})
+        worker: RealmWorker | None = None
+        if isinstance(target, Workflow):
+            workflow = target
+        else:
+            name = target
+
+            def read() -> tuple[PendingWorkflow, Replay | None]:
+                return self._pending(name, cwd=run_cwd, profile=profile), None
+
+            prepared = await self._prepare_in_own_worker(
+                read, planner, args=args, options=options, resume_from=None, policy="content"
+            )
+            workflow, worker = prepared.workflow, prepared.worker
+        history = await asyncio.to_thread(
+            read_history, self.store, workflow.meta.name, include_fake=provider == "fake"
+        )
+        planner.estimate = TokenEstimator(history, conf.estimates)
+        events: list[Event] = []
+        handle = run_workflow(
+            workflow,
+            provider=planner,
+            args=args,
+            options=options,
+            persist=events.extend,
+            worker=worker,
+            child_check=child_check,
+        )
+        limit = self.PLAN_TIMEOUT_S if timeout_s is None else timeout_s
+        error: str | None = None
+        try:
+            async with asyncio.timeout(limit):
+                await handle.result()
+            status = "completed"
+        except TimeoutError:
+            handle.cancel("the dry run took too long")
+            await handle.wait()
+            status, error = "timeout", f"the dry run did not finish within {limit:g} s"
+        except RunFailedError as exc:
+            status, error = exc.status, exc.message
+        return build_report(
+            workflow={"name": workflow.meta.name, "path": workflow.path, "sourceHash": workflow.source_hash},
+            events=events,
+            planned=planner.calls,
+            counts=handle.calls,
+            token_budget=options.token_budget,
+            estimates=conf.estimates,
+            history=history,
+            status=status,
+            error=error,
+        )
+
+    async def confirm_preview(
+        self,
+        target: str | Workflow,
+        *,
+        above: int,
+        confirm: Callable[[PlanReport], Awaitable[str | None]],
+        provider: str | None = None,
+        fake_script: Mapping[str, Any] | None = None,
+        args: Any = MISSING,
+        limits: RunLimits | None = None,
+        ceiling: RunLimits | None = None,
+        profile: str | None = None,
+        cwd: str | None = None,
+        child_check: ChildCheck | None = None,
+    ) -> PlanReport:
+        """Before a run is launched: its :meth:`plan` (same arguments); when the preview makes more than
+        ``above`` agent calls, ``confirm(report)`` is awaited — a TTY prompt, an MCP elicitation — and
+        answers ``None`` to go ahead or the reason it did not (``"you declined"``). Returns the report.
+
+        Raises:
+            RunNotConfirmedError: the preview exceeds ``above`` and ``confirm`` refused (its reason).
+            the errors of :meth:`plan`.
+        """
+        report = await self.plan(
+            target,
+            provider=provider,
+            fake_script=fake_script,
+            args=args,
+            limits=limits,
+            ceiling=ceiling,
+            profile=profile,
+            cwd=cwd,
+            child_check=child_check,
+        )
+        if report.agent_calls > above:
+            refused = await confirm(report)
+            if refused is not None:
+                raise RunNotConfirmedError(str(report.workflow["name"]), report.agent_calls, above, refused)
+        return report
 
     async def resume(
         self,
@@ -1366,6 +1512,19 @@ def provider_report(cwd: str) -> dict[str, Any]:
         "policy": conf.policy.to_mapping(),
         "providers": [i.to_json() for i in infos],
     }
+
+
+def _auto_provider(settings: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The provider a run with no configuration would pick (the first ready of codex, claude, acp), or
+    ``None``; probing starts no agent."""
+    from .providers.registry import available
+    from .providers.routing import AUTO_PICK_ORDER
+
+    known = provider_names()
+    for name in AUTO_PICK_ORDER:
+        if name in known and available(name, settings.get(name, {})).availability.ready:
+            return name
+    return None
 
 
 def _recovery_notice(marked: list[str], here: set[str], kept: list[str]) -> str:

@@ -68,7 +68,7 @@ from .release import ReleaseOrder
 from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
-__all__ = ["MISSING", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
+__all__ = ["MISSING", "CallCounts", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
 
 
 class _Missing:
@@ -95,7 +95,8 @@ class RunOptions:
     one provider call (``None``: no bound beyond the stall window); ``heap_mb`` caps the realm's heap.
     ``cwd``/``home`` anchor nested workflow discovery and provider working directories;
     ``worktree_root`` holds the per-call worktrees of ``isolation: 'worktree'`` (default: a
-    ``workflow-mcp-worktrees`` folder in the system temporary directory).
+    ``workflow-mcp-worktrees`` folder in the system temporary directory). ``dry_run``: a cost preview's
+    run, which creates no worktree (an isolated call runs in ``cwd``, on a provider that writes nothing).
     """
 
     concurrency: int | None = None
@@ -108,6 +109,7 @@ class RunOptions:
     cwd: str | None = None
     home: str | None = None
     worktree_root: str | None = None
+    dry_run: bool = False
 
 
 @dataclass
@@ -163,6 +165,26 @@ class RunHandle:
         """Request cancellation: in-flight provider calls get their signal, the worker is stopped, and
         the run ends ``cancelled`` (resumable). Idempotent."""
         self._run.request_cancel(reason)
+
+    @property
+    def calls(self) -> CallCounts:
+        """How many agent() calls the run admitted toward its cap and how many it refused at the cap or
+        for a spent budget (a cost preview reads them)."""
+        r = self._run
+        return CallCounts(r.admitted, r.cap, r.refused_for_cap, r.refused_for_budget, r.budget.spent)
+
+
+@dataclass(frozen=True)
+class CallCounts:
+    """``admitted``: agent() calls counted toward the run's ``cap`` (refused-before-provider ones
+    included); ``at_cap`` / ``over_budget``: calls refused because the cap was reached / the budget was
+    spent; ``spent``: ``budget.spent()`` in output tokens."""
+
+    admitted: int
+    cap: int
+    at_cap: int
+    over_budget: int
+    spent: int
 
 
 def run_workflow(
@@ -262,6 +284,8 @@ class _Run:
         # One child resolution at a time, in call order (asyncio.Lock is FIFO), off the event loop.
         self.children_lock = asyncio.Lock()
         self.admitted = 0
+        self.refused_for_cap = 0
+        self.refused_for_budget = 0
         self.agent_seq = 0
         self.seen_phases: set[str] = set()
         self.signals: dict[str, CancelSignal] = {}
@@ -866,11 +890,13 @@ class _Run:
         key = str(msg.get("key", ""))
         ckey = content_key(prompt, str(msg.get("canon", "{}")))
         if self.admitted >= self.cap:
+            self.refused_for_cap += 1
             raise _RejectCall(
                 f"agent() call cap reached: a run admits at most {self.cap:,} agent calls, refused ones "
                 f"included (profile {self.profile.name}); do the work in fewer calls or split it into several runs"
             )
         if not self.budget.admits():
+            self.refused_for_budget += 1
             raise _RejectCall(
                 f"the token budget is spent ({self.budget.spent:,} of {self.budget.total:,} output tokens); "
                 "agent() refused (budget admission)",
@@ -969,7 +995,7 @@ class _Run:
         feedback: str | None = None
         cwd = self.cwd
         tree: Worktree | None = None
-        if opts.get("isolation") == "worktree":
+        if opts.get("isolation") == "worktree" and not self.options.dry_run:
             try:
                 tree = await create_worktree(self.cwd, self.worktree_root, self.run_id, agent_id)
             except WorktreeError as exc:

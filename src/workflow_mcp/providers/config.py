@@ -29,6 +29,9 @@ Format (every key optional)::
     agentType = "reviewer"
     provider = "claude"
 
+    [estimates]                        # what `workflow-mcp plan` assumes per call (estimates.py)
+    input_tokens = 20000
+
     [providers.codex]                  # settings handed to that provider (its docstring lists them)
     model = "gpt-5.5"
     [providers.codex.models]           # model alias map: workflow model -> provider model
@@ -47,11 +50,12 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import InvalidInputError
+from .estimates import DEFAULT_ESTIMATES, Estimates, parse_estimates
 from .policy import DEFAULT_POLICY, Policy, PolicyError
 
 __all__ = [
@@ -68,7 +72,7 @@ __all__ = [
 
 CONFIG_FILE_NAME: Final = "workflow-mcp.toml"
 USER_CONFIG_NAME: Final = "config.toml"
-_TOP_KEYS: Final = ("default", "fallback", "policy", "rules", "providers")
+_TOP_KEYS: Final = ("default", "fallback", "policy", "rules", "providers", "estimates")
 _RULE_KEYS: Final = ("phase", "label", "model", "agentType", "provider")
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -115,7 +119,8 @@ class Rule:
 class ProviderConfig:
     """Parsed configuration. ``path`` is the file routing came from (``None``: no file);
     ``settings`` maps a provider name to the settings handed to it; ``models`` to its alias map;
-    ``policy`` is the effective server/user policy."""
+    ``policy`` is the effective server/user policy; ``estimates`` what a cost preview assumes per call
+    (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`)."""
 
     path: str | None = None
     default: str | None = None
@@ -124,6 +129,7 @@ class ProviderConfig:
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     models: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     policy: Policy = DEFAULT_POLICY
+    estimates: Estimates = DEFAULT_ESTIMATES
 
     @property
     def where(self) -> str:
@@ -172,7 +178,8 @@ def load_config(
 ) -> ProviderConfig:
     """Read the configuration that applies in ``cwd`` (or the file ``path``).
 
-    The user file's policy is the ceiling; a project file's policy narrows it. Returns an empty
+    The user file's policy is the ceiling; a project file's policy narrows it, and a project file
+    without ``[estimates]`` keeps the user file's. Returns an empty
     :class:`ProviderConfig` when no file exists. Raises :class:`ProviderConfigError` (file, key)
     for malformed TOML, unknown keys or wrong types.
     """
@@ -187,7 +194,12 @@ def load_config(
         return ProviderConfig(policy=ceiling)
     if user_data is not None and chosen.resolve() == user.resolve():
         return parse_config(user_data, str(user), ceiling=DEFAULT_POLICY, narrow=False)
-    return parse_config(_read(chosen), str(chosen), ceiling=ceiling, narrow=True)
+    project = _read(chosen)
+    conf = parse_config(project, str(chosen), ceiling=ceiling, narrow=True)
+    if "estimates" not in project and user_data is not None and "estimates" in user_data:
+        # Prices are the user's business: a project file that says nothing about them keeps theirs.
+        conf = replace(conf, estimates=parse_config(user_data, str(user), narrow=False).estimates)
+    return conf
 
 
 def parse_config(
@@ -249,6 +261,11 @@ def parse_config(
         settings[name] = body
         models[name] = dict(aliases)
     policy = _policy(data, source, ceiling, narrow=narrow)
+    estimates = (
+        parse_estimates(data["estimates"], lambda key, problem: ProviderConfigError(source, key, problem))
+        if "estimates" in data
+        else DEFAULT_ESTIMATES
+    )
     return ProviderConfig(
         path=source,
         default=default,
@@ -257,6 +274,7 @@ def parse_config(
         settings=settings,
         models=models,
         policy=policy,
+        estimates=estimates,
     )
 
 
