@@ -866,6 +866,14 @@ def store_repair() -> None:
     help="HTTP: a connection that sends no complete request (head and body) within this time of connecting "
     "or of its previous response is closed.",
 )
+@click.option(
+    "--confirm-above",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Preview each new run (a dry run, as workflow_plan) and ask the user before starting one that "
+    "makes more than N agent calls.",
+)
 def serve(
     use_http: bool,
     host: str,
@@ -874,6 +882,7 @@ def serve(
     max_runs: int,
     max_connections: int,
     header_timeout: float,
+    confirm_above: int | None,
 ) -> None:
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
@@ -896,7 +905,7 @@ def serve(
             port=port,
             trust_dirs=trust_dirs,
             state_dir=service.state_dir,
-            policy=ServerPolicy(max_runs=max_runs),
+            policy=ServerPolicy(max_runs=max_runs, confirm_above=confirm_above),
             limits=limits,
         )
     )

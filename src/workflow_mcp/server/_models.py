@@ -26,6 +26,7 @@ __all__ = [
     "EventOut",
     "EventsPage",
     "PhaseOut",
+    "PlanPreview",
     "ProblemOut",
     "ProviderOut",
     "ProvidersList",
@@ -182,6 +183,70 @@ class RunOutcome(_Model):
     resumed_from: str | None = None
     paused_reason: str | None = Field(
         default=None, description="Why a paused run paused (e.g. auth_required); resume it after fixing that."
+    )
+
+
+class PlanTokens(_Model):
+    input: int
+    output: int
+
+
+class PlanWorkflow(_Model):
+    name: str
+    path: str | None = None
+    source_hash: str
+
+
+class PlanProvider(_Model):
+    calls: int = Field(description="Agent calls routed to this provider.")
+    models: dict[str, int] = Field(description="Calls per model as the provider is asked for it.")
+    estimated_tokens: PlanTokens
+    estimated_cost_usd: float | None = Field(description="null when a call's model has no price.")
+
+
+class PlanBasis(_Model):
+    history: int = Field(description="Calls estimated from past runs of this workflow.")
+    history_runs: int
+    defaults: int = Field(description="Calls estimated from the per-model defaults ([estimates]).")
+    script: int = Field(description="Calls whose tokens the fake script gave.")
+
+
+class PlanCap(_Model):
+    limit: int
+    admitted: int
+    would_hit: bool
+
+
+class PlanBudget(_Model):
+    total: int | None
+    estimated_spent: int
+    would_hit: bool
+    refused_calls: int
+
+
+class PlanDryRun(_Model):
+    status: str = Field(description="completed, failed, cancelled or timeout.")
+    error: str | None = None
+
+
+class PlanPreview(_Model):
+    """workflow_plan: a run's cost preview, from a dry run on the synthesizing fake provider."""
+
+    workflow: PlanWorkflow
+    agent_calls: int = Field(description="agent() calls that would reach a provider.")
+    refused_calls: int = Field(description="Calls refused before any provider (they count toward the cap).")
+    provider_calls: int = Field(description="Provider calls, schema re-asks included.")
+    by_phase: dict[str, int]
+    by_provider: dict[str, PlanProvider]
+    estimated_tokens: PlanTokens
+    estimated_cost_usd: float | None
+    unpriced_calls: int
+    estimate_basis: PlanBasis
+    cap: PlanCap
+    budget: PlanBudget
+    dry_run: PlanDryRun
+    problems: list[str] = Field(
+        description="What would refuse calls before they run (e.g. an unmapped alias)."
     )
 
 

@@ -63,6 +63,10 @@ class ServerPolicy:
     #: worker (about 50 MB). A call beyond it is refused with an isError result, nothing started.
     #: ``None``: no cap.
     max_runs: int | None = DEFAULT_MAX_RUNS
+    #: ``workflow-mcp serve --confirm-above N``: workflow_run previews a new run (a dry run, as
+    #: workflow_plan) and asks the user (form elicitation) before starting one that makes more than N
+    #: agent calls; a client that cannot ask passes ``confirmAgentCalls``. ``None``: never asks.
+    confirm_above: int | None = None
 
 
 @dataclass

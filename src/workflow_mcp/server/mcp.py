@@ -73,6 +73,7 @@ from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
 from ..errors import (
     PathRefusedError,
+    RunNotConfirmedError,
     WorkflowLoadError,
     WorkflowMcpError,
     WorkflowNotFoundError,
@@ -88,6 +89,7 @@ from ._models import (
     Dependencies,
     DiagnosticOut,
     EventsPage,
+    PlanPreview,
     ProblemOut,
     ProviderOut,
     ProvidersList,
@@ -130,6 +132,7 @@ RUN_URI = re.compile(r"^workflow://runs/(?P<run>[^/?#]+)(?:/(?P<rest>.*))?$")
 
 _PRINCIPAL: ContextVar[Principal | None] = ContextVar("workflow_mcp_principal", default=None)
 _APPROVAL: ContextVar[_Approval | None] = ContextVar("workflow_mcp_approval", default=None)
+_CONFIRM: ContextVar[_Confirm | None] = ContextVar("workflow_mcp_confirm", default=None)
 
 _INSTRUCTIONS = """\
 workflow-mcp runs Claude Code dynamic-workflow files (.claude/workflows/<name>.js) durably on \
@@ -158,6 +161,27 @@ class _Approval:
 
     status: Literal["trusted", "ask", "unavailable", "unknown", "existing"]
     source_hash: str | None = None
+
+
+class RunConfirmation(BaseModel):
+    """What the user answers when a run's cost preview exceeds the server's ``--confirm-above``."""
+
+    start: bool = Field(
+        description="Start this run? Its preview makes more agent calls than may start unasked."
+    )
+
+
+@dataclass(frozen=True)
+class _Confirm:
+    """What the confirmation resolver found before ``workflow_run``'s body ran (same request):
+    ``unneeded`` (no limit, nothing to preview, or the body refuses the call anyway), ``ok`` (within
+    the limit, or confirmed with ``confirmAgentCalls``), ``ask`` (the user is asked), ``unavailable``
+    (over the limit and the client cannot ask), ``failed`` (the preview itself failed: ``message``)."""
+
+    status: Literal["unneeded", "ok", "ask", "unavailable", "failed"]
+    calls: int = 0
+    headline: str = ""
+    message: str = ""
 
 
 # -- argument types (the input schemas) --------------------------------------------------------
@@ -321,6 +345,22 @@ class WorkflowMcpServer(MCPServer[Any]):
             "approved is first shown to the user for approval.",
             ToolAnnotations(
                 read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+            ),
+        )
+        self._add(
+            self.workflow_plan,
+            "workflow_plan",
+            "Preview a run's cost",
+            "A dry run of a workflow (`name`, `path` or inline `script`, with `args` and limits as for "
+            "workflow_run) on the synthesizing fake provider: no agent starts and nothing is recorded. "
+            "Returns the agent calls it would make (in all, per phase, per provider and model after the "
+            "configuration's routing; `provider` routes as that provider would), estimated tokens and cost "
+            "(from past runs of the same workflow, else per-model defaults in [estimates]), whether the run "
+            "would reach the 1,000-call cap or its token budget, and what would refuse calls before they run. "
+            "`fakeScript` steers the dry run's answers. The workflow's JavaScript runs, so an unapproved "
+            "source is first shown to the user for approval.",
+            ToolAnnotations(
+                read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
             ),
         )
         self._add(
@@ -553,6 +593,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         self,
         ctx: Context[Any, Any],
         approval: Annotated[ElicitationResult[SourceApproval], Resolve(_approval_resolver)],
+        confirmation: Annotated[ElicitationResult[RunConfirmation], Resolve(_confirmation_resolver)],
         provider: Annotated[
             str | None,
             Field(
@@ -604,6 +645,15 @@ class WorkflowMcpServer(MCPServer[Any]):
             int,
             Field(ge=0, le=25_000, description="0: return the run id at once; else wait up to this long."),
         ] = 0,
+        confirmAgentCalls: Annotated[
+            int | None,
+            Field(
+                ge=0,
+                description="On a server started with --confirm-above N: the agent calls you accept (from "
+                "workflow_plan's agentCalls); a run whose preview makes at most this many starts without "
+                "asking the user.",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         principal = self._principal()
         base = self._base(cwd)
@@ -634,6 +684,9 @@ class WorkflowMcpServer(MCPServer[Any]):
         refused = self._approve(workflow, approval, principal)
         if refused is not None:
             return _error_result(refused)
+        unconfirmed = self._confirmed(workflow, confirmation)
+        if unconfirmed is not None:
+            return _error_result(unconfirmed)
 
         limits = RunLimits(
             concurrency=concurrency,
@@ -734,6 +787,194 @@ class WorkflowMcpServer(MCPServer[Any]):
             "that supports elicitation, or to restart the server with `workflow-mcp serve --trust DIR` for "
             "the directory that holds the workflow file (inline scripts then need a file under that directory)."
         )
+
+    # -- cost preview and confirmation ---------------------------------------------------------
+    async def _confirmation_for(
+        self,
+        ctx: Context[Any, Any],
+        approval: Any,
+        name: str | None,
+        path: str | None,
+        script: str | None,
+        cwd: str | None,
+        resume: str | None,
+        provider: str | None,
+        fake_script: dict[str, Any] | None,
+        limits: RunLimits,
+        accepted: int | None,
+    ) -> Any:
+        """Resolver of workflow_run's ``confirmation``: on a server with ``--confirm-above N``, preview a
+        new run (once its source is approved) and ask the user (``Elicit``) when it makes more than N
+        agent calls and ``confirmAgentCalls`` does not cover them. Returns a :class:`_Confirm` or
+        ``Elicit``."""
+        limit = self.policy.confirm_above
+        # What the approval resolver found arrives as an accepted outcome holding it (or the answer).
+        value = approval.data if isinstance(approval, AcceptedElicitation) else approval
+        trusted = isinstance(value, _Approval) and value.status == "trusted"
+        accepted_source = isinstance(value, SourceApproval) and value.approve
+        if limit is None or not (name or path or script) or not (trusted or accepted_source):
+            return self._confirm(_Confirm("unneeded"))
+        try:
+            workflow, _ = await self._load(name, path, script, cwd)
+        except (WorkflowMcpError, MCPError):
+            return self._confirm(_Confirm("unneeded"))  # the body reports it
+
+        seen: list[Any] = []
+
+        async def decide(report: Any) -> str | None:
+            seen.append(report)
+            if accepted is not None and accepted >= report.agent_calls:
+                return None
+            return "the user is asked" if _can_elicit(ctx) else "this client cannot ask the user"
+
+        run_args = _raw_arguments(ctx).get("args", MISSING)
+        try:
+            report = await self.service.confirm_preview(
+                workflow,
+                above=limit,
+                confirm=decide,
+                provider=provider,
+                fake_script=fake_script,
+                args=run_args,
+                limits=limits,
+                ceiling=self._ceiling(),
+                cwd=self._base(cwd),
+                child_check=self.children,
+            )
+        except RunNotConfirmedError as exc:
+            headline = seen[0].headline() if seen else f"{exc.calls} agent call(s)"
+            found = _Confirm("ask" if _can_elicit(ctx) else "unavailable", exc.calls, headline)
+            if found.status == "unavailable":
+                return self._confirm(found)
+            self._confirm(found)
+            return Elicit(
+                f"Start workflow {workflow.meta.name!r}? Its dry run makes {found.headline} — more than the "
+                f"{limit} agent calls this server starts without asking.",
+                RunConfirmation,
+            )
+        except WorkflowMcpError as exc:
+            return self._confirm(_Confirm("failed", message=str(exc)))
+        return self._confirm(_Confirm("ok", report.agent_calls, report.headline()))
+
+    def _confirm(self, found: _Confirm) -> _Confirm:
+        _CONFIRM.set(found)
+        return found
+
+    def _confirmed(self, workflow: Workflow, confirmation: Any) -> str | None:
+        """``None`` when the run may start as far as ``--confirm-above`` goes; else the isError text."""
+        found = _CONFIRM.get() or _Confirm("unneeded")
+        label = repr(workflow.meta.name)
+        if found.status in ("unneeded", "ok"):
+            return None
+        if found.status == "failed":
+            return f"The cost preview of {label} could not run: {found.message}; nothing was started."
+        limit = self.policy.confirm_above
+        how = (
+            f"call workflow_plan to see the preview, then call workflow_run again with confirmAgentCalls: "
+            f"{found.calls} to start it"
+        )
+        if found.status == "ask":
+            answer = confirmation.data if isinstance(confirmation, AcceptedElicitation) else None
+            if isinstance(answer, RunConfirmation) and answer.start:
+                return None
+            action = getattr(confirmation, "action", "decline")
+            return (
+                f"The user did not confirm starting {label} (answer: {action}); its dry run makes "
+                f"{found.headline}, more than this server's limit of {limit} calls without asking. Nothing "
+                f"was started. Ask the user; to start it anyway, {how}."
+            )
+        return (
+            f"Workflow {label} would make {found.headline} — more than the {limit} agent calls this server "
+            f"starts without asking (--confirm-above), and this client cannot ask the user (no form "
+            f"elicitation). Nothing was started; {how}."
+        )
+
+    async def _plan_approval_for(
+        self, ctx: Context[Any, Any], name: str | None, path: str | None, script: str | None, cwd: str | None
+    ) -> Any:
+        """Resolver of workflow_plan's ``approval``: the dry run executes the workflow's JavaScript, so
+        its source passes the same approval as workflow_run's."""
+        _one_target(name, path, script)
+        try:
+            source_hash, file, label = await self._identify(name, path, script, cwd, None)
+        except WorkflowMcpError:
+            decision = _Approval("unknown")
+        else:
+            if self.trust.allows(source_hash, file):
+                decision = _Approval("trusted", source_hash)
+            elif _can_elicit(ctx):
+                _APPROVAL.set(_Approval("ask", source_hash))
+                return Elicit(
+                    f"Preview workflow {label} (sha256 {source_hash[:16]}…)? Its JavaScript runs on this "
+                    "machine in a dry run (no agent starts). Approving remembers this exact source for "
+                    "workflow_run too; a changed file asks again.",
+                    SourceApproval,
+                )
+            else:
+                decision = _Approval("unavailable", source_hash)
+        _APPROVAL.set(decision)
+        return decision
+
+    async def workflow_plan(
+        self,
+        ctx: Context[Any, Any],
+        approval: Annotated[ElicitationResult[SourceApproval], Resolve(_plan_approval_resolver)],
+        name: Name = None,
+        path: PathArg = None,
+        script: Script = None,
+        cwd: Cwd = None,
+        args: Annotated[
+            Any, Field(description="The workflow's `args`: any JSON value (omit for undefined).")
+        ] = None,
+        provider: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="Route the calls as a run on this provider would (default: the configuration).",
+            ),
+        ] = None,
+        fakeScript: Annotated[
+            dict[str, Any] | None,
+            Field(description="Fake provider script steering the dry run's answers: {rules, default}."),
+        ] = None,
+        concurrency: Annotated[int | None, Field(ge=1, description="Agents running at once.")] = None,
+        tokenBudget: Annotated[int | None, Field(ge=0, description="budget.total in output tokens.")] = None,
+        maxAgents: Annotated[int | None, Field(ge=1, description="Lower the 1,000 agent-call cap.")] = None,
+    ) -> Annotated[CallToolResult, PlanPreview]:
+        principal = self._principal()
+        _one_target(name, path, script)
+        base = self._base(cwd)
+        if provider is not None and provider not in self._allowed_providers():
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown provider {provider!r}; available: {', '.join(self._allowed_providers())} "
+                "(see providers_list)",
+            )
+        if fakeScript is not None:
+            self._provider("fake", fakeScript, base)  # a malformed script is an invalid-params error
+        try:
+            workflow, _ = await self._load(name, path, script, cwd)
+        except WorkflowMcpError as exc:
+            return _load_error(exc)
+        refused = self._approve(workflow, approval, principal)
+        if refused is not None:
+            return _error_result(refused.replace("workflow_run", "workflow_plan"))
+        try:
+            report = await self.service.plan(
+                workflow,
+                provider=provider,
+                fake_script=fakeScript,
+                args=args if "args" in _raw_arguments(ctx) else MISSING,
+                limits=RunLimits(concurrency=concurrency, token_budget=tokenBudget, max_agents=maxAgents),
+                ceiling=self._ceiling(),
+                cwd=base,
+                child_check=self.children,
+            )
+        except WorkflowMcpError as exc:
+            return _error_result(
+                f"The preview could not run: {exc}. Fix that, then call workflow_plan again."
+            )
+        return _result("\n".join(report.lines()), PlanPreview.model_validate(report.to_json()))
 
     async def _projection(self, run_id: str, work: Callable[[], _T]) -> _T:
         """``work()`` (a projection of ``run_id``'s whole log) in a worker thread. A run of more than
@@ -1370,6 +1611,60 @@ async def _approval_resolver(
     return await server._approval_for(
         ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript
     )
+
+
+async def _confirmation_resolver(
+    ctx: Context[Any, Any],
+    approval: Annotated[ElicitationResult[SourceApproval], Resolve(_approval_resolver)],
+    name: str | None = None,
+    path: str | None = None,
+    script: str | None = None,
+    cwd: str | None = None,
+    resumeFromRunId: str | None = None,
+    provider: str | None = None,
+    fakeScript: dict[str, Any] | None = None,
+    concurrency: int | None = None,
+    tokenBudget: int | None = None,
+    maxAgents: int | None = None,
+    agentTimeoutMs: int | None = None,
+    confirmAgentCalls: int | None = None,
+) -> Any:
+    """The ``Resolve`` of workflow_run's ``confirmation`` parameter: after the source's approval, the
+    cost preview the server's ``--confirm-above`` asks for (see ``_confirmation_for``)."""
+    server = ctx.mcp_server
+    assert isinstance(server, WorkflowMcpServer)
+    limits = RunLimits(
+        concurrency=concurrency,
+        token_budget=tokenBudget,
+        max_agents=maxAgents,
+        agent_timeout_ms=agentTimeoutMs,
+    )
+    return await server._confirmation_for(
+        ctx,
+        approval,
+        name,
+        path,
+        script,
+        cwd,
+        resumeFromRunId,
+        provider,
+        fakeScript,
+        limits,
+        confirmAgentCalls,
+    )
+
+
+async def _plan_approval_resolver(
+    ctx: Context[Any, Any],
+    name: str | None = None,
+    path: str | None = None,
+    script: str | None = None,
+    cwd: str | None = None,
+) -> Any:
+    """The ``Resolve`` of workflow_plan's ``approval`` parameter."""
+    server = ctx.mcp_server
+    assert isinstance(server, WorkflowMcpServer)
+    return await server._plan_approval_for(ctx, name, path, script, cwd)
 
 
 def create_server(

@@ -23,6 +23,7 @@ TOOLS = {
     "workflow_describe",
     "workflow_validate",
     "workflow_run",
+    "workflow_plan",
     "workflow_run_status",
     "workflow_run_events",
     "workflow_run_await",
