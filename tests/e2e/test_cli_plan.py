@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from test_cli import cli, no_traceback, write
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +46,9 @@ def test_plan_counts_the_calls_a_fake_provider_run_of_each_example_makes(
     assert preview["agentCalls"] == len(calls) > 0
     phases: dict[str, int] = {}
     for e in calls:
-        phases[e["payload"]["phase"] or "(no phase)"] = phases.get(e["payload"]["phase"] or "(no phase)", 0) + 1
+        phases[e["payload"]["phase"] or "(no phase)"] = (
+            phases.get(e["payload"]["phase"] or "(no phase)", 0) + 1
+        )
     assert preview["byPhase"] == phases
     assert preview["dryRun"] == {"status": "completed"}
     # The preview is not a run: nothing was recorded for it.
@@ -111,19 +112,30 @@ def test_plan_learns_tokens_per_label_from_past_runs_of_the_workflow(tmp_path: P
         json.dumps(
             {
                 "rules": [
-                    {"match": {"label": "small"}, "respond": {"text": "s", "tokens": {"input": 10, "output": 2}}},
-                    {"match": {"label": "big"}, "respond": {"text": "b", "tokens": {"input": 500, "output": 90}}},
+                    {
+                        "match": {"label": "small"},
+                        "respond": {"text": "s", "tokens": {"input": 10, "output": 2}},
+                    },
+                    {
+                        "match": {"label": "big"},
+                        "respond": {"text": "b", "tokens": {"input": 500, "output": 90}},
+                    },
                 ]
             }
         ),
     )
     before = plan(str(wf), "--provider", "fake", cwd=tmp_path)
-    first = cli("run", str(wf), "--provider", "fake", "--fake-script", str(script), "--events", "none", cwd=tmp_path)
+    first = cli(
+        "run", str(wf), "--provider", "fake", "--fake-script", str(script), "--events", "none", cwd=tmp_path
+    )
     assert first.returncode == 0, first.stderr
 
     after = plan(str(wf), "--provider", "fake", cwd=tmp_path)
 
-    assert before["estimateBasis"]["history"] == 0 and before["estimatedTokens"] == {"input": 40000, "output": 4000}
+    assert before["estimateBasis"]["history"] == 0 and before["estimatedTokens"] == {
+        "input": 40000,
+        "output": 4000,
+    }
     assert after["estimateBasis"] == {"history": 2, "historyRuns": 1, "defaults": 0, "script": 0}
     assert after["estimatedTokens"] == {"input": 510, "output": 92}
 
@@ -183,8 +195,12 @@ FOUR_CALLS = (
 def test_run_confirm_above_refuses_without_a_terminal_and_runs_under_the_limit(tmp_path: Path) -> None:
     wf = write(tmp_path / "four.js", FOUR_CALLS)
 
-    over = cli("run", str(wf), "--provider", "fake", "--confirm-above", "3", "--events", "jsonl", cwd=tmp_path)
-    under = cli("run", str(wf), "--provider", "fake", "--confirm-above", "4", "--events", "none", cwd=tmp_path)
+    over = cli(
+        "run", str(wf), "--provider", "fake", "--confirm-above", "3", "--events", "jsonl", cwd=tmp_path
+    )
+    under = cli(
+        "run", str(wf), "--provider", "fake", "--confirm-above", "4", "--events", "none", cwd=tmp_path
+    )
 
     assert over.returncode == 1 and over.stdout == ""
     assert "would make 4 agent calls, more than the 3 that may start without confirmation" in over.stderr

@@ -35,7 +35,12 @@ async def test_workflow_plan_previews_a_run_without_starting_one(env: Env) -> No
     assert preview["agentCalls"] == 4 and preview["byPhase"] == {"Fan out": 3, "Sum up": 1}
     assert preview["byProvider"]["fake"]["calls"] == 4
     assert preview["estimatedTokens"] == {"input": 80_000, "output": 8_000}  # 4 × the defaults
-    assert preview["budget"] == {"total": 100_000, "estimatedSpent": 8_000, "wouldHit": False, "refusedCalls": 0}
+    assert preview["budget"] == {
+        "total": 100_000,
+        "estimatedSpent": 8_000,
+        "wouldHit": False,
+        "refusedCalls": 0,
+    }
     assert preview["cap"] == {"limit": 1000, "admitted": 4, "wouldHit": False}
     assert text(result).startswith("four: 4 agent call(s)")
     assert env.service.list_runs() == []  # a preview records nothing
@@ -104,7 +109,9 @@ async def test_a_declined_confirmation_starts_nothing(env: Env) -> None:
     assert env.service.list_runs() == []
 
 
-async def test_a_client_without_elicitation_starts_an_over_limit_run_with_confirm_agent_calls(env: Env) -> None:
+async def test_a_client_without_elicitation_starts_an_over_limit_run_with_confirm_agent_calls(
+    env: Env,
+) -> None:
     env.workflow("four", FOUR)
     env.workflow("hello", HELLO)
     server = env.trusted_server(policy=ServerPolicy(confirm_above=3))
