@@ -210,3 +210,39 @@ def test_run_confirm_above_refuses_without_a_terminal_and_runs_under_the_limit(t
     assert json.loads(under.stdout) == ["call 1", "call 2", "call 3", "call 4"]
     assert len(json.loads(cli("runs", "list", "--json", cwd=tmp_path).stdout)) == 1
     no_traceback(over)
+
+
+@pytest.mark.parametrize(("answer", "code"), [(b"y\n", 0), (b"n\n", 1)])
+def test_run_confirm_above_asks_on_a_terminal(tmp_path: Path, answer: bytes, code: int) -> None:
+    import os
+    import pty
+    import select
+    import time
+
+    from test_cli import CLI
+
+    wf = write(tmp_path / "four.js", FOUR_CALLS)
+    env = {**os.environ, "WORKFLOW_MCP_HOME": str(tmp_path / "state"), "HOME": str(tmp_path / "home")}
+    master, slave = pty.openpty()
+    argv = [CLI, "run", str(wf), "--provider", "fake", "--confirm-above", "3", "--events", "none"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdin=slave, stderr=slave, stdout=subprocess.PIPE)
+    os.close(slave)
+    try:
+        seen = b""
+        deadline = time.monotonic() + 60
+        while b"start this run?" not in seen:  # wait for the prompt (bounded), never sleep
+            ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, seen
+            seen += os.read(master, 4096)
+        os.write(master, answer)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert b"four: 4 agent call(s)" in seen
+    assert proc.returncode == code
+    if code == 0:
+        assert json.loads(out) == ["call 1", "call 2", "call 3", "call 4"]
+    else:
+        assert out == b""
