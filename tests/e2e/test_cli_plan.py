@@ -246,3 +246,27 @@ def test_run_confirm_above_asks_on_a_terminal(tmp_path: Path, answer: bytes, cod
         assert json.loads(out) == ["call 1", "call 2", "call 3", "call 4"]
     else:
         assert out == b""
+
+
+def test_a_malformed_estimates_table_is_refused_naming_the_file_and_key(tmp_path: Path) -> None:
+    wf = write(tmp_path / "ok.js", FOUR_CALLS)
+    conf = write(tmp_path / "workflow-mcp.toml", '[estimates.models.opus]\noutput_tokens = "many"\n')
+    p = cli("plan", str(wf), cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    assert str(conf) in p.stderr and "estimates.models.opus.output_tokens" in p.stderr
+    assert "non-negative whole number" in p.stderr
+    no_traceback(p)
+
+
+def test_prices_in_the_user_configuration_apply_under_a_project_file_without_estimates(
+    tmp_path: Path,
+) -> None:
+    wf = write(tmp_path / "ok.js", FOUR_CALLS)
+    write(tmp_path / "workflow-mcp.toml", 'default = "fake"\n')
+    write(
+        tmp_path / "state" / "config.toml",
+        "[estimates]\ninput_tokens = 100\noutput_tokens = 10\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n",
+    )
+    preview = plan(str(wf), cwd=tmp_path)
+    assert preview["estimatedTokens"] == {"input": 400, "output": 40}
+    assert preview["estimatedCostUsd"] == pytest.approx((400 * 1.0 + 40 * 2.0) / 1e6)
