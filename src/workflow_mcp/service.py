@@ -28,7 +28,7 @@ import os
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -1053,11 +1053,32 @@ class WorkflowService:
             )
 
     def replay_for(self, run_id: str, policy: ResumePolicy) -> Replay:
-        """The replay index built from ``run_id``'s journal (results it computed or replayed)."""
+        """The replay index built from ``run_id``'s journal (results it computed or replayed), plus the
+        results it inherited and had not yet handed to its workflow when it stopped (see
+        :meth:`_journal_records`).
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
+        return Replay(self._journal_records(run_id), policy)
+
+    #: How many runs back along ``resumed_from`` a replay looks for results a resume held unreleased.
+    MAX_RESUME_CHAIN = 100
+
+    def _journal_records(self, run_id: str, depth: int = 0) -> list[JournalRecord]:
+        """The reusable records of ``run_id``: every call it completed or replayed, ranked by the order
+        it did so; then, when it resumed another stored run, that run's records it never replayed —
+        results it was still holding back to release them in their original order, or had not been
+        asked for yet, when it stopped — ranked after its own in their original order. So a resume of a
+        resume that was killed loses no completed result. (A run's own replayed rows stand for the
+        inherited records with their content key, occurrence by occurrence, as the ``content`` policy
+        matches them; ``prefix`` keys are unique.)"""
         records: list[JournalRecord] = []
-        rank = {agent_id: i for i, agent_id in enumerate(self.store.completion_order(run_id))}
+        order = self.store.completion_order(run_id)
+        rank = {agent_id: i for i, agent_id in enumerate(order)}
+        replayed: dict[str, int] = {}  # group (content key, else v2 key) -> rows replayed here
         for row in self.store.journal(run_id):
             if row.status not in ("completed", "cached") or row.result_json is None:
                 continue
@@ -1065,6 +1086,9 @@ class WorkflowService:
                 result = json.loads(row.result_json)
             except ValueError:
                 continue
+            if row.status == "cached":
+                group = row.content_key or row.key
+                replayed[group] = replayed.get(group, 0) + 1
             records.append(
                 JournalRecord(
                     key=row.key,
@@ -1078,7 +1102,21 @@ class WorkflowService:
                     completed=rank.get(row.agent_id, -1),
                 )
             )
-        return Replay(records, policy)
+        this = self.store.get_run(run_id)
+        origin = this.resumed_from if this is not None else None
+        if origin is None or depth >= self.MAX_RESUME_CHAIN or self.store.get_run(origin) is None:
+            return records
+        offset = len(order)
+        # In call order, as this run took them: its first replayed rows of a group were those records.
+        for record in self._journal_records(origin, depth + 1):
+            group = record.content_key or record.key
+            if replayed.get(group, 0) > 0:
+                replayed[group] -= 1  # this run replayed it (its own row stands for it)
+                continue
+            records.append(
+                replace(record, completed=offset + record.completed if record.completed >= 0 else -1)
+            )
+        return records
 
     #: Events read per store query when a whole log is needed: the store is shared by every client of a
     #: server, and one query over a million events would hold it for seconds.

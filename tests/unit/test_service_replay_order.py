@@ -122,3 +122,32 @@ def test_held_results_are_released_when_the_workflow_returns_without_awaiting_th
     first, second, events = arun(go())
     assert (first, second) == (["early", "late"], "returned")
     assert labels(events, "agent.started") == []
+
+
+def test_a_result_held_back_when_a_resume_stops_is_replayed_by_the_next_resume(tmp_path: Path) -> None:
+    source = (
+        "export const meta = { name: 'held', description: 'two calls at once' }\n"
+        "return await parallel([() => agent('x', { label: 'x' }), () => agent('y', { label: 'y' })])\n"
+    )
+    path = tmp_path / "wf.js"
+    path.write_text(source)
+    service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
+    parked = {"rules": [{"match": {"label": "y"}, "respond": {"echo": True, "delayMs": 120_000}}]}
+
+    async def go() -> tuple[Any, list[Event]]:
+        first_id, _ = await run(service, str(path), slow("x", 200))  # y completes first, then x
+        # y asks another question now and runs live (parked), so x's result is held behind y's record,
+        # which is never asked for; the resume stops while x is still held.
+        path.write_text(source.replace("agent('y',", "agent('y again',"))
+        second = await service.start(str(path), provider=ProviderChoice("fake", parked), resume_from=first_id)
+        seen: list[Event] = []
+        while not any(e.type == "agent.started" for e in seen):
+            seen += await service.wait_events(second.run_id, seen[-1].sequence if seen else 0, wait_ms=5_000)
+        second.cancel("stopped while holding x")
+        await second.wait()
+        third_id, third = await resume(service, second.run_id, {})
+        return third, service.events(third_id)
+
+    third, events = arun(go())
+    assert third == ["x", "y again"]
+    assert labels(events, "agent.cached") == ["x"] and labels(events, "agent.started") == ["y"]
