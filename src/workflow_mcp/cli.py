@@ -233,16 +233,16 @@ def _depth(value: Any, level: int = 0) -> int:
 
 
 def _choice(name: str | None, fake_script: str | None) -> ProviderChoice:
-    """The provider a run asks for: ``--provider NAME`` (``--fake-script F`` scripts ``--provider
-    fake``); neither: the configuration decides (workflow-mcp.toml; without one the first ready of
+    """The provider a run asks for: ``--provider NAME`` (``--fake-script F`` scripts the fake and
+    implies ``--provider fake``; with another provider it is refused); neither: the configuration decides (workflow-mcp.toml; without one the first ready of
     codex/claude/acp, announced on stderr). The service builds it before any agent runs, refusing bad
     configuration with the file and key named (exit 2)."""
     from .service import ProviderChoice, read_fake_script
 
     if fake_script is None:
         return ProviderChoice(name)
-    if name != "fake":
-        _fail("--fake-script applies only to --provider fake")
+    if name not in (None, "fake"):
+        _fail(f"--fake-script applies only to --provider fake, not --provider {name}")
     try:
         return ProviderChoice("fake", read_fake_script(fake_script))
     except WorkflowMcpError as exc:
@@ -301,7 +301,13 @@ def providers_(as_json: bool) -> None:
     )
     for info in doc["providers"]:
         caps = [k for k, v in info["capabilities"].items() if v]
-        state = "ready" if info["ready"] else ("available" if info["available"] else "unavailable")
+        state = (
+            "unavailable"
+            if not info["available"]
+            else "not logged in"
+            if info["loggedIn"] is False
+            else "ready"
+        )
         login = {True: "logged in", False: "not logged in", None: "login n/a"}[info["loggedIn"]]
         line = f"{info['name']}\t{state}\t{info['version'] or '-'}\t{login}\t{','.join(caps)}"
         if info["login"]:

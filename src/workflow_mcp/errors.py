@@ -6,6 +6,8 @@
     │   └── RunNotFoundError         a run id names no stored run
     ├── InvalidInputError            a caller gave bad input (args JSON, a fake script, an option)
     │   ├── PathRefusedError         a path lies outside the server's project roots or in its state directory
+    │   ├── CallNotServableError     an agent() call the source certainly makes cannot run on the configured
+    │   │                            provider (unmapped Claude alias, schema without structured output)
     │   └── LimitWideningError       a resume asked for a wider limit than the run it continues had
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentCallRefusedError",
+    "CallNotServableError",
     "InvalidInputError",
     "LimitWideningError",
     "PathRefusedError",
@@ -106,6 +109,20 @@ class RunNotFoundError(WorkflowNotFoundError):
 
 class InvalidInputError(WorkflowMcpError):
     """Raised when a caller's input is malformed (args JSON, a fake script, an option value)."""
+
+
+class CallNotServableError(InvalidInputError):
+    """Raised before a run starts when an agent() call its source certainly makes cannot be served by
+    the provider configuration (an unmapped Claude model alias, a schema call routed to a provider
+    without structured output). ``where`` is ``file:line:column``; ``reason`` is the routing error's
+    text, which names the configuration file and the key to add (or says there is none)."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.where = where
+        self.reason = reason
+        super().__init__(
+            f"{where}: this agent() call cannot run with this configuration: {reason}; nothing was started"
+        )
 
 
 class PathRefusedError(InvalidInputError):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._preflight import refuse_unservable
 from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
 from .definitions.agents import AgentTypesReport, check_agent_types
 from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
@@ -59,7 +60,7 @@ from .errors import (
 from .events import Event, utc_now
 from .providers.base import AgentProvider
 from .providers.pool import ProviderPool
-from .providers.registry import ProviderInfo, available, provider_names
+from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import HEARTBEAT_S
@@ -74,6 +75,7 @@ __all__ = [
     "ChildCheck",
     "PreparedRun",
     "ProviderChoice",
+    "ProviderNotLoggedInError",
     "RunLimits",
     "RunOverrides",
     "RunSummary",
@@ -554,6 +556,7 @@ class WorkflowService:
         wanted = provider or ProviderChoice()
         if isinstance(target, Workflow):
             agent, choice = self._provider_of(wanted, run_cwd)
+            self._refuse_unservable(target, agent, options)
             if journal is not None:
                 replay = self.replay_for(journal, policy)
             return PreparedRun(target, agent, choice, args, options, resume_from, policy, replay)
@@ -773,10 +776,18 @@ class WorkflowService:
             raise
         try:
             workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
+            self._refuse_unservable(workflow, agent, options)
         except BaseException:
             await worker.close()
             raise
         return PreparedRun(workflow, agent, choice, args, options, resume_from, policy, replay, worker)
+
+    def _refuse_unservable(self, workflow: Workflow, provider: AgentProvider, options: RunOptions) -> None:
+        """Refuse (:class:`~workflow_mcp.errors.CallNotServableError`) a run whose source certainly
+        makes a call its provider configuration cannot serve (:mod:`._preflight`)."""
+        refuse_unservable(
+            workflow, provider, cwd=options.cwd or self.cwd, home=options.home, profile=options.profile
+        )
 
     def _discard_later(self, prepared: PreparedRun) -> None:
         """Stop a prepared run's worker that will not be launched (:meth:`shutdown` waits for it)."""

@@ -50,6 +50,7 @@ from ..providers.base import (
     CancelSignal,
     ProviderAuthError,
     ProviderEvent,
+    ProviderSetupError,
     TokenUsage,
 )
 from ..realm.worker import (
@@ -280,6 +281,8 @@ class _Run:
         self.log_chars = 0
         self.logs_dropped = 0
         self.deltas = 0  # agent.output.delta events recorded (profile max_output_deltas)
+        self.calls_run = 0  # agent calls that reached the provider or the journal
+        self.setup_failures: dict[str, int] = {}  # ProviderSetupError messages and their counts
 
     # -- events ----------------------------------------------------------------------------
     def emit(
@@ -393,9 +396,7 @@ class _Run:
         self.status = "paused"
         ctx = self.pause_context
         hint = f" Log in ({ctx['loginHint']})" if ctx.get("loginHint") else " Log in"
-        self.error_message = (
-            f"paused: {ctx.get('backend')} needs authentication.{hint}, then resume this run."
-        )
+        self.error_message = f"{ctx.get('backend')} needs authentication.{hint}, then resume this run."
         self.emit("run.paused", {**ctx, "resumable": True, "tokenUsage": self._usage()})
 
     def request_cancel(self, reason: str) -> None:
@@ -562,6 +563,15 @@ class _Run:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
             if self.limit_error is not None:
                 self._finish_failed("LimitError", self.limit_error)
+                return
+            if len(self.setup_failures) == 1 and sum(self.setup_failures.values()) == self.calls_run:
+                # Every agent call failed for one configuration reason: nothing the workflow returned
+                # came from an agent, so the run did not do its work (issue 12).
+                (reason,) = self.setup_failures
+                self._finish_failed(
+                    "Error",
+                    f"every agent call of this run ({self.calls_run}) failed for one reason: {reason}",
+                )
                 return
             self._note_dropped_logs()
             self.final_value = value
@@ -835,6 +845,7 @@ class _Run:
                 )
                 record = None
             if record is not None:
+                self.calls_run += 1
                 self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
                 self.emit(
                     "agent.cached",
@@ -878,6 +889,7 @@ class _Run:
             if definition.path is not None:
                 started["agentFile"] = definition.path
         self.emit("agent.started", started, agent_id=agent_id, phase_id=phase)
+        self.calls_run += 1
         signal = CancelSignal()
         self.signals[agent_id] = signal
         totals = TokenUsage()
@@ -936,6 +948,8 @@ class _Run:
                     raise asyncio.CancelledError from None
                 except AgentExecutionError as exc:
                     message = well_formed(str(exc))
+                    if isinstance(exc, ProviderSetupError):
+                        self.setup_failures[message] = self.setup_failures.get(message, 0) + 1
                     self._agent_failed(agent_id, base, message, totals, "error")
                     raise _RejectCall(message) from None
                 except AgentStalledError as exc:

@@ -33,6 +33,7 @@ __all__ = [
     "ProviderAuthError",
     "ProviderCapabilities",
     "ProviderEvent",
+    "ProviderSetupError",
     "TokenUsage",
 ]
 
@@ -176,6 +177,13 @@ class ProviderCapabilities:
 
 class AgentExecutionError(WorkflowMcpError):
     """Raised by a provider for an execution error: the workflow's agent() call rejects."""
+
+
+class ProviderSetupError(AgentExecutionError):
+    """Raised (the agent() call rejects) when a call cannot work with this configuration whatever
+    the model answers: routed to a provider that cannot honour it (no structured output, an unmapped
+    Claude model alias) or whose program cannot start. A run in which *every* agent call failed with
+    the same one of these is reported failed with it, never completed on a pile of ``null`` slots."""
 
 
 class ProviderAuthError(AgentExecutionError):

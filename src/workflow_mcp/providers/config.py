@@ -56,6 +56,7 @@ from .policy import DEFAULT_POLICY, Policy, PolicyError
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "NO_CONFIG",
     "USER_CONFIG_NAME",
     "ProviderConfig",
     "ProviderConfigError",
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 CONFIG_FILE_NAME: Final = "workflow-mcp.toml"
+NO_CONFIG: Final = "no configuration file"
+"""What :attr:`ProviderConfig.where` says when no configuration file applies."""
 USER_CONFIG_NAME: Final = "config.toml"
 _TOP_KEYS: Final = ("default", "fallback", "policy", "rules", "providers")
 _RULE_KEYS: Final = ("phase", "label", "model", "agentType", "provider")
@@ -128,7 +131,7 @@ class ProviderConfig:
     @property
     def where(self) -> str:
         """The file name for messages (``"no configuration file"`` when there is none)."""
-        return self.path or "no configuration file"
+        return self.path or NO_CONFIG
 
     @property
     def configured(self) -> bool:

@@ -271,7 +271,13 @@ class CancelOutcome(_Model):
 class ProviderOut(_Model):
     name: str
     description: str
-    available: bool
+    available: bool = Field(description="Installed and usable here (its SDK or program was found).")
+    ready: bool = Field(
+        default=False, description="Available and not known to be logged out: a run on it can start."
+    )
+    logged_in: bool | None = Field(
+        default=None, description="Whether it looks logged in (null: cannot be told, or not applicable)."
+    )
 
 
 class ProvidersList(_Model):

@@ -72,13 +72,21 @@ from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
 from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
 from ..errors import (
+    CallNotServableError,
     PathRefusedError,
     WorkflowLoadError,
     WorkflowMcpError,
     WorkflowNotFoundError,
 )
 from ..events import Event
-from ..service import MISSING, ProviderChoice, RunLimits, RunOverrides, WorkflowService
+from ..service import (
+    MISSING,
+    ProviderChoice,
+    ProviderNotLoggedInError,
+    RunLimits,
+    RunOverrides,
+    WorkflowService,
+)
 from ..state import RunState
 from ._files import ChildGate, FileScope
 from ._models import (
@@ -668,6 +676,9 @@ class WorkflowMcpServer(MCPServer[Any]):
         except WorkflowMcpError as exc:
             if isinstance(exc, WorkflowLoadError):
                 return _load_error(exc)
+            if isinstance(exc, CallNotServableError | ProviderNotLoggedInError):
+                # Refused before any agent runs: the call as given cannot work (invalid params).
+                raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
             return _error_result(f"The run could not start: {exc}")
         # No await between these checks and launch: concurrent calls with one key start one run, and
         # concurrent calls never start more runs than the cap.
@@ -1030,12 +1041,23 @@ class WorkflowMcpServer(MCPServer[Any]):
         for name in self._allowed_providers():
             info = await anyio.to_thread.run_sync(self.service.provider_info, name)
             note = descriptions.get(name, "")
-            if not info.availability.available and info.availability.problem:
-                note = (note + " Not available: " + info.availability.problem).strip()
-            out_list.append(ProviderOut(name=name, description=note, available=info.availability.available))
+            a = info.availability
+            if not a.available and a.problem:
+                note = (note + " Not available: " + a.problem).strip()
+            elif a.logged_in is False:
+                note = (note + " Not logged in: " + (a.problem or "log in first")).strip()
+            out_list.append(
+                ProviderOut(
+                    name=name, description=note, available=a.available, ready=a.ready, logged_in=a.logged_in
+                )
+            )
         out = ProvidersList(providers=out_list)
-        ready = [p.name for p in out.providers if p.available]
-        return _result("Providers ready: " + (", ".join(ready) or "none"), out)
+        ready = [p.name for p in out.providers if p.ready]
+        logged_out = [p.name for p in out.providers if p.available and p.logged_in is False]
+        text = "Providers ready: " + (", ".join(ready) or "none")
+        if logged_out:
+            text += "; not logged in: " + ", ".join(logged_out)
+        return _result(text, out)
 
     # -- loading ----------------------------------------------------------------------------
     async def _load(
