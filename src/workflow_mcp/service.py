@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -163,6 +164,35 @@ def _profile(name: str | None) -> Profile:
         return get_profile(name)
     except KeyError as exc:
         raise InvalidInputError(str(exc.args[0])) from None
+
+
+def _configured(options: RunOptions) -> RunOptions:
+    """``options`` with the ``[limits]`` of the configuration that applies in the run's directory
+    (``workflow-mcp.toml``, else the user's ``config.toml``) filling what the caller left unset: the
+    default agent timeout and stall window, and the rate-limit retry policy.
+
+    Raises:
+        ProviderConfigError: the configuration file is malformed (file and key named).
+    """
+    from .engine.backoff import RetryPolicy
+    from .providers.config import load_config
+
+    limits = load_config(options.cwd).limits
+    if not limits:
+        return options
+    base = options.retry
+    retry = RetryPolicy(
+        retries=limits.get("rate_limit_retries", base.retries),
+        base_ms=limits.get("rate_limit_base_ms", base.base_ms),
+        max_ms=limits.get("rate_limit_max_ms", base.max_ms),
+        max_retry_after_ms=base.max_retry_after_ms,
+    )
+    return dataclasses.replace(
+        options,
+        agent_timeout_ms=options.agent_timeout_ms or limits.get("agent_timeout_ms"),
+        stall_ms=options.stall_ms or limits.get("stall_ms"),
+        retry=retry,
+    )
 
 
 def _check_policy(policy: str) -> None:
@@ -555,6 +585,7 @@ class WorkflowService:
         )
         wanted = provider or ProviderChoice()
         if isinstance(target, Workflow):
+            options = _configured(options)
             agent, choice = self._provider_of(wanted, run_cwd)
             self._refuse_unservable(target, agent, options)
             if journal is not None:
@@ -763,6 +794,7 @@ class WorkflowService:
         a thread) and build the provider; then take V8's verdict on the source from that same worker. A
         run costs one Node process, not two, and the host's share of its start overlaps Node's. The
         worker is stopped if anything fails."""
+        options = _configured(options)
         spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
         try:
             pending, replay = await asyncio.to_thread(read)  # meanwhile the loop starts the worker

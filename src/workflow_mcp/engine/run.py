@@ -25,6 +25,7 @@ Semantics follow profile claude-code/2.1.332 (PROFILE-FACTS):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -51,6 +52,7 @@ from ..providers.base import (
     ProviderAuthError,
     ProviderEvent,
     ProviderSetupError,
+    ProviderUsageLimitError,
     TokenUsage,
 )
 from ..realm.worker import (
@@ -62,6 +64,7 @@ from ..realm.worker import (
     encode_message,
 )
 from ..state import RunStatus
+from .backoff import RETRYABLE, RetryPolicy
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildCheck, ChildResolver
@@ -93,6 +96,8 @@ class RunOptions:
     (``None``: ``budget.total`` is ``null``); ``sync_timeout_ms`` defaults to the profile's 30,000 ms;
     ``max_agents`` may lower (never raise) the profile's 1,000-call cap; ``agent_timeout_ms`` bounds
     one provider call (``None``: no bound beyond the stall window); ``heap_mb`` caps the realm's heap.
+    ``stall_ms`` is the default stall window of calls without a ``stallMs`` option (``None``: the
+    profile's 180,000 ms); ``retry`` how rate-limited answers are retried (:mod:`.backoff`).
     ``cwd``/``home`` anchor nested workflow discovery and provider working directories;
     ``worktree_root`` holds the per-call worktrees of ``isolation: 'worktree'`` (default: a
     ``workflow-mcp-worktrees`` folder in the system temporary directory).
@@ -103,6 +108,8 @@ class RunOptions:
     sync_timeout_ms: int | None = None
     max_agents: int | None = None
     agent_timeout_ms: int | None = None
+    stall_ms: int | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     heap_mb: int = DEFAULT_HEAP_MB
     profile: str | None = None
     cwd: str | None = None
@@ -395,8 +402,15 @@ class _Run:
         self._terminal_emitted = True
         self.status = "paused"
         ctx = self.pause_context
-        hint = f" Log in ({ctx['loginHint']})" if ctx.get("loginHint") else " Log in"
-        self.error_message = f"{ctx.get('backend')} needs authentication.{hint}, then resume this run."
+        if ctx.get("reason") == "usage_limit":
+            when = f"it resets at {ctx['resetsAt']}" if ctx.get("resetsAt") else "no reset time was given"
+            self.error_message = (
+                f"{ctx.get('backend')} reached its usage limit ({when}); resume this run once it has reset "
+                "(`workflow-mcp resume RUN_ID --wait` waits for the reset)."
+            )
+        else:
+            hint = f" Log in ({ctx['loginHint']})" if ctx.get("loginHint") else " Log in"
+            self.error_message = f"{ctx.get('backend')} needs authentication.{hint}, then resume this run."
         self.emit("run.paused", {**ctx, "resumable": True, "tokenUsage": self._usage()})
 
     def request_cancel(self, reason: str) -> None:
@@ -940,11 +954,12 @@ class _Run:
                 )
                 try:
                     result = await self._call_provider(request, signal, agent_id, phase)
-                except ProviderAuthError as exc:
-                    # The run pauses (resumable) until the user logs in: nothing is lost, nothing
-                    # runs without credentials.
-                    self._agent_failed(agent_id, base, str(exc), totals, "auth_required")
-                    self._pause(exc.to_json())
+                except (ProviderAuthError, ProviderUsageLimitError) as exc:
+                    # The run pauses (resumable) until the user logs in or the usage limit resets:
+                    # nothing is lost, nothing is retried against a refusing backend.
+                    context = exc.to_json()
+                    self._agent_failed(agent_id, base, str(exc), totals, str(context["reason"]))
+                    self._pause(context)
                     raise asyncio.CancelledError from None
                 except AgentExecutionError as exc:
                     message = well_formed(str(exc))
@@ -1027,36 +1042,72 @@ class _Run:
     async def _call_provider(
         self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None
     ) -> AgentResult:
-        """One provider call with the stall watchdog (profile claude-code/2.1.332: no progress for
-        ``stallMs``, default 180 s → retry, up to 5 retries, then reject) and ``agentTimeoutMs``.
-
-        The stall window applies when the call set ``stallMs`` or the provider streams progress (a
-        provider that cannot report progress is never judged stalled by silence alone)."""
-        explicit = request.stall_ms is not None
-        streaming = getattr(getattr(self.provider, "capabilities", None), "streaming", False)
-        stall_s = (
-            (request.stall_ms or self.profile.stall_window_ms) / 1000 if (explicit or streaming) else None
-        )
-        timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
+        """One provider call under the stall window and ``agentTimeoutMs``, with rate-limited answers
+        retried (:mod:`.backoff`: bounded exponential backoff with jitter, ``Retry-After`` honoured;
+        each retry is a ``warning`` event). The last answer is returned as it came."""
         loop = asyncio.get_running_loop()
         started = loop.time()
+        policy = self.options.retry
+        timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
+        retry = 0
+        while True:
+            result = await self._attempt_provider(request, signal, agent_id, phase, started)
+            if result.outcome != "provider_failed" or result.failure not in RETRYABLE:
+                return result
+            retry += 1
+            wait = policy.delay(retry, result.retry_after_s)
+            if wait is None or (timeout_s is not None and loop.time() + wait - started >= timeout_s):
+                return result
+            after = (
+                f"Retry-After {result.retry_after_s:g} s" if result.retry_after_s is not None else "backoff"
+            )
+            what = (result.failure or "").replace("_", " ")
+            self.emit(
+                "warning",
+                {
+                    "message": f"[{request.label}] {what}: {result.message or 'refused'}; retrying in "
+                    f"{wait:.1f} s ({after}; {retry} of {policy.retries})"
+                },
+                agent_id=agent_id,
+            )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await signal.wait()
+            if signal.cancelled:
+                raise asyncio.CancelledError
+
+    async def _attempt_provider(
+        self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None, started: float
+    ) -> AgentResult:
+        """One provider answer with the stall watchdog (profile claude-code/2.1.332: no progress for
+        ``stallMs``, default 180 s → retry, up to 5 retries, then reject) and ``agentTimeoutMs``.
+
+        The window applies to every provider: output deltas and progress events reset it; a ``retry``
+        event (the backend retrying after an error) does not, so a backend that reconnects forever
+        still stalls, and its last retry message is named."""
+        stall_ms = request.stall_ms or self.options.stall_ms or self.profile.stall_window_ms
+        stall_s = stall_ms / 1000
+        timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
+        loop = asyncio.get_running_loop()
         attempts = self.profile.stall_retries + 1
+        retrying: list[str] = []
+        last = ""
         for attempt in range(1, attempts + 1):
             if signal.cancelled:
                 raise asyncio.CancelledError
             attempt_start = loop.time()
 
-            def deadline(progress: float) -> float | None:
-                d = None if stall_s is None else progress + stall_s
-                if timeout_s is not None:
-                    d = started + timeout_s if d is None else min(d, started + timeout_s)
-                return d
+            def deadline(progress: float) -> float:
+                d = progress + stall_s
+                return d if timeout_s is None else min(d, started + timeout_s)
 
             scope = asyncio.timeout_at(deadline(attempt_start))
 
             async def emit(event: ProviderEvent, scope: asyncio.Timeout = scope) -> None:
-                if stall_s is not None:
-                    scope.reschedule(deadline(loop.time()))
+                if event.kind == "retry":
+                    retrying[:] = [event.text]
+                    return
+                scope.reschedule(deadline(loop.time()))
                 if event.kind == "output.delta":
                     self._delta(event.text, agent_id, phase)
 
@@ -1070,18 +1121,19 @@ class _Run:
                 raise AgentExecutionError(
                     f"the agent did not finish within {self.options.agent_timeout_ms} ms (agentTimeoutMs)"
                 )
+            last = f"; the provider was retrying: {retrying[0]}" if retrying else ""
             if attempt < attempts:
                 self.emit(
                     "warning",
                     {
-                        "message": f"[{request.label}] stalled: no progress for {int((stall_s or 0) * 1000)} ms; "
+                        "message": f"[{request.label}] stalled: no progress for {stall_ms:g} ms{last}; "
                         f"retrying ({attempt} of {self.profile.stall_retries})"
                     },
                     agent_id=agent_id,
                 )
         raise AgentStalledError(
             f"agent stalled on all {self.profile.stall_retries + 1} attempts "
-            f"(no progress for {int((stall_s or 0) * 1000)} ms each)"
+            f"(no progress for {stall_ms:g} ms each){last}"
         )
 
     def _agent_done(

@@ -351,3 +351,58 @@ def test_bad_settings_are_refused_naming_the_file_and_the_key() -> None:
         OpenAIProvider.create(
             {"model": "m", "api": "completions"}, policy=DEFAULT_POLICY, source="workflow-mcp.toml"
         )
+
+
+# -- rate and usage limits, through the real SDK ------------------------------------------------
+
+
+def test_a_429_with_retry_after_is_retried_by_the_engine_after_that_wait_then_answers(chat: MockChat) -> None:
+    answers = iter(
+        [
+            Reply(status=429, message="Rate limit reached for requests", headers=(("retry-after-ms", "30"),)),
+            Reply(status=529, message="Overloaded", headers=(("retry-after", "0"),)),
+            Reply(text="finally"),
+        ]
+    )
+    chat.on("busy", lambda rec: next(answers))
+    out = arun(run_on_openai(chat, "return await agent('busy now', { label: 'busy' })"))
+    assert out.status == "completed", out.error
+    assert out.result == "finally"
+    warnings = [e.payload["message"] for e in out.of("warning")]
+    assert len(warnings) == 2
+    assert warnings[0].startswith(
+        "[busy] rate limit: openai: Rate limit reached for requests; retrying in 0.0 s"
+    )
+    assert "(Retry-After 0.03 s; 1 of 4)" in warnings[0]
+    assert warnings[1].startswith(
+        "[busy] overloaded: openai: Overloaded; retrying in 0.0 s (Retry-After 0 s; 2 of 4)"
+    )
+    assert [r.prompt for r in chat.received] == [
+        "busy now"
+    ] * 3  # max_retries = 0: the SDK itself never retried
+
+
+def test_a_spent_quota_pauses_the_run_with_usage_limit_and_the_reset_time(chat: MockChat) -> None:
+    import datetime
+
+    chat.on(
+        "work",
+        Reply(
+            status=429,
+            message="You exceeded your current quota, please check your plan and billing details.",
+            code="insufficient_quota",
+            headers=(("retry-after", "3600"),),
+        ),
+    )
+    before = datetime.datetime.now(datetime.UTC)
+    out = arun(run_on_openai(chat, "const a = await agent('work', { label: 'w' })\nreturn a"))
+    assert out.status == "paused", out.error
+    (paused,) = out.of("run.paused")
+    assert paused.payload["reason"] == "usage_limit" and paused.payload["backend"] == "openai"
+    assert "exceeded your current quota" in paused.payload["detail"]
+    resets = datetime.datetime.fromisoformat(paused.payload["resetsAt"].replace("Z", "+00:00"))
+    assert 3590 <= (resets - before).total_seconds() <= 3610
+    assert out.error is not None and out.error.startswith("openai reached its usage limit (it resets at ")
+    (failed,) = out.of("agent.failed")
+    assert failed.payload["reason"] == "usage_limit"
+    assert len(chat.received) == 1  # a spent quota is never retried
