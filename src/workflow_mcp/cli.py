@@ -478,6 +478,11 @@ async def _execute(
 @click.option(
     "--allow-edits", is_flag=True, help="Claude runs: accept a live copy that differs from the saved script."
 )
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="A run paused for a usage limit: wait until the limit resets (its resetsAt), then resume.",
+)
 @_EVENTS_OPTION
 def resume(
     target: str,
@@ -488,6 +493,7 @@ def resume(
     limits: RunLimits,
     allow_side_effects: bool,
     allow_edits: bool,
+    wait: bool,
     events_mode: str | None,
 ) -> None:
     """Continue a stored run (interrupted, cancelled, paused or failed) from its journal, with its
@@ -522,6 +528,15 @@ def resume(
 
     async def prepare_ours() -> PreparedRun:
         try:
+            if wait:
+                pause = service.seconds_until_reset(target)
+                if pause > 0:
+                    click.echo(
+                        f"workflow-mcp: run {target} paused for a usage limit; waiting {pause:.0f} s for it "
+                        "to reset (Ctrl-C stops waiting)",
+                        err=True,
+                    )
+                    await asyncio.sleep(pause)
             return await service.prepare_resume(target, overrides)
         except RunNotFoundError:
             raise RunNotFoundError(target, also_not_a_file=True) from None

@@ -458,7 +458,7 @@ class WorkflowService:
             options={
                 k: v
                 for k, v in opts.__dict__.items()
-                if v is not None and k not in ("cwd", "home", "worktree_root")
+                if v is not None and k not in ("cwd", "home", "worktree_root", "retry")
             }
             | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
@@ -978,6 +978,26 @@ class WorkflowService:
     #: Events read per store query when a whole log is needed: the store is shared by every client of a
     #: server, and one query over a million events would hold it for seconds.
     EVENT_PAGE = 5_000
+
+    def seconds_until_reset(self, run_id: str) -> float:
+        """How long until the usage limit that paused run ``run_id`` resets: ``0`` when it has already
+        reset, or the run did not pause for a usage limit, or the backend gave no reset time.
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        import datetime
+
+        state = self.status(run_id)
+        if state.status != "paused" or state.paused_reason != "usage_limit" or not state.resets_at:
+            return 0.0
+        try:
+            when = datetime.datetime.fromisoformat(state.resets_at.replace("Z", "+00:00"))
+        except ValueError:
+            return 0.0
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
 
     def status(self, run_id: str) -> RunState:
         """The projected state of a stored run (a copy: later events do not change it).

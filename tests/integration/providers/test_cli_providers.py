@@ -189,3 +189,15 @@ def test_without_the_key_name_allowlisted_the_mock_key_never_reaches_codex(codex
     )
     assert p.returncode == 1
     assert "Missing environment variable: `MOCK_API_KEY`" in p.stderr
+
+
+def test_the_configured_limits_give_calls_their_default_stall_window(tmp_path: Path) -> None:
+    (tmp_path / "wf.js").write_text(WORKFLOW)
+    (tmp_path / "s.json").write_text('{"default": {"text": "late", "delayMs": 30000}}')
+    (tmp_path / "workflow-mcp.toml").write_text("[limits]\nstall_ms = 40\nagent_timeout_ms = 20000\n")
+    p = cli("run", "wf.js", "--fake-script", "s.json", "--events", "jsonl", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    assert "agent stalled on all 6 attempts (no progress for 40 ms each)" in p.stderr
+    (tmp_path / "workflow-mcp.toml").write_text("[limits]\nstall_ms = 0\n")
+    p = cli("run", "wf.js", "--fake-script", "s.json", cwd=tmp_path)
+    assert p.returncode == 2 and "limits.stall_ms: must be an integer from 1" in p.stderr

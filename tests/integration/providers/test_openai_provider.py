@@ -406,3 +406,47 @@ def test_a_spent_quota_pauses_the_run_with_usage_limit_and_the_reset_time(chat: 
     (failed,) = out.of("agent.failed")
     assert failed.payload["reason"] == "usage_limit"
     assert len(chat.received) == 1  # a spent quota is never retried
+
+
+def test_resume_wait_continues_a_usage_limited_run_after_its_reset(chat: MockChat, tmp_path: Any) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = str(Path(sys.executable).with_name("workflow-mcp"))
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text(
+        '[providers.openai]\nmodel = "mock-model"\n'
+        f'base_url = "{chat.base_url}"\napi_key_env = "MOCK_CHAT_KEY"\nmax_retries = 0\n'
+        '[policy]\nenv = ["MOCK_CHAT_KEY"]\n'
+    )
+    (tmp_path / "wf.js").write_text(
+        "export const meta = { name: 'q', description: 'quota' }\nreturn await agent('say ECHO:later')\n"
+    )
+    env = {**os.environ, "WORKFLOW_MCP_HOME": str(state), "HOME": str(tmp_path)}
+    limited = Reply(
+        status=429, message="quota spent", code="insufficient_quota", headers=(("retry-after", "1"),)
+    )
+    chat.on("later", lambda rec: limited if len(chat.received) == 1 else Reply(text="after the reset"))
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [cli, *argv, "--events", "none"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    first = run("run", "wf.js", "--provider", "openai")
+    assert first.returncode == 1, first.stderr
+    assert "paused: openai reached its usage limit (it resets at " in first.stderr
+    run_id = first.stderr.split("workflow-mcp: run ")[1].split()[0]
+    resumed = run("resume", run_id, "--wait")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == "after the reset"
+    assert len(chat.received) == 2
