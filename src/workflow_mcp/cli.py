@@ -726,6 +726,16 @@ def store_repair() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (keep it loopback).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP port.")
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]|*",
+    help="HTTP: also answer requests whose Host header is NAME (with the port, or none behind a proxy) or "
+    "NAME:PORT (repeatable). '*' answers any Host (bearer tokens still required; refused on loopback). "
+    "Loopback names, the bound address and, for 0.0.0.0/::, this machine's name and the address a "
+    "connection arrived on are always answered.",
+)
+@click.option(
     "--trust",
     "trust_dirs",
     multiple=True,
@@ -760,6 +770,7 @@ def serve(
     use_http: bool,
     host: str,
     port: int,
+    allowed_hosts: tuple[str, ...],
     trust_dirs: tuple[str, ...],
     max_runs: int,
     max_connections: int,
@@ -788,6 +799,7 @@ def serve(
             state_dir=service.state_dir,
             policy=ServerPolicy(max_runs=max_runs),
             limits=limits,
+            allowed_hosts=allowed_hosts,
         )
     )
 

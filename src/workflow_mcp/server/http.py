@@ -19,9 +19,10 @@ accepting for a second: no per-connection error ends the process.
 
 Every request is checked in this order, before the MCP layer sees it:
 
-1. ``Host`` must name the bound address (or a loopback name) and port → else 403 ``forbidden_host``
-   (DNS-rebinding protection);
-2. ``Origin``, when present, must be ``http://`` + one of those → else 403 ``forbidden_origin``;
+1. ``Host`` must be one the server answers (:class:`~workflow_mcp.server._hosts.HostRules`: loopback
+   names, the bound address, for a wildcard bind the connection's address and the machine's name, and
+   ``--allowed-host`` entries) → else 403 ``forbidden_host`` (DNS-rebinding protection);
+2. ``Origin``, when present, must be ``http(s)://`` + one of those → else 403 ``forbidden_origin``;
 3. ``Authorization: Bearer <token>`` must carry a known token → else 401 with ``WWW-Authenticate``.
 """
 
@@ -48,6 +49,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import InvalidInputError
+from ._hosts import HostRules
 from ._policy import Principal, _write_private
 from ._tokens import token_problem
 from .mcp import PRINCIPAL_SCOPE_KEY, WorkflowMcpServer
@@ -57,7 +59,6 @@ __all__ = ["HttpGuard", "HttpLimits", "TokenSet", "load_tokens", "raise_fd_limit
 TOKEN_ENV = "WORKFLOW_MCP_TOKEN"
 TOKEN_FILE = "http-token"
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 @dataclass(frozen=True)
@@ -136,23 +137,17 @@ def _parse(entries: list[tuple[str, str]], source: str) -> dict[str, str]:
     return owners
 
 
-def _host_names(host: str) -> list[str]:
-    names = list(_LOOPBACK)
-    bound = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    if bound not in names and bound not in ("0.0.0.0", "[::]"):
-        names.append(bound)
-    return names
-
-
 class HttpGuard:
     """ASGI middleware in front of the MCP app: Host, Origin and bearer-token checks (module docstring)."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenSet, *, host: str, port: int) -> None:
+    def __init__(
+        self, app: ASGIApp, tokens: TokenSet, *, host: str, port: int, allowed_hosts: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.tokens = tokens
-        names = _host_names(host)
-        self.allowed_hosts = frozenset(f"{n}:{port}" for n in names)
-        self.allowed_origins = frozenset(f"http://{n}:{port}" for n in names)
+        self.hosts = HostRules.of(host, port, allowed_hosts)
+        if self.hosts.any_host and not tokens.owners:  # '*' is safe only because every request needs a token
+            raise InvalidInputError("--allowed-host '*' needs bearer tokens, and none are configured")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -160,16 +155,19 @@ class HttpGuard:
             return
         headers = Headers(scope=scope)
         host = headers.get("host")
-        if host not in self.allowed_hosts:
+        server = scope.get("server")
+        local = str(server[0]) if isinstance(server, tuple | list) and server else None
+        if not self.hosts.answers(host, local):
             await _refuse(
                 send,
                 403,
                 "forbidden_host",
-                f"Host {host!r} is not served here; connect to http://{sorted(self.allowed_hosts)[0]}/mcp",
+                f"Host {host!r} is not served here; connect to http://{self.hosts.example()}/mcp, or have the "
+                "server's operator add the name with `workflow-mcp serve --allowed-host NAME`",
             )
             return
         origin = headers.get("origin")
-        if origin is not None and origin not in self.allowed_origins:
+        if origin is not None and not self.hosts.origin_allowed(origin, host, local):
             await _refuse(send, 403, "forbidden_origin", f"Origin {origin!r} may not call this server")
             return
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
@@ -224,6 +222,13 @@ class HttpLimits:
     keep_alive_s: int = 5
     max_header_bytes: int = 16_384
     backlog: int = 1024
+
+
+class _Deferred:
+    """The app of a guard built before the MCP app exists (so a bad ``--allowed-host`` fails first)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise RuntimeError("the HTTP guard has no app yet")
 
 
 def raise_fd_limit() -> int:
@@ -318,15 +323,27 @@ def _loop_error_handler() -> Any:
 
 
 async def serve_http(
-    server: WorkflowMcpServer, *, host: str, port: int, tokens: TokenSet, limits: HttpLimits | None = None
+    server: WorkflowMcpServer,
+    *,
+    host: str,
+    port: int,
+    tokens: TokenSet,
+    limits: HttpLimits | None = None,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until SIGINT/SIGTERM, then
     cancel the runs this process still runs (they stay resumable). ``limits`` bound what clients may hold
-    (default :class:`HttpLimits`)."""
+    (default :class:`HttpLimits`); ``allowed_hosts`` are the ``--allowed-host`` entries
+    (:class:`~workflow_mcp.server._hosts.HostRules`).
+
+    Raises:
+        InvalidInputError: a malformed ``allowed_hosts`` entry, or ``*`` with a loopback bind.
+    """
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
     limits = limits or HttpLimits()
+    guard = HttpGuard(_Deferred(), tokens, host=host, port=port, allowed_hosts=allowed_hosts)
     fd_limit = raise_fd_limit()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_loop_error_handler())
@@ -334,7 +351,8 @@ async def serve_http(
     app = server.streamable_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False), host=host
     )
-    guarded: Any = HttpGuard(app, tokens, host=host, port=port)
+    guard.app = app
+    guarded: Any = guard
     config = uvicorn.Config(
         guarded,
         host=host,
@@ -372,7 +390,7 @@ async def serve_http(
             if self.started:  # printed once the port accepts connections (scripts wait for it)
                 print(
                     f"workflow-mcp: serving MCP (Streamable HTTP) at http://{host}:{port}/mcp; "
-                    f"bearer tokens from {tokens.source}; {limits_text}",
+                    f"bearer tokens from {tokens.source}; answering {guard.hosts.describe()}; {limits_text}",
                     file=sys.stderr,
                     flush=True,
                 )
