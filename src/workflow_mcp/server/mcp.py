@@ -51,7 +51,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -112,6 +112,7 @@ from ._render import (
     snapshot_of,
     snapshot_text,
 )
+from ._subscriptions import OwnedBus
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
 
@@ -186,7 +187,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         principal: Principal | None = LOCAL,
         scope: FileScope | None = None,
     ) -> None:
-        self._bus = InMemorySubscriptionBus()
+        self._bus = OwnedBus(lambda: _PRINCIPAL.get() or self.default_principal)
         super().__init__(
             name="workflow-mcp",
             version=__version__,
@@ -204,7 +205,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._big_runs = anyio.CapacityLimiter(BIG_RUN_THREADS)
         self.default_principal = principal
         self._legacy_subscribers: dict[str, set[ServerSession]] = {}
-        self._pending_updates: set[str] = set()
+        self._pending_updates: set[tuple[str, str | None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.middleware.append(self._principal_middleware)
         self._tool_names: set[str] = set()
@@ -685,12 +686,12 @@ class WorkflowMcpServer(MCPServer[Any]):
                 prepared,
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
-                on_event=self._on_event,
+                on_event=self._events_of(principal.owner),
                 child_check=self.children,
             )
         except WorkflowMcpError as exc:
             return _error_result(f"The run could not start: {exc}")
-        self._publish_later(None)
+        self._publish_later(None, principal.owner)
         self.service.prune_finished()
         return await self._finish(
             ctx,
@@ -913,11 +914,11 @@ class WorkflowMcpServer(MCPServer[Any]):
                 limits=RunLimits(agent_timeout_ms=self.policy.max_agent_timeout_ms),
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
-                on_event=self._on_event,
+                on_event=self._events_of(principal.owner),
             )
         except WorkflowMcpError as exc:
             return _error_result(f"The agent call could not start: {exc}")
-        self._publish_later(None)
+        self._publish_later(None, principal.owner)
         return await self._finish(
             ctx, handle.run_id, min(waitMs, self.policy.max_wait_ms), workflow="agent-run"
         )
@@ -1163,12 +1164,19 @@ class WorkflowMcpServer(MCPServer[Any]):
         return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} ({workflow.path})"
 
     # -- notifications ----------------------------------------------------------------------
-    def _on_event(self, event: Event) -> None:
-        """Called by the service for every committed event of a run this server started."""
-        self._publish_later(event.run_id)
+    def _events_of(self, owner: str | None) -> Callable[[Event], None]:
+        """The service's ``on_event`` for a run of ``owner`` started here: each committed event tells
+        the listeners that may see the run (:class:`~workflow_mcp.server._subscriptions.OwnedBus`)."""
 
-    def _publish_later(self, run_id: str | None) -> None:
-        key = run_id or ""
+        def on_event(event: Event) -> None:
+            self._publish_later(event.run_id, owner)
+
+        return on_event
+
+    def _publish_later(self, run_id: str | None, owner: str | None) -> None:
+        """Tell, soon and once per loop turn, the listeners that may see runs of ``owner`` that the run
+        ``run_id`` changed (``None``: that their run list did)."""
+        key = (run_id or "", owner)
         if key in self._pending_updates:
             return
         first = not self._pending_updates
@@ -1182,13 +1190,13 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _publish(self, run_ids: Iterable[str]) -> None:
-        for run_id in run_ids:
+    async def _publish(self, updates: Iterable[tuple[str, str | None]]) -> None:
+        for run_id, owner in updates:
             if not run_id:
-                await self._bus.publish(ResourcesListChanged())
+                await self._bus.publish_owned(ResourcesListChanged(), owner)
                 continue
             for uri in (f"workflow://runs/{run_id}", f"workflow://runs/{run_id}/events"):
-                await self._bus.publish(ResourceUpdated(uri=uri))
+                await self._bus.publish_owned(ResourceUpdated(uri=uri), owner)
                 for session in list(self._legacy_subscribers.get(uri, ())):
                     try:
                         await session.send_resource_updated(uri)
