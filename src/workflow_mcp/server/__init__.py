@@ -91,6 +91,7 @@ def run_server(
     """
     try:
         trust = SourceTrust(trusted_dirs=trust_dirs, approvals_path=os.path.join(state_dir, APPROVALS_FILE))
+        trust.load()  # now, so a damaged approvals file is reported at start (on stderr), not mid-request
         scope = FileScope.of(cwd=service.cwd, trust_dirs=trust_dirs, state_dir=state_dir, confined=http)
         service.recover()
         if http:

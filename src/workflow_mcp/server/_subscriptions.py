@@ -24,6 +24,7 @@ __all__ = ["OwnedBus"]
 
 logger = logging.getLogger(__name__)
 
+
 class OwnedBus:
     """An in-process ``SubscriptionBus`` whose listeners belong to principals.
 

@@ -449,7 +449,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             dependencies=deps,
             warnings=[WarningOut.model_validate(w.to_json()) for w in workflow.warnings],
             sidecar={},
-            approved=self.trust.allows(workflow.source_hash, workflow.path),
+            approved=self.trust.allows(workflow.source_hash, workflow.path, self._principal().owner),
         )
         text = (
             f"{out.name} ({origin}{', ' + out.path if out.path else ''}): {preview(out.description, 300)}\n"
@@ -528,13 +528,17 @@ class WorkflowMcpServer(MCPServer[Any]):
         principal = self._principal()
         if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
             decision = _Approval("existing")
+        elif resumeFromRunId is not None and self._visible(resumeFromRunId) is not None:
+            # Visibility before anything is read or shown: a prompt naming another client's stored
+            # workflow (or its absence) would tell this client about that run. The body refuses it.
+            decision = _Approval("unknown")
         else:
             try:
                 source_hash, file, label = await self._identify(name, path, script, cwd, resumeFromRunId)
             except WorkflowMcpError:
                 decision = _Approval("unknown")  # the body loads it again and reports the problem
             else:
-                if self.trust.allows(source_hash, file):
+                if self.trust.allows(source_hash, file, principal.owner):
                     decision = _Approval("trusted", source_hash)
                 elif _can_elicit(ctx):
                     _APPROVAL.set(_Approval("ask", source_hash))
@@ -687,7 +691,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
                 on_event=self._events_of(principal.owner),
-                child_check=self.children,
+                child_check=self.children.of(principal.owner),
             )
         except WorkflowMcpError as exc:
             return _error_result(f"The run could not start: {exc}")
@@ -705,8 +709,9 @@ class WorkflowMcpServer(MCPServer[Any]):
     def _approve(
         self, workflow: Workflow, approval: ElicitationResult[SourceApproval], principal: Principal
     ) -> str | None:
-        """``None`` when ``workflow`` may run; else the isError text explaining what to do."""
-        if self.trust.allows(workflow.source_hash, workflow.path):
+        """``None`` when ``workflow`` may run for ``principal``; else the isError text explaining what to
+        do. An approval counts for the principal that gave it only."""
+        if self.trust.allows(workflow.source_hash, workflow.path, principal.owner):
             return None
         decision = _APPROVAL.get() or _Approval("unknown")
         label = f"{workflow.meta.name!r}" + (f" ({workflow.path})" if workflow.path else " (inline script)")
