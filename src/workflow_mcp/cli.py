@@ -758,6 +758,44 @@ def store_repair() -> None:
     help="HTTP: open connections plus in-flight requests; a request beyond it gets 503.",
 )
 @click.option(
+    "--max-client-runs",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: runs one client (bearer token) runs at once; more are refused until one of its runs ends. "
+    "Default: an equal share of --max-runs among the configured tokens.",
+)
+@click.option(
+    "--max-client-connections",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: requests and streams one client may have open at once; beyond it 429. Default: an equal "
+    "share of half of --max-connections among the configured tokens (the rest is headroom for idle "
+    "keep-alive and unauthenticated connections).",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(1),
+    default=256,
+    show_default=True,
+    help="HTTP: Streamable HTTP sessions (handshake-era clients) held at once; a new one beyond it gets 503.",
+)
+@click.option(
+    "--max-client-sessions",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: sessions one client may hold; beyond it 429. Default: an equal share of --max-sessions "
+    "among the configured tokens.",
+)
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(1, 7 * 86400),
+    default=1800.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="HTTP: a session with no request in flight (no call, no open stream) for this long is closed; the "
+    "client then opens a new one.",
+)
+@click.option(
     "--header-timeout",
     type=click.FloatRange(0.1, 3600),
     default=10.0,
@@ -774,6 +812,11 @@ def serve(
     trust_dirs: tuple[str, ...],
     max_runs: int,
     max_connections: int,
+    max_client_runs: int | None,
+    max_client_connections: int | None,
+    max_sessions: int,
+    max_client_sessions: int | None,
+    session_idle_timeout: float,
     header_timeout: float,
 ) -> None:
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
@@ -787,7 +830,14 @@ def serve(
     if use_http:  # stdio never loads the HTTP side (its first answer must not wait for it)
         from .server.http import HttpLimits
 
-        limits = HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout)
+        limits = HttpLimits(
+            max_connections=max_connections,
+            max_client_connections=max_client_connections,
+            max_sessions=max_sessions,
+            max_client_sessions=max_client_sessions,
+            session_idle_s=session_idle_timeout,
+            header_timeout_s=header_timeout,
+        )
     service = _service()
     sys.exit(
         run_server(
@@ -797,7 +847,7 @@ def serve(
             port=port,
             trust_dirs=trust_dirs,
             state_dir=service.state_dir,
-            policy=ServerPolicy(max_runs=max_runs),
+            policy=ServerPolicy(max_runs=max_runs, max_client_runs=max_client_runs),
             limits=limits,
             allowed_hosts=allowed_hosts,
         )

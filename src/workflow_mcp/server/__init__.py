@@ -20,6 +20,7 @@ import gc
 import os
 import signal
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import WorkflowMcpError
@@ -87,6 +88,8 @@ def run_server(
     ``state_dir`` (``$WORKFLOW_MCP_HOME``) holds the source approvals and the generated HTTP token; no
     tool reaches it. The project roots are the ``trust_dirs`` and the service's directory; over HTTP
     every path resolves only inside them. ``limits`` bound the HTTP server (:class:`~.http.HttpLimits`);
+    over HTTP, ``policy.max_client_runs`` defaults to an equal share of ``policy.max_runs`` among the
+    configured tokens;
     ``allowed_hosts`` are the ``Host`` names it answers besides its own (``--allowed-host``).
     """
     try:
@@ -95,9 +98,14 @@ def run_server(
         scope = FileScope.of(cwd=service.cwd, trust_dirs=trust_dirs, state_dir=state_dir, confined=http)
         service.recover()
         if http:
+            from ._shares import fair_share
             from .http import load_tokens, serve_http
 
             tokens = load_tokens(state_dir)
+            policy = policy or ServerPolicy()
+            if policy.max_client_runs is None and policy.max_runs is not None:
+                # Each token's equal share of the runs, so no client can hold every slot.
+                policy = replace(policy, max_client_runs=fair_share(policy.max_runs, len(tokens.owners)))
             server = create_server(service, policy=policy, trust=trust, principal=None, scope=scope)
             _freeze_startup_heap()
             asyncio.run(

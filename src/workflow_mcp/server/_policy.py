@@ -66,6 +66,11 @@ class ServerPolicy:
     #: worker (about 50 MB). A call beyond it is refused with an isError result, nothing started.
     #: ``None``: no cap.
     max_runs: int | None = DEFAULT_MAX_RUNS
+    #: Runs one scoped client (an HTTP bearer token) runs at once (``--max-client-runs N``), so one
+    #: client cannot take every ``max_runs`` slot; the local user (stdio) has no share of its own.
+    #: ``None``: no per-client cap (``run_server`` gives HTTP servers an equal share of ``max_runs``
+    #: among the configured tokens unless told otherwise).
+    max_client_runs: int | None = None
 
 
 APPROVALS_VERSION = 2

@@ -676,7 +676,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             return _error_result(f"The run could not start: {exc}")
         # No await between these checks and launch: concurrent calls with one key start one run, and
         # concurrent calls never start more runs than the cap.
-        refusal = self._disallowed(prepared.choice) or self._at_run_cap()
+        refusal = self._disallowed(prepared.choice) or self._at_run_cap(principal)
         existing = (
             self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
         )
@@ -749,9 +749,31 @@ class WorkflowMcpServer(MCPServer[Any]):
         big = self.service.event_count(run_id) > BIG_RUN_EVENTS
         return await anyio.to_thread.run_sync(work, limiter=self._big_runs if big else None)
 
-    def _at_run_cap(self) -> str | None:
-        """``None`` while this server runs fewer runs than ``policy.max_runs``; else the isError text."""
-        limit = self.policy.max_runs
+    def _at_run_cap(self, principal: Principal) -> str | None:
+        """``None`` while ``principal`` may start another run; else the isError text. A scoped client
+        (an HTTP token) is held to its share (``policy.max_client_runs``) and is told only its own count;
+        everyone to the server's ``policy.max_runs``."""
+        limit, share = self.policy.max_runs, self.policy.max_client_runs
+        after = (
+            "Wait for one of your runs to end (workflow_run_await) or cancel one (workflow_run_cancel), then "
+            "call again."
+        )
+        if principal.scoped:
+            mine = self.service.running_count_of(principal.owner)
+            if share is not None and mine >= share:
+                return (
+                    f"This client already runs {mine} run(s), its share of this server's concurrent runs "
+                    f"(max_client_runs {share}); nothing was started. {after} The server's operator sets the "
+                    "share with `workflow-mcp serve --max-client-runs N`."
+                )
+            if limit is not None and self.service.running_count() >= limit:
+                return (
+                    f"This server is running its limit of concurrent runs (max_runs {limit}; each holds its own "
+                    f"Node worker, about 50 MB); this client runs {mine} of them; nothing was started. Call "
+                    "again once a run ends. The server's operator can raise the limit with "
+                    "`workflow-mcp serve --max-runs N`."
+                )
+            return None
         running = self.service.running_count()
         if limit is None or running < limit:
             return None
@@ -909,7 +931,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         )
         if existing is not None:
             return await self._finish(ctx, existing, min(waitMs, self.policy.max_wait_ms), deduplicated=True)
-        if (full := self._at_run_cap()) is not None:
+        if (full := self._at_run_cap(principal)) is not None:
             return _error_result(full)
         try:
             handle = self.service.run_agent(
