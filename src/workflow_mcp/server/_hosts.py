@@ -121,8 +121,9 @@ class HostRules:
                 address = ipaddress.ip_address(local_address.split("%", 1)[0])
             except ValueError:
                 return False
-            shown = _bracketed(str(address))
-            return host == f"{shown}:{self.port}"
+            mapped = getattr(address, "ipv4_mapped", None)  # an IPv4 client of a dual-stack '::' bind
+            shown = {_bracketed(str(a)) for a in (address, mapped) if a is not None}
+            return host in {f"{a}:{self.port}" for a in shown}
         return False
 
     def origin_allowed(self, origin: str, host: str | None, local_address: str | None = None) -> bool:

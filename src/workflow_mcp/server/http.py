@@ -11,7 +11,9 @@ repeats or words); two entries with one name, or one token given twice, are refu
 merge two clients into one.
 
 What one client may hold is bounded (:class:`HttpLimits`, uvicorn's settings plus a request deadline
-uvicorn lacks): connections and in-flight requests beyond ``max_connections`` get 503; a connection that
+uvicorn lacks, and each token's fair share of open requests and sessions kept by
+:class:`~workflow_mcp.server._shares.ClientLedger`, 429 beyond it): connections and in-flight requests
+beyond ``max_connections`` get 503; a connection that
 has not sent a complete request (head and body) within ``header_timeout_s`` (idle, or trickling bytes)
 is closed; idle keep-alive connections close after ``keep_alive_s``. The soft limit on
 file descriptors is raised to the hard limit at start, and running out of them (``EMFILE``) only pauses

@@ -25,7 +25,13 @@ Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workfl
 ``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
 ``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
 the list of recent runs, with ``resources/updated`` for subscribed runs (``subscriptions/listen`` on
-2026-07-28 connections, ``resources/subscribe`` on earlier ones). Prompt: ``author-workflow``.
+2026-07-28 connections, ``resources/subscribe`` on earlier ones); a client hears only of runs it may
+read (:class:`~workflow_mcp.server._subscriptions.OwnedBus`). Prompt: ``author-workflow``.
+
+Approval: whether the caller may see a run it names is checked before its stored source is read or
+shown; an approval counts only for the principal that gave it (:class:`SourceTrust`), for nested
+children too (:meth:`ChildGate.of`); each scoped client runs at most its share of the concurrent runs
+(``policy.max_client_runs``), and refusals name only the caller's own count.
 """
 
 from __future__ import annotations
