@@ -723,7 +723,13 @@ def store_repair() -> None:
 @click.option(
     "--http", "use_http", is_flag=True, help="Serve Streamable HTTP (bearer token) instead of stdio."
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (keep it loopback).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP bind address; keep it loopback unless remote clients need it (0.0.0.0 or :: answers "
+    "this machine's name and addresses; more names with --allowed-host).",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP port.")
 @click.option(
     "--allowed-host",
