@@ -744,8 +744,24 @@ def store_repair() -> None:
 @click.option(
     "--http", "use_http", is_flag=True, help="Serve Streamable HTTP (bearer token) instead of stdio."
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (keep it loopback).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP bind address; keep it loopback unless remote clients need it (0.0.0.0 or :: answers "
+    "this machine's name and addresses; more names with --allowed-host).",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP port.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]|*",
+    help="HTTP: also answer requests whose Host header is NAME (with the port, or none behind a proxy) or "
+    "NAME:PORT (repeatable). '*' answers any Host (bearer tokens still required; refused on loopback). "
+    "Loopback names, the bound address and, for 0.0.0.0/::, this machine's name and the address a "
+    "connection arrived on are always answered.",
+)
 @click.option(
     "--trust",
     "trust_dirs",
@@ -769,6 +785,44 @@ def store_repair() -> None:
     help="HTTP: open connections plus in-flight requests; a request beyond it gets 503.",
 )
 @click.option(
+    "--max-client-runs",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: runs one client (bearer token) runs at once; more are refused until one of its runs ends. "
+    "Default: an equal share of --max-runs among the configured tokens.",
+)
+@click.option(
+    "--max-client-connections",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: requests and streams one client may have open at once; beyond it 429. Default: an equal "
+    "share of half of --max-connections among the configured tokens (the rest is headroom for idle "
+    "keep-alive and unauthenticated connections).",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(1),
+    default=256,
+    show_default=True,
+    help="HTTP: Streamable HTTP sessions (handshake-era clients) held at once; a new one beyond it gets 503.",
+)
+@click.option(
+    "--max-client-sessions",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: sessions one client may hold; beyond it 429. Default: an equal share of --max-sessions "
+    "among the configured tokens.",
+)
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(1, 7 * 86400),
+    default=1800.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="HTTP: a session with no request in flight (no call, no open stream) for this long is closed; the "
+    "client then opens a new one.",
+)
+@click.option(
     "--header-timeout",
     type=click.FloatRange(0.1, 3600),
     default=10.0,
@@ -781,9 +835,15 @@ def serve(
     use_http: bool,
     host: str,
     port: int,
+    allowed_hosts: tuple[str, ...],
     trust_dirs: tuple[str, ...],
     max_runs: int,
     max_connections: int,
+    max_client_runs: int | None,
+    max_client_connections: int | None,
+    max_sessions: int,
+    max_client_sessions: int | None,
+    session_idle_timeout: float,
     header_timeout: float,
 ) -> None:
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
@@ -797,7 +857,14 @@ def serve(
     if use_http:  # stdio never loads the HTTP side (its first answer must not wait for it)
         from .server.http import HttpLimits
 
-        limits = HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout)
+        limits = HttpLimits(
+            max_connections=max_connections,
+            max_client_connections=max_client_connections,
+            max_sessions=max_sessions,
+            max_client_sessions=max_client_sessions,
+            session_idle_s=session_idle_timeout,
+            header_timeout_s=header_timeout,
+        )
     service = _service()
     sys.exit(
         run_server(
@@ -807,8 +874,9 @@ def serve(
             port=port,
             trust_dirs=trust_dirs,
             state_dir=service.state_dir,
-            policy=ServerPolicy(max_runs=max_runs),
+            policy=ServerPolicy(max_runs=max_runs, max_client_runs=max_client_runs),
             limits=limits,
+            allowed_hosts=allowed_hosts,
         )
     )
 

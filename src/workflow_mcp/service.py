@@ -244,6 +244,7 @@ class WorkflowService:
         self.live: dict[str, RunHandle] = {}
         self._states: dict[str, _LiveState] = {}  # the runs of self.live, their state kept as they go
         self._starting: set[str] = set()  # runs being created: claimed in the store, not yet live
+        self._owners: dict[str, str | None] = {}  # the owner each run of self.live was started for
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
@@ -504,6 +505,7 @@ class WorkflowService:
             child_check=child_check,
         )
         self.live[run_id] = handle
+        self._owners[run_id] = owner
         self._starting.discard(run_id)
         self._ensure_watcher()
         return handle
@@ -1036,6 +1038,15 @@ class WorkflowService:
         """How many runs this process is running now (each holds its own Node worker)."""
         return sum(1 for handle in self.live.values() if handle.status == "running")
 
+    def running_count_of(self, owner: str | None) -> int:
+        """How many runs started by ``owner`` (exactly; ``None`` is the local user) this process is
+        running now."""
+        return sum(
+            1
+            for rid, handle in self.live.items()
+            if handle.status == "running" and self._owners.get(rid) == owner
+        )
+
     @property
     def state_dir(self) -> str:
         """The state directory: the folder of a file store, else ``$WORKFLOW_MCP_HOME``."""
@@ -1331,6 +1342,7 @@ class WorkflowService:
         for rid in dropped:
             del self.live[rid]
             self._states.pop(rid, None)
+            self._owners.pop(rid, None)
         return len(dropped)
 
     async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:

@@ -25,7 +25,13 @@ Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workfl
 ``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
 ``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
 the list of recent runs, with ``resources/updated`` for subscribed runs (``subscriptions/listen`` on
-2026-07-28 connections, ``resources/subscribe`` on earlier ones). Prompt: ``author-workflow``.
+2026-07-28 connections, ``resources/subscribe`` on earlier ones); a client hears only of runs it may
+read (:class:`~workflow_mcp.server._subscriptions.OwnedBus`). Prompt: ``author-workflow``.
+
+Approval: whether the caller may see a run it names is checked before its stored source is read or
+shown; an approval counts only for the principal that gave it (:class:`SourceTrust`), for nested
+children too (:meth:`ChildGate.of`); each scoped client runs at most its share of the concurrent runs
+(``policy.max_client_runs``), and refusals name only the caller's own count.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -120,6 +126,7 @@ from ._render import (
     snapshot_of,
     snapshot_text,
 )
+from ._subscriptions import OwnedBus
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
 
@@ -194,7 +201,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         principal: Principal | None = LOCAL,
         scope: FileScope | None = None,
     ) -> None:
-        self._bus = InMemorySubscriptionBus()
+        self._bus = OwnedBus(lambda: _PRINCIPAL.get() or self.default_principal)
         super().__init__(
             name="workflow-mcp",
             version=__version__,
@@ -212,7 +219,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._big_runs = anyio.CapacityLimiter(BIG_RUN_THREADS)
         self.default_principal = principal
         self._legacy_subscribers: dict[str, set[ServerSession]] = {}
-        self._pending_updates: set[str] = set()
+        self._pending_updates: set[tuple[str, str | None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.middleware.append(self._principal_middleware)
         self._tool_names: set[str] = set()
@@ -456,7 +463,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             dependencies=deps,
             warnings=[WarningOut.model_validate(w.to_json()) for w in workflow.warnings],
             sidecar={},
-            approved=self.trust.allows(workflow.source_hash, workflow.path),
+            approved=self.trust.allows(workflow.source_hash, workflow.path, self._principal().owner),
         )
         text = (
             f"{out.name} ({origin}{', ' + out.path if out.path else ''}): {preview(out.description, 300)}\n"
@@ -535,13 +542,17 @@ class WorkflowMcpServer(MCPServer[Any]):
         principal = self._principal()
         if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
             decision = _Approval("existing")
+        elif resumeFromRunId is not None and self._visible(resumeFromRunId) is not None:
+            # Visibility before anything is read or shown: a prompt naming another client's stored
+            # workflow (or its absence) would tell this client about that run. The body refuses it.
+            decision = _Approval("unknown")
         else:
             try:
                 source_hash, file, label = await self._identify(name, path, script, cwd, resumeFromRunId)
             except WorkflowMcpError:
                 decision = _Approval("unknown")  # the body loads it again and reports the problem
             else:
-                if self.trust.allows(source_hash, file):
+                if self.trust.allows(source_hash, file, principal.owner):
                     decision = _Approval("trusted", source_hash)
                 elif _can_elicit(ctx):
                     _APPROVAL.set(_Approval("ask", source_hash))
@@ -682,7 +693,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             return _error_result(f"The run could not start: {exc}")
         # No await between these checks and launch: concurrent calls with one key start one run, and
         # concurrent calls never start more runs than the cap.
-        refusal = self._disallowed(prepared.choice) or self._at_run_cap()
+        refusal = self._disallowed(prepared.choice) or self._at_run_cap(principal)
         existing = (
             self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
         )
@@ -696,12 +707,12 @@ class WorkflowMcpServer(MCPServer[Any]):
                 prepared,
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
-                on_event=self._on_event,
-                child_check=self.children,
+                on_event=self._events_of(principal.owner),
+                child_check=self.children.of(principal.owner),
             )
         except WorkflowMcpError as exc:
             return _error_result(f"The run could not start: {exc}")
-        self._publish_later(None)
+        self._publish_later(None, principal.owner)
         self.service.prune_finished()
         return await self._finish(
             ctx,
@@ -715,8 +726,9 @@ class WorkflowMcpServer(MCPServer[Any]):
     def _approve(
         self, workflow: Workflow, approval: ElicitationResult[SourceApproval], principal: Principal
     ) -> str | None:
-        """``None`` when ``workflow`` may run; else the isError text explaining what to do."""
-        if self.trust.allows(workflow.source_hash, workflow.path):
+        """``None`` when ``workflow`` may run for ``principal``; else the isError text explaining what to
+        do. An approval counts for the principal that gave it only."""
+        if self.trust.allows(workflow.source_hash, workflow.path, principal.owner):
             return None
         decision = _APPROVAL.get() or _Approval("unknown")
         label = f"{workflow.meta.name!r}" + (f" ({workflow.path})" if workflow.path else " (inline script)")
@@ -754,9 +766,31 @@ class WorkflowMcpServer(MCPServer[Any]):
         big = self.service.event_count(run_id) > BIG_RUN_EVENTS
         return await anyio.to_thread.run_sync(work, limiter=self._big_runs if big else None)
 
-    def _at_run_cap(self) -> str | None:
-        """``None`` while this server runs fewer runs than ``policy.max_runs``; else the isError text."""
-        limit = self.policy.max_runs
+    def _at_run_cap(self, principal: Principal) -> str | None:
+        """``None`` while ``principal`` may start another run; else the isError text. A scoped client
+        (an HTTP token) is held to its share (``policy.max_client_runs``) and is told only its own count;
+        everyone to the server's ``policy.max_runs``."""
+        limit, share = self.policy.max_runs, self.policy.max_client_runs
+        after = (
+            "Wait for one of your runs to end (workflow_run_await) or cancel one (workflow_run_cancel), then "
+            "call again."
+        )
+        if principal.scoped:
+            mine = self.service.running_count_of(principal.owner)
+            if share is not None and mine >= share:
+                return (
+                    f"This client already runs {mine} run(s), its share of this server's concurrent runs "
+                    f"(max_client_runs {share}); nothing was started. {after} The server's operator sets the "
+                    "share with `workflow-mcp serve --max-client-runs N`."
+                )
+            if limit is not None and self.service.running_count() >= limit:
+                return (
+                    f"This server is running its limit of concurrent runs (max_runs {limit}; each holds its own "
+                    f"Node worker, about 50 MB); this client runs {mine} of them; nothing was started. Call "
+                    "again once a run ends. The server's operator can raise the limit with "
+                    "`workflow-mcp serve --max-runs N`."
+                )
+            return None
         running = self.service.running_count()
         if limit is None or running < limit:
             return None
@@ -914,7 +948,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         )
         if existing is not None:
             return await self._finish(ctx, existing, min(waitMs, self.policy.max_wait_ms), deduplicated=True)
-        if (full := self._at_run_cap()) is not None:
+        if (full := self._at_run_cap(principal)) is not None:
             return _error_result(full)
         try:
             handle = self.service.run_agent(
@@ -924,11 +958,11 @@ class WorkflowMcpServer(MCPServer[Any]):
                 limits=RunLimits(agent_timeout_ms=self.policy.max_agent_timeout_ms),
                 idempotency_key=idempotencyKey,
                 owner=principal.owner,
-                on_event=self._on_event,
+                on_event=self._events_of(principal.owner),
             )
         except WorkflowMcpError as exc:
             return _error_result(f"The agent call could not start: {exc}")
-        self._publish_later(None)
+        self._publish_later(None, principal.owner)
         return await self._finish(
             ctx, handle.run_id, min(waitMs, self.policy.max_wait_ms), workflow="agent-run"
         )
@@ -1185,12 +1219,19 @@ class WorkflowMcpServer(MCPServer[Any]):
         return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} ({workflow.path})"
 
     # -- notifications ----------------------------------------------------------------------
-    def _on_event(self, event: Event) -> None:
-        """Called by the service for every committed event of a run this server started."""
-        self._publish_later(event.run_id)
+    def _events_of(self, owner: str | None) -> Callable[[Event], None]:
+        """The service's ``on_event`` for a run of ``owner`` started here: each committed event tells
+        the listeners that may see the run (:class:`~workflow_mcp.server._subscriptions.OwnedBus`)."""
 
-    def _publish_later(self, run_id: str | None) -> None:
-        key = run_id or ""
+        def on_event(event: Event) -> None:
+            self._publish_later(event.run_id, owner)
+
+        return on_event
+
+    def _publish_later(self, run_id: str | None, owner: str | None) -> None:
+        """Tell, soon and once per loop turn, the listeners that may see runs of ``owner`` that the run
+        ``run_id`` changed (``None``: that their run list did)."""
+        key = (run_id or "", owner)
         if key in self._pending_updates:
             return
         first = not self._pending_updates
@@ -1204,13 +1245,13 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _publish(self, run_ids: Iterable[str]) -> None:
-        for run_id in run_ids:
+    async def _publish(self, updates: Iterable[tuple[str, str | None]]) -> None:
+        for run_id, owner in updates:
             if not run_id:
-                await self._bus.publish(ResourcesListChanged())
+                await self._bus.publish_owned(ResourcesListChanged(), owner)
                 continue
             for uri in (f"workflow://runs/{run_id}", f"workflow://runs/{run_id}/events"):
-                await self._bus.publish(ResourceUpdated(uri=uri))
+                await self._bus.publish_owned(ResourceUpdated(uri=uri), owner)
                 for session in list(self._legacy_subscribers.get(uri, ())):
                     try:
                         await session.send_resource_updated(uri)
