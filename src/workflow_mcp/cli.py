@@ -177,7 +177,9 @@ def list_(directory: str | None, as_json: bool) -> None:
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     for w in doc["workflows"]:
-        source = w["source"] if "plugin" not in w else f"plugin {w['plugin']} {w['pluginVersion'] or ''}".rstrip()
+        source = (
+            w["source"] if "plugin" not in w else f"plugin {w['plugin']} {w['pluginVersion'] or ''}".rstrip()
+        )
         click.echo(f"{w['name']}\t{source}\t{w['description']}\t{w['path']}")
     for d in doc["diagnostics"]:
         click.echo(f"{d['kind']}: {d['path']}: {d['message']}", err=True)

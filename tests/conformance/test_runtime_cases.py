@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_plugins import apply_plugin_steps, case_environment
 
+from claude_plugins import apply_plugin_steps, case_environment
 from workflow_mcp import (
     FakeProvider,
     MemoryStore,

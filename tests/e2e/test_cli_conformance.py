@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from claude_plugins import apply_plugin_steps, case_environment
 
 from conformance_tool import events_of
@@ -129,7 +130,9 @@ def test_the_installed_cli_passes_a_case_whose_run_starts_in_a_directory_of_its_
 def test_the_cases_that_need_their_layout_are_the_projects_own() -> None:
     plugins = [n for n in placed_cases() if n.startswith("plugins-")]
     assert len(plugins) >= 20
-    assert placed_cases() == sorted(["agents-nearest-wins-in-git-repo", "agents-walk-up-without-git", *plugins])
+    assert placed_cases() == sorted(
+        ["agents-nearest-wins-in-git-repo", "agents-walk-up-without-git", *plugins]
+    )
     shared_runtime = SHARED / "conformance" / "runtime"
     if shared_runtime.is_dir():
         assert not {n for n in placed_cases() if (shared_runtime / n).exists()}

@@ -166,7 +166,13 @@ def find_workflows(
         RealmError: the Node worker could not run.
     """
     found = _discover(
-        cwd, home, _profile(profile), check_syntax=check_syntax, sort=True, reachable=reachable, environ=environ
+        cwd,
+        home,
+        _profile(profile),
+        check_syntax=check_syntax,
+        sort=True,
+        reachable=reachable,
+        environ=environ,
     )
     return Discovery(workflows=found.ordered, diagnostics=found.diagnostics)
 
@@ -190,7 +196,13 @@ def resolve_workflow(
         RealmError: the Node worker could not run.
     """
     found = _discover(
-        cwd, home, _profile(profile), check_syntax=check_syntax, sort=False, reachable=reachable, environ=environ
+        cwd,
+        home,
+        _profile(profile),
+        check_syntax=check_syntax,
+        sort=False,
+        reachable=reachable,
+        environ=environ,
     )
     winner = found.winners.get(name)
     if winner is not None:
@@ -437,7 +449,9 @@ def _not_found_message(name: str, cwd: Path, found: _Found) -> str:
     names = sorted(found.winners)
     near = [n for n in names if n.casefold() == name.casefold() or n.strip() == name.strip()]
     near += [
-        n for n in names if n.partition(":")[2] == name and found.winners[n].plugin is not None and n not in near
+        n
+        for n in names
+        if n.partition(":")[2] == name and found.winners[n].plugin is not None and n not in near
     ]
     near += [n for n in difflib.get_close_matches(name, names, n=3, cutoff=0.6) if n not in near]
     if near:

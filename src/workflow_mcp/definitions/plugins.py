@@ -148,7 +148,9 @@ def find_plugins(
         on, scope, settings = decided[plugin_id]
         if not on:
             problems.append(
-                PluginProblem(plugin_id, "disabled", settings, f"plugin {plugin_id!r} is disabled by {settings}")
+                PluginProblem(
+                    plugin_id, "disabled", settings, f"plugin {plugin_id!r} is disabled by {settings}"
+                )
             )
             continue
         found = _locate(plugin_id, scope, settings, known, installs, problems)
@@ -197,7 +199,9 @@ def _read_json(path: Path, problems: list[PluginProblem], plugin: str = "") -> A
         size = path.stat().st_size
         if size > MAX_SETTINGS_BYTES:
             problems.append(
-                PluginProblem(plugin, "broken", str(path), f"{path} is {size:,} bytes; not read (at most 1 MiB)")
+                PluginProblem(
+                    plugin, "broken", str(path), f"{path} is {size:,} bytes; not read (at most 1 MiB)"
+                )
             )
             return None
         text = path.read_text(encoding="utf-8")
@@ -237,7 +241,10 @@ def _locate(
     if not at or not name or not market:
         problems.append(
             PluginProblem(
-                plugin_id, "broken", settings, f"{plugin_id!r} in {settings} is not a <plugin>@<marketplace> id"
+                plugin_id,
+                "broken",
+                settings,
+                f"{plugin_id!r} in {settings} is not a <plugin>@<marketplace> id",
             )
         )
         return None
@@ -272,9 +279,13 @@ def _locate(
     if entry is None and not install_paths:
         why = f"marketplace {market!r} is not known (add it with `claude plugin marketplace add`)"
     else:
-        why = "it is not installed, or its installed folder is gone (reinstall it with `claude plugin install`)"
+        why = (
+            "it is not installed, or its installed folder is gone (reinstall it with `claude plugin install`)"
+        )
     problems.append(
-        PluginProblem(plugin_id, "broken", settings, f"plugin {plugin_id!r} is enabled by {settings} but {why}")
+        PluginProblem(
+            plugin_id, "broken", settings, f"plugin {plugin_id!r} is enabled by {settings} but {why}"
+        )
     )
     return None
 

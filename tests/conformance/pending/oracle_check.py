@@ -73,7 +73,9 @@ def _plugin_steps(case: dict[str, Any], claude: str, cwd: Path, root: Path, env:
             continue
         argv = [claude, "plugin", *(a.replace("{root}", str(root)) for a in step)]
         done = subprocess.run(argv, cwd=here, env=env, capture_output=True, text=True, timeout=120)
-        out.append(f"$ claude plugin {' '.join(step)} -> {done.returncode}: {(done.stdout + done.stderr).strip()}")
+        out.append(
+            f"$ claude plugin {' '.join(step)} -> {done.returncode}: {(done.stdout + done.stderr).strip()}"
+        )
         if done.returncode != 0:
             raise SystemExit("\n".join(out))
     return out
@@ -145,9 +147,9 @@ def run(case_dir: Path, version: str, timeout: int, keep: bool) -> dict[str, Any
     config = {
         "workflow_input": wf_input,
         "fake": case.get("fake", {}),
-        "config_dir": case.get("env", {}).get("CLAUDE_CONFIG_DIR", str(home / ".claude")).replace(
-            "{root}", str(work / "case")
-        ),
+        "config_dir": case.get("env", {})
+        .get("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+        .replace("{root}", str(work / "case")),
         "default_model": MAIN_MODEL,
         "provider_fail_status": 500,
         "log": str(log),
