@@ -63,7 +63,7 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     from .service import WorkflowService
 
     try:
-        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=os.environ.get("HOME"), notify=_notice)
+        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=None, notify=_notice)
     except WorkflowMcpError as exc:
         _fail(str(exc))
     for notice in service.store_notices:
@@ -171,13 +171,16 @@ def list_(directory: str | None, as_json: bool) -> None:
     cwd = directory or os.getcwd()
     if not os.path.isdir(cwd):
         _fail(f"{cwd!r} is not a directory")
-    found = find_workflows(cwd, os.environ.get("HOME"))
+    found = find_workflows(cwd)
     doc: dict[str, Any] = dict(found.to_json())
     if as_json:
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     for w in doc["workflows"]:
-        click.echo(f"{w['name']}\t{w['source']}\t{w['description']}\t{w['path']}")
+        source = (
+            w["source"] if "plugin" not in w else f"plugin {w['plugin']} {w['pluginVersion'] or ''}".rstrip()
+        )
+        click.echo(f"{w['name']}\t{source}\t{w['description']}\t{w['path']}")
     for d in doc["diagnostics"]:
         click.echo(f"{d['kind']}: {d['path']}: {d['message']}", err=True)
 

@@ -421,11 +421,12 @@ class WorkflowMcpServer(MCPServer[Any]):
                 continue
             if tags and not set(tags) <= set(sidecar_tags):
                 continue
-            items.append(
-                WorkflowSummary(
-                    name=w.name, description=w.description, source=w.source, path=w.path, tags=sidecar_tags
-                )
+            item = WorkflowSummary(
+                name=w.name, description=w.description, source=w.source, path=w.path, tags=sidecar_tags
             )
+            if w.plugin is not None:
+                item.plugin, item.plugin_version = w.plugin.id, w.plugin.version
+            items.append(item)
         out = WorkflowList(
             cwd=os.path.abspath(base),
             workflows=items,
@@ -1102,7 +1103,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         cwd: str | None,
         *,
         check_syntax: bool = True,
-    ) -> tuple[Workflow, Literal["personal", "project", "file", "inline"]]:
+    ) -> tuple[Workflow, Literal["personal", "project", "plugin", "file", "inline"]]:
         """Load one target in a worker thread (discovery and the V8 syntax check block).
 
         Raises:
