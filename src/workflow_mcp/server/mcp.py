@@ -112,6 +112,7 @@ from ._render import (
     snapshot_of,
     snapshot_text,
 )
+from ._stdio import serve_stdio_lines
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
 
@@ -1344,6 +1345,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         )(author_workflow)
 
     # -- lifecycle --------------------------------------------------------------------------
+    async def run_stdio_async(self) -> None:
+        """Serve stdin/stdout with the SDK's transport; every request gets an answer, also one whose line
+        the SDK cannot parse (:mod:`workflow_mcp.server._stdio`)."""
+        await serve_stdio_lines(self._lowlevel_server)
+
     async def aclose(self, reason: str = "the MCP server stopped") -> list[str]:
         """Stop: cancel the runs this process still runs (they stay resumable). Returns their ids."""
         stopped = await self.service.shutdown(reason)
