@@ -20,9 +20,7 @@ CPU_BUDGET_S = 0.1
 
 
 async def paused_run(env: Env) -> str:
-    handle = env.service.start_run(
-        load_workflow(source=PAUSES), provider=LoggedOutAfterFirst(), options=env.service.make_options()
-    )
+    handle = env.service.start_run(load_workflow(source=PAUSES), provider=LoggedOutAfterFirst())
     with anyio.fail_after(BOUND_S):
         assert await handle.wait() == "paused"
     return handle.run_id
