@@ -207,23 +207,28 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_args_json(text: str, origin: str = "ARGS_JSON") -> Any:
-    """One strict JSON value (no NaN/Infinity, no lone surrogates, nested at most 200 deep), or exit 2."""
+    """One strict JSON value (no NaN/Infinity, no lone surrogates, nested at most
+    :data:`~workflow_mcp.definitions.profile.MAX_VALUE_DEPTH` levels, as every face takes args), or exit 2."""
+    from .definitions.profile import MAX_VALUE_DEPTH
+
     try:
         value = json.loads(text, parse_constant=_no_constant)
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except RecursionError:
-        _fail(f"{origin} is nested too deeply; args may nest at most a few hundred levels")
+        _fail(f"{origin} is nested deeper than {MAX_VALUE_DEPTH} levels, the most args may nest")
     except UnicodeEncodeError:
         _fail(f"{origin} contains a lone UTF-16 surrogate (\\ud800-\\udfff), which UTF-8 cannot carry")
     except ValueError as exc:
         _fail(f'{origin} is not valid JSON ({exc}); pass one JSON value, e.g. \'{{"files": ["a.ts"]}}\'')
-    if _depth(value) > 200:
-        _fail(f"{origin} is nested deeper than 200 levels")
+    if _depth(value) > MAX_VALUE_DEPTH:
+        _fail(f"{origin} is nested deeper than {MAX_VALUE_DEPTH} levels, the most args may nest")
     return value
 
 
 def _depth(value: Any, level: int = 0) -> int:
-    if level > 200:
+    from .definitions.profile import MAX_VALUE_DEPTH
+
+    if level > MAX_VALUE_DEPTH:
         return level
     if isinstance(value, dict):
         return max((_depth(v, level + 1) for v in value.values()), default=level + 1)

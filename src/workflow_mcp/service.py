@@ -45,9 +45,9 @@ from .definitions.load import (
     validate_workflow,
 )
 from .definitions.profile import Profile, get_profile
-from .engine.journal import JournalRecord, Replay, ResumePolicy, json_value_problem
+from .engine.journal import JournalRecord, Replay, ResumePolicy
 from .engine.nested import ChildCheck
-from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
+from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
 from .errors import (
     InvalidInputError,
@@ -390,17 +390,11 @@ class WorkflowService:
             RunNotFoundError: ``resume_from`` names no stored run.
             InvalidInputError: ``policy`` is unknown, ``resume_from`` is still running, or ``args``
                 cannot cross to the realm and the store (a non-finite number, a lone UTF-16
-                surrogate, nested past 256 levels).
+                surrogate, nested past ``MAX_VALUE_DEPTH``, 256 levels).
             RunClaimedError: another live process already resumes ``resume_from``.
             StoreError: the store cannot record the run (read-only, full or damaged; the message says).
         """
-        if args is not MISSING:
-            problem = json_value_problem(args)
-            if problem is not None:
-                raise InvalidInputError(
-                    f"the run's args cannot be used: {problem}; pass plain JSON (finite numbers, "
-                    "whole characters, at most 256 levels deep)"
-                )
+        check_args(args)
         if idempotency_key is not None:
             existing = self.store.find_idempotent(owner, idempotency_key)
             if existing is not None and existing.run_id in self.live:

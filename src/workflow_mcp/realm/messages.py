@@ -16,7 +16,7 @@ Worker → host:
 
 Host → worker:
     start     {body, filename, args?, budgetTotal, spent, syncTimeoutMs, maxFanoutItems, profile,
-               cacheKeyOptions}
+               cacheKeyOptions, maxValueDepth}
     result    {id, r: {ok, value? | error: {name, message, code?}, spent?}}
     child     {id, name, phase, body, filename, args?, spent}    a resolved nested workflow
     budget    {total, spent}
