@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
@@ -50,6 +50,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
@@ -65,7 +66,7 @@ from mcp.types import (
     UnsubscribeRequestParams,
 )
 from mcp.types import Resource as MCPResource
-from pydantic import AnyUrl, BaseModel, Field, ValidationError
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
 from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
@@ -209,6 +210,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._tasks: set[asyncio.Task[None]] = set()
         self.middleware.append(self._principal_middleware)
         self._tool_names: set[str] = set()
+        self._tool_arguments: dict[str, tuple[str, ...]] = {}
         self._register_tools()
         self._register_resources()
         self._register_prompt()
@@ -263,6 +265,15 @@ class WorkflowMcpServer(MCPServer[Any]):
                 raise
             if isinstance(exc.__cause__, ValidationError):
                 errors = exc.__cause__.errors(include_url=False, include_input=False)
+                unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+                if unknown:
+                    accepted = ", ".join(self._tool_arguments.get(name, ()))
+                    raise MCPError(
+                        code=INVALID_PARAMS,
+                        message=f"unknown argument{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))} for {name}; it accepts: {accepted}",
+                        data={"unknown": unknown, "accepted": list(self._tool_arguments.get(name, ()))},
+                    ) from exc
                 raise MCPError(
                     code=INVALID_PARAMS,
                     message=f"invalid arguments for {name}: {_describe_errors(errors)}",
@@ -276,7 +287,20 @@ class WorkflowMcpServer(MCPServer[Any]):
             raise
 
     def _add(self, fn: Any, name: str, title: str, description: str, annotations: ToolAnnotations) -> None:
+        """Register ``fn`` as tool ``name``, refusing unknown arguments. The SDK builds each tool's
+        argument model from the signature with pydantic's default ``extra='ignore'`` (a typo such as
+        ``tokenbudget`` ran with no budget) and offers no option for it, so the model is swapped for a
+        subclass with ``extra='forbid'``: unknown arguments fail validation (invalid params, see
+        :meth:`call_tool`) and the published input schema says ``additionalProperties: false``."""
         self.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+        tool = self._tool_manager.get_tool(name)
+        assert tool is not None
+        loose = tool.fn_metadata.arg_model
+        config = {"model_config": ConfigDict(extra="forbid"), "__module__": __name__}
+        strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), config))
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+        self._tool_arguments[name] = tuple(f.alias or n for n, f in strict.model_fields.items())
         self._tool_names.add(name)
 
     def _register_tools(self) -> None:
