@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import hashlib
 import json
 import os
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -50,6 +52,7 @@ from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
 from .errors import (
+    IdempotencyKeyReusedError,
     InvalidInputError,
     RunNotFoundError,
     StoreError,
@@ -83,6 +86,7 @@ __all__ = [
     "provider_report",
     "read_fake_script",
     "repair_store",
+    "request_fingerprint",
     "state_database",
 ]
 
@@ -166,6 +170,34 @@ def _profile(name: str | None) -> Profile:
 def _check_policy(policy: str) -> None:
     if policy not in ("content", "prefix"):
         raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
+
+
+IDEMPOTENCY_PARAMS = "idempotencyParams"
+"""The key under a run record's options holding the fingerprint of the request its idempotency key came
+with (runs started without a key have none)."""
+
+
+def request_fingerprint(params: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of ``params`` as canonical JSON (sorted keys): what an idempotency key is
+    compared by. Faces pass their request's parameters, defaults filled in and without the key itself
+    or how long to wait; lone surrogates are hashed as written (``surrogatepass``)."""
+    text = json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _record_params(record: RunRecord) -> str:
+    """The fingerprint of what a run does: its source, args, options, profile, directory and resume."""
+    return request_fingerprint(
+        {
+            "sourceHash": record.source_hash,
+            "args": record.args_json,
+            "options": record.options,
+            "profile": record.profile,
+            "cwd": record.cwd,
+            "resumedFrom": record.resumed_from,
+            "resumePolicy": record.resume_policy,
+        }
+    )
 
 
 def _stored_args(record: RunRecord) -> Any:
@@ -372,6 +404,7 @@ class WorkflowService:
         replay: Replay | None = None,
         provider_choice: ProviderChoice | None = None,
         child_check: ChildCheck | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """Record and start a run of a loaded ``workflow`` on a ``provider`` the caller built (and
         closes); returns its live handle. Needs a running event loop. :meth:`start` and :meth:`resume`
@@ -395,10 +428,6 @@ class WorkflowService:
             StoreError: the store cannot record the run (read-only, full or damaged; the message says).
         """
         check_args(args)
-        if idempotency_key is not None:
-            existing = self.store.find_idempotent(owner, idempotency_key)
-            if existing is not None and existing.run_id in self.live:
-                return self.live[existing.run_id]
         opts = options or RunOptions(cwd=self.cwd, home=self.home)
         if opts.cwd is None:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
@@ -433,6 +462,12 @@ class WorkflowService:
             owner_pid=os.getpid(),
             owner_host=socket.gethostname(),
         )
+        if idempotency_key is not None:
+            params = idempotency_params or _record_params(record)
+            record = dataclasses.replace(record, options={**record.options, IDEMPOTENCY_PARAMS: params})
+            existing = self.find_idempotent_run(idempotency_key, owner, params=params)
+            if existing is not None and existing in self.live:
+                return self.live[existing]
         self._starting.add(run_id)
         try:
             self.store.create_run(record)  # claims the run, and the run it resumes
@@ -616,19 +651,31 @@ class WorkflowService:
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         child_check: ChildCheck | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """Record and start a prepared run; returns its live handle. Synchronous, so nothing runs between
         a caller's last check (its run cap, an idempotency key) and the run's claim in the store. A
-        repeated ``idempotency_key`` (scoped by ``owner``) returns the run already started with it.
+        repeated ``idempotency_key`` (scoped by ``owner``) returns the run already started with it when
+        ``idempotency_params`` (a :func:`request_fingerprint` of the caller's request; default: of the
+        run's own source, args, options, directory and resume) match the first use's, and raises
+        :class:`~workflow_mcp.errors.IdempotencyKeyReusedError` otherwise.
         ``on_event`` and ``child_check`` are :meth:`start_run`'s.
 
         Raises:
             the errors of :meth:`start_run` (the prepared worker is then stopped).
         """
-        existing = self.store.find_idempotent(owner, idempotency_key) if idempotency_key is not None else None
-        if existing is not None and existing.run_id in self.live:
+        try:
+            existing = (
+                self.find_idempotent_run(idempotency_key, owner, params=idempotency_params)
+                if idempotency_key is not None
+                else None
+            )
+        except IdempotencyKeyReusedError:
             self._discard_later(prepared)
-            return self.live[existing.run_id]
+            raise
+        if existing is not None and existing in self.live:
+            self._discard_later(prepared)
+            return self.live[existing]
         try:
             return self.start_run(
                 prepared.workflow,
@@ -644,6 +691,7 @@ class WorkflowService:
                 replay=prepared.replay,
                 provider_choice=prepared.choice,
                 child_check=child_check,
+                idempotency_params=idempotency_params,
             )
         except BaseException:
             self._discard_later(prepared)
@@ -863,6 +911,7 @@ class WorkflowService:
         idempotency_key: str | None = None,
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """One agent call (``options`` as agent()'s: label, schema, model, effort, agentType, …)
         through ``provider`` (as for :meth:`start`) — routing, schema validation and re-asks, events and
@@ -884,6 +933,7 @@ class WorkflowService:
             owner=owner,
             on_event=on_event,
             provider_choice=choice,
+            idempotency_params=idempotency_params,
         )
 
     def _refuse_resuming_a_live_run(self, run_id: str) -> None:
@@ -1111,10 +1161,23 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return record.owner
 
-    def find_idempotent_run(self, key: str, owner: str | None = None) -> str | None:
-        """The id of the run ``owner`` started with idempotency ``key``, or ``None``."""
+    def find_idempotent_run(
+        self, key: str, owner: str | None = None, *, params: str | None = None
+    ) -> str | None:
+        """The id of the run ``owner`` started with idempotency ``key``, or ``None``. ``params`` is the
+        fingerprint of the new request's parameters (:func:`request_fingerprint`); a key is only ever
+        good for the parameters it was first used with (runs stored before fingerprints: any).
+
+        Raises:
+            IdempotencyKeyReusedError: the run was started with other parameters than ``params``.
+        """
         record = self.store.find_idempotent(owner, key)
-        return record.run_id if record is not None else None
+        if record is None:
+            return None
+        stored = record.options.get(IDEMPOTENCY_PARAMS)
+        if params is not None and stored is not None and stored != params:
+            raise IdempotencyKeyReusedError(key, record.run_id)
+        return record.run_id
 
     def list_runs_of(self, owner: str | None, limit: int = 50) -> list[RunSummary]:
         """Recent runs started by ``owner`` (exactly; ``None`` is the local user), newest first."""

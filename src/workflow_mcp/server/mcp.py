@@ -73,13 +73,14 @@ from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
 from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
 from ..errors import (
+    IdempotencyKeyReusedError,
     PathRefusedError,
     WorkflowLoadError,
     WorkflowMcpError,
     WorkflowNotFoundError,
 )
 from ..events import Event
-from ..service import MISSING, ProviderChoice, RunLimits, RunOverrides, WorkflowService
+from ..service import MISSING, ProviderChoice, RunLimits, RunOverrides, WorkflowService, request_fingerprint
 from ..state import RunState
 from ._files import ChildGate, FileScope
 from ._models import (
@@ -543,6 +544,12 @@ class WorkflowMcpServer(MCPServer[Any]):
         idempotencyKey: str | None = None,
         provider: str | None = None,
         fakeScript: dict[str, Any] | None = None,
+        args: Any = None,
+        concurrency: int | None = None,
+        tokenBudget: int | None = None,
+        maxAgents: int | None = None,
+        agentTimeoutMs: int | None = None,
+        resumePolicy: str = "content",
     ) -> Any:
         """Resolver of workflow_run's ``approval``: runs before the body (and again on each retry of
         the 2026-07-28 input-required flow). Returns an :class:`_Approval`, or ``Elicit`` to ask the
@@ -550,7 +557,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         arguments are refused here already, so the user is never asked about a call that cannot run."""
         self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, self._base(cwd))
         principal = self._principal()
-        if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
+        params = _run_params(
+            ctx, name, path, script, cwd, args, provider, fakeScript,
+            (concurrency, tokenBudget, maxAgents, agentTimeoutMs), resumeFromRunId, resumePolicy,
+        )  # fmt: skip
+        if idempotencyKey is not None and self._idempotent(idempotencyKey, principal.owner, params):
             decision = _Approval("existing")
         else:
             try:
@@ -635,10 +646,12 @@ class WorkflowMcpServer(MCPServer[Any]):
         targets, choice = self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, base)
         wait_ms = min(waitMs, self.policy.max_wait_ms)
         run_args = args if "args" in _raw_arguments(ctx) else MISSING
+        params = _run_params(
+            ctx, name, path, script, cwd, args, provider, fakeScript,
+            (concurrency, tokenBudget, maxAgents, agentTimeoutMs), resumeFromRunId, resumePolicy,
+        )  # fmt: skip
 
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
-        )
+        existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
         if existing is not None:
             return await self._finish(ctx, existing, wait_ms, deduplicated=True)
         if resumeFromRunId is not None and (problem := self._visible(resumeFromRunId)) is not None:
@@ -697,9 +710,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         # No await between these checks and launch: concurrent calls with one key start one run, and
         # concurrent calls never start more runs than the cap.
         refusal = self._disallowed(prepared.choice) or self._at_run_cap()
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
-        )
+        try:
+            existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
+        except MCPError:
+            await prepared.discard()
+            raise
         if refusal is not None or existing is not None:
             await prepared.discard()
             if existing is not None:
@@ -709,6 +724,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             handle = self.service.launch(
                 prepared,
                 idempotency_key=idempotencyKey,
+                idempotency_params=params,
                 owner=principal.owner,
                 on_event=self._on_event,
                 child_check=self.children,
@@ -725,6 +741,17 @@ class WorkflowMcpServer(MCPServer[Any]):
             resumed_from=resumeFromRunId,
             workflow=workflow.meta.name,
         )
+
+    def _idempotent(self, key: str, owner: str | None, params: str) -> str | None:
+        """The run started with idempotency ``key`` and the same parameters, or ``None``.
+
+        Raises:
+            MCPError: invalid params: ``key`` started a run with other parameters.
+        """
+        try:
+            return self.service.find_idempotent_run(key, owner, params=params)
+        except IdempotencyKeyReusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"runId": exc.run_id}) from exc
 
     def _approve(
         self, workflow: Workflow, approval: ElicitationResult[SourceApproval], principal: Principal
@@ -923,9 +950,10 @@ class WorkflowMcpServer(MCPServer[Any]):
             }.items()
             if v is not None
         }
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
+        params = request_fingerprint(
+            {"tool": "agent_run", "prompt": prompt, "provider": provider, "fakeScript": fakeScript, **options}
         )
+        existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
         if existing is not None:
             return await self._finish(ctx, existing, min(waitMs, self.policy.max_wait_ms), deduplicated=True)
         if (full := self._at_run_cap()) is not None:
@@ -937,9 +965,12 @@ class WorkflowMcpServer(MCPServer[Any]):
                 provider=choice,
                 limits=RunLimits(agent_timeout_ms=self.policy.max_agent_timeout_ms),
                 idempotency_key=idempotencyKey,
+                idempotency_params=params,
                 owner=principal.owner,
                 on_event=self._on_event,
             )
+        except IdempotencyKeyReusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
         except WorkflowMcpError as exc:
             return _error_result(f"The agent call could not start: {exc}")
         self._publish_later(None)
@@ -1392,14 +1423,21 @@ async def _approval_resolver(
     idempotencyKey: str | None = None,
     provider: str = "",
     fakeScript: dict[str, Any] | None = None,
+    args: Any = None,
+    concurrency: int | None = None,
+    tokenBudget: int | None = None,
+    maxAgents: int | None = None,
+    agentTimeoutMs: int | None = None,
+    resumePolicy: str = "content",
 ) -> Any:
     """The ``Resolve`` of workflow_run's ``approval`` parameter (module level: the SDK inspects it
     before any server exists); delegates to the server the request reached."""
     server = ctx.mcp_server
     assert isinstance(server, WorkflowMcpServer)
     return await server._approval_for(
-        ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript
-    )
+        ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript,
+        args, concurrency, tokenBudget, maxAgents, agentTimeoutMs, resumePolicy,
+    )  # fmt: skip
 
 
 def create_server(
@@ -1429,6 +1467,33 @@ def _principal_of_request(request: Any) -> Principal | None:
     state = scope.get("state")
     found = state.get(PRINCIPAL_SCOPE_KEY) if isinstance(state, Mapping) else None
     return found if isinstance(found, Principal) else None
+
+
+def _run_params(
+    ctx: Context[Any, Any],
+    name: str | None,
+    path: str | None,
+    script: str | None,
+    cwd: str | None,
+    args: Any,
+    provider: str | None,
+    fake_script: Mapping[str, Any] | None,
+    limits: tuple[int | None, ...],
+    resume: str | None,
+    policy: str,
+) -> str:
+    """The fingerprint of a workflow_run request an idempotency key is compared by: every argument but
+    the key and ``waitMs``, defaults filled in (``args`` omitted is not ``args: null``)."""
+    return request_fingerprint(
+        {
+            "tool": "workflow_run",
+            "target": [name, path, script, cwd],
+            "args": [args] if "args" in _raw_arguments(ctx) else [],
+            "provider": [provider or None, fake_script],
+            "limits": list(limits),
+            "resume": [resume, policy],
+        }
+    )
 
 
 def _raw_arguments(ctx: Context[Any, Any]) -> Mapping[str, Any]:
