@@ -82,6 +82,7 @@ __all__ = [
     "RunSummary",
     "WorkflowService",
     "check_store",
+    "damaged_cells",
     "export_runs",
     "provider_report",
     "read_fake_script",
@@ -101,6 +102,8 @@ class RunSummary:
     created_at: str
     provider: str
     resumed_from: str | None
+    damaged: tuple[str, ...] = ()
+    """Columns of the run's stored record that are damaged (see ``RunRecord.damaged``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,6 +113,7 @@ class RunSummary:
             "createdAt": self.created_at,
             "provider": self.provider,
             "resumedFrom": self.resumed_from,
+            **({"damaged": list(self.damaged)} if self.damaged else {}),
         }
 
 
@@ -198,6 +202,20 @@ def _record_params(record: RunRecord) -> str:
             "resumePolicy": record.resume_policy,
         }
     )
+
+
+def _refuse_damaged(record: RunRecord) -> None:
+    """A run is continued only as it was stored: one whose record has damaged cells is not.
+
+    Raises:
+        InvalidInputError: naming the damaged columns and what to do instead.
+    """
+    if record.damaged:
+        raise InvalidInputError(
+            f"run {record.run_id}'s stored record is damaged ({', '.join(record.damaged)}), so it cannot be "
+            "continued as it was started; run `workflow-mcp store repair`, then start the file anew "
+            f"(`workflow-mcp run FILE --resume-from {record.run_id}` still replays its recorded calls)"
+        )
 
 
 def _stored_args(record: RunRecord) -> Any:
@@ -623,6 +641,7 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         _check_policy(o.policy)
         self._refuse_resuming_a_live_run(run_id)
+        _refuse_damaged(record)
         profile = _profile(record.profile or None)
         limits = RunLimits.of_options(record.options).narrowed(o.limits, run_id=run_id, profile=profile)
         run_cwd = o.cwd or record.cwd or self.cwd
@@ -1039,9 +1058,22 @@ class WorkflowService:
                     created_at=r.created_at,
                     provider=r.provider,
                     resumed_from=r.resumed_from,
+                    damaged=r.damaged,
                 )
             )
         return out
+
+    def damaged_columns(self, run_id: str) -> tuple[str, ...]:
+        """The columns of ``run_id``'s stored record that are damaged (``()``: none; ``store repair``
+        rewrites them).
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise RunNotFoundError(run_id)
+        return record.damaged
 
     def recover(self) -> list[str]:
         """Record ``run.interrupted`` for every unfinished run whose owner is gone (its process died, or
@@ -1143,6 +1175,7 @@ class WorkflowService:
         record = self.store.get_run(run_id)
         if record is None:
             raise RunNotFoundError(run_id)
+        _refuse_damaged(record)
         return load_workflow(
             record.workflow_path,
             source=record.source,
@@ -1359,6 +1392,18 @@ def check_store() -> list[str]:
     from .store.salvage import check_store as check
 
     return check(state_database())
+
+
+def damaged_cells() -> list[str]:
+    """One line per run of :func:`state_database` whose record holds damaged cells (``[]``: none),
+    which ``PRAGMA integrity_check`` does not see.
+
+    Raises:
+        StoreError: the file cannot be opened at all.
+    """
+    from .store.salvage import damaged_cells as cells
+
+    return cells(state_database())
 
 
 def repair_store() -> RepairReport:
