@@ -20,7 +20,7 @@ runs in worker threads, so one client's big request never stalls the others; pro
 :data:`BIG_RUN_EVENTS` events share :data:`BIG_RUN_THREADS` threads, so many of them cannot take the
 whole pool.
 
-Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``,
+Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``, ``agent_run``,
 ``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
 ``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
 ``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
