@@ -59,6 +59,7 @@ from mcp.types import (
     INVALID_REQUEST,
     CallToolResult,
     EmptyResult,
+    GetPromptResult,
     InputRequiredResult,
     SubscribeRequestParams,
     TextContent,
@@ -286,6 +287,25 @@ class WorkflowMcpServer(MCPServer[Any]):
                     message=f"unknown tool {name!r}; available: {', '.join(sorted(self._tool_names))}",
                 ) from exc
             raise
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """Unknown prompts and unknown prompt arguments are invalid-params errors, as for tools (the SDK
+        would pass an unknown argument to the prompt function and answer an internal error)."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            available = ", ".join(sorted(p.name for p in self._prompt_manager.list_prompts()))
+            raise MCPError(code=INVALID_PARAMS, message=f"unknown prompt {name!r}; available: {available}")
+        accepted = [a.name for a in prompt.arguments or ()]
+        unknown = sorted(set(arguments or {}) - set(accepted))
+        if unknown:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                f"for prompt {name}; it accepts: {', '.join(accepted) or 'none'}",
+            )
+        return await super().get_prompt(name, arguments, context)
 
     def _add(self, fn: Any, name: str, title: str, description: str, annotations: ToolAnnotations) -> None:
         """Register ``fn`` as tool ``name``, refusing unknown arguments. The SDK builds each tool's

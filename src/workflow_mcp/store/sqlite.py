@@ -96,10 +96,7 @@ RUN_READ_WIDTH = 2 * len(_NAMES)
 def _cell(column: str, raw: Any, kind: str, damaged: list[str]) -> Any:
     """The value of one ``runs`` cell, or a stand-in (``damaged`` names the column)."""
     if kind == "null":
-        if column in _NOT_NULL:
-            damaged.append(column)
-            return 0 if column == "owner_pid" else ""
-        return None
+        return _damaged(column, damaged, "") if column in _NOT_NULL else None
     if column == "owner_pid":
         try:
             return int(bytes(raw).decode("ascii")) if kind == "integer" else _damaged(column, damaged, None)

@@ -34,3 +34,21 @@ async def test_every_tool_publishes_an_input_schema_without_additional_propertie
     assert len(tools) >= 10
     for tool in tools:
         assert tool.input_schema.get("additionalProperties") is False, tool.name
+
+
+async def test_an_unknown_prompt_argument_or_prompt_is_invalid_params_not_an_internal_error(
+    site: Site,
+) -> None:
+    async with connect(site.stdio()) as c:
+        with pytest.raises(MCPError) as caught:
+            await c.get_prompt("author-workflow", {"tsk": "review code"})
+        with pytest.raises(MCPError) as unknown:
+            await c.get_prompt("author-workflw", {})
+        guide = await c.get_prompt("author-workflow", {"task": "review code"})
+    assert caught.value.error.code == INVALID_PARAMS
+    assert "unknown argument 'tsk' for prompt author-workflow; it accepts: task" in caught.value.error.message
+    assert (
+        unknown.value.error.code == INVALID_PARAMS
+        and "available: author-workflow" in unknown.value.error.message
+    )
+    assert guide.messages
