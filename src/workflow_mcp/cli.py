@@ -210,23 +210,28 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_args_json(text: str, origin: str = "ARGS_JSON") -> Any:
-    """One strict JSON value (no NaN/Infinity, no lone surrogates, nested at most 200 deep), or exit 2."""
+    """One strict JSON value (no NaN/Infinity, no lone surrogates, nested at most
+    :data:`~workflow_mcp.definitions.profile.MAX_VALUE_DEPTH` levels, as every face takes args), or exit 2."""
+    from .definitions.profile import MAX_VALUE_DEPTH
+
     try:
         value = json.loads(text, parse_constant=_no_constant)
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except RecursionError:
-        _fail(f"{origin} is nested too deeply; args may nest at most a few hundred levels")
+        _fail(f"{origin} is nested deeper than {MAX_VALUE_DEPTH} levels, the most args may nest")
     except UnicodeEncodeError:
         _fail(f"{origin} contains a lone UTF-16 surrogate (\\ud800-\\udfff), which UTF-8 cannot carry")
     except ValueError as exc:
         _fail(f'{origin} is not valid JSON ({exc}); pass one JSON value, e.g. \'{{"files": ["a.ts"]}}\'')
-    if _depth(value) > 200:
-        _fail(f"{origin} is nested deeper than 200 levels")
+    if _depth(value) > MAX_VALUE_DEPTH:
+        _fail(f"{origin} is nested deeper than {MAX_VALUE_DEPTH} levels, the most args may nest")
     return value
 
 
 def _depth(value: Any, level: int = 0) -> int:
-    if level > 200:
+    from .definitions.profile import MAX_VALUE_DEPTH
+
+    if level > MAX_VALUE_DEPTH:
         return level
     if isinstance(value, dict):
         return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
@@ -574,7 +579,8 @@ def runs_list(as_json: bool, limit: int) -> None:
         click.echo(json.dumps({"runs": items}, ensure_ascii=False, indent=2))
         return
     for r in items:
-        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{r['createdAt']}")
+        damaged = f"\tdamaged: {', '.join(r['damaged'])}" if r.get("damaged") else ""
+        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{r['createdAt']}{damaged}")
 
 
 @runs.command(name="show")
@@ -586,13 +592,21 @@ def runs_show(run_id: str, as_json: bool) -> None:
     service.recover()
     try:
         state = service.status(run_id).to_json()
+        damaged = service.damaged_columns(run_id)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
     _warn_if_damaged(service)
+    if damaged:
+        state["damaged"] = list(damaged)
     if as_json:
         click.echo(json.dumps(state, ensure_ascii=False, indent=2))
         return
     click.echo(f"{state['runId']}  {state['workflow'].get('name')}  {state['status']}")
+    if damaged:
+        click.echo(
+            f"  damaged record: {', '.join(damaged)} cannot be read as stored (shown with U+FFFD or left "
+            "out); `workflow-mcp store repair` rewrites them, keeping the original in its backup"
+        )
     for ph in state["phases"]:
         click.echo(f"  phase {ph['title']}: {ph['status']}")
     c = state["counts"]
@@ -702,14 +716,27 @@ def store_group() -> None:
 
 @store_group.command(name="check")
 def store_check() -> None:
-    """Run SQLite's integrity check. Exit 0 sound, 1 damaged (then nothing more is written to it)."""
-    from .service import check_store, state_database
+    """Run SQLite's integrity check and read every run's record. Exit 0 sound, 1 damaged (damaged pages:
+    then nothing more is written to it; damaged cells of a run's record: `store repair` rewrites them)."""
+    from .service import check_store, damaged_cells, state_database
 
     path = state_database()
     try:
         problems = check_store()
+        cells = damaged_cells() if not problems else []
     except WorkflowMcpError as exc:
         _fail(str(exc), 1)
+    if cells:
+        for line in cells[:20]:
+            click.echo(f"{path}: {line}", err=True)
+        more = f" (and {len(cells) - 20} more)" if len(cells) > 20 else ""
+        click.echo(
+            f"workflow-mcp: {path}: {len(cells)} run record(s) hold damaged cells{more}; their runs are still "
+            "listed and shown. Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
+            "rewrite them (the original is kept in a backup)",
+            err=True,
+        )
+        sys.exit(1)
     if not problems:
         click.echo(f"{path}: ok")
         return

@@ -8,7 +8,8 @@
     │   ├── PathRefusedError         a path lies outside the server's project roots or in its state directory
     │   ├── CallNotServableError     an agent() call the source certainly makes cannot run on the configured
     │   │                            provider (unmapped Claude alias, schema without structured output)
-    │   └── LimitWideningError       a resume asked for a wider limit than the run it continues had
+    │   ├── LimitWideningError       a resume asked for a wider limit than the run it continues had
+    │   └── IdempotencyKeyReusedError  an idempotency key came back with other parameters than its run's
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
     ├── RunFailedError               a run ended failed (carries the run id and the message)
@@ -30,6 +31,7 @@ from __future__ import annotations
 __all__ = [
     "AgentCallRefusedError",
     "CallNotServableError",
+    "IdempotencyKeyReusedError",
     "InvalidInputError",
     "LimitWideningError",
     "PathRefusedError",
@@ -180,6 +182,21 @@ class LimitWideningError(InvalidInputError):
             f"narrow them, not widen this one to {wanted}: {keep}. For a wider limit, start a new run that "
             f"reuses its journal: `workflow-mcp run FILE --resume-from {run_id}` with the limit (MCP: "
             "workflow_run with name, path or script, the limit and resumeFromRunId)"
+        )
+
+
+class IdempotencyKeyReusedError(InvalidInputError):
+    """Raised when an idempotency key that started run ``run_id`` is given again with different
+    parameters (another workflow or script, other args, provider, fake script, limits, directory or
+    resume): returning that run would answer a different request."""
+
+    def __init__(self, key: str, run_id: str) -> None:
+        self.key = key
+        self.run_id = run_id
+        super().__init__(
+            f"idempotency key {key!r} was used for run {run_id} with different parameters (workflow or "
+            "script, args, provider, fake script, limits, cwd or resume); nothing was started. Repeat that "
+            f"call's parameters exactly to get run {run_id} again, or use a new key for a different run"
         )
 
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -47,11 +48,12 @@ from .definitions.load import (
     validate_workflow,
 )
 from .definitions.profile import Profile, get_profile
-from .engine.journal import JournalRecord, Replay, ResumePolicy, json_value_problem
+from .engine.journal import JournalRecord, Replay, ResumePolicy
 from .engine.nested import ChildCheck
-from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
+from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
 from .errors import (
+    IdempotencyKeyReusedError,
     InvalidInputError,
     RunNotFoundError,
     StoreError,
@@ -82,10 +84,12 @@ __all__ = [
     "RunSummary",
     "WorkflowService",
     "check_store",
+    "damaged_cells",
     "export_runs",
     "provider_report",
     "read_fake_script",
     "repair_store",
+    "request_fingerprint",
     "state_database",
 ]
 
@@ -100,6 +104,8 @@ class RunSummary:
     created_at: str
     provider: str
     resumed_from: str | None
+    damaged: tuple[str, ...] = ()
+    """Columns of the run's stored record that are damaged (see ``RunRecord.damaged``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +115,7 @@ class RunSummary:
             "createdAt": self.created_at,
             "provider": self.provider,
             "resumedFrom": self.resumed_from,
+            **({"damaged": list(self.damaged)} if self.damaged else {}),
         }
 
 
@@ -198,6 +205,48 @@ def _configured(options: RunOptions) -> RunOptions:
 def _check_policy(policy: str) -> None:
     if policy not in ("content", "prefix"):
         raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
+
+
+IDEMPOTENCY_PARAMS = "idempotencyParams"
+"""The key under a run record's options holding the fingerprint of the request its idempotency key came
+with (runs started without a key have none)."""
+
+
+def request_fingerprint(params: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of ``params`` as canonical JSON (sorted keys): what an idempotency key is
+    compared by. Faces pass their request's parameters, defaults filled in and without the key itself
+    or how long to wait; lone surrogates are hashed as written (``surrogatepass``)."""
+    text = json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _record_params(record: RunRecord) -> str:
+    """The fingerprint of what a run does: its source, args, options, profile, directory and resume."""
+    return request_fingerprint(
+        {
+            "sourceHash": record.source_hash,
+            "args": record.args_json,
+            "options": record.options,
+            "profile": record.profile,
+            "cwd": record.cwd,
+            "resumedFrom": record.resumed_from,
+            "resumePolicy": record.resume_policy,
+        }
+    )
+
+
+def _refuse_damaged(record: RunRecord) -> None:
+    """A run is continued only as it was stored: one whose record has damaged cells is not.
+
+    Raises:
+        InvalidInputError: naming the damaged columns and what to do instead.
+    """
+    if record.damaged:
+        raise InvalidInputError(
+            f"run {record.run_id}'s stored record is damaged ({', '.join(record.damaged)}), so it cannot be "
+            "continued as it was started; run `workflow-mcp store repair`, then start the file anew "
+            f"(`workflow-mcp run FILE --resume-from {record.run_id}` still replays its recorded calls)"
+        )
 
 
 def _stored_args(record: RunRecord) -> Any:
@@ -405,6 +454,7 @@ class WorkflowService:
         replay: Replay | None = None,
         provider_choice: ProviderChoice | None = None,
         child_check: ChildCheck | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """Record and start a run of a loaded ``workflow`` on a ``provider`` the caller built (and
         closes); returns its live handle. Needs a running event loop. :meth:`start` and :meth:`resume`
@@ -423,21 +473,11 @@ class WorkflowService:
             RunNotFoundError: ``resume_from`` names no stored run.
             InvalidInputError: ``policy`` is unknown, ``resume_from`` is still running, or ``args``
                 cannot cross to the realm and the store (a non-finite number, a lone UTF-16
-                surrogate, nested past 256 levels).
+                surrogate, nested past ``MAX_VALUE_DEPTH``, 256 levels).
             RunClaimedError: another live process already resumes ``resume_from``.
             StoreError: the store cannot record the run (read-only, full or damaged; the message says).
         """
-        if args is not MISSING:
-            problem = json_value_problem(args)
-            if problem is not None:
-                raise InvalidInputError(
-                    f"the run's args cannot be used: {problem}; pass plain JSON (finite numbers, "
-                    "whole characters, at most 256 levels deep)"
-                )
-        if idempotency_key is not None:
-            existing = self.store.find_idempotent(owner, idempotency_key)
-            if existing is not None and existing.run_id in self.live:
-                return self.live[existing.run_id]
+        check_args(args)
         opts = options or RunOptions(cwd=self.cwd, home=self.home)
         if opts.cwd is None:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
@@ -472,6 +512,12 @@ class WorkflowService:
             owner_pid=os.getpid(),
             owner_host=socket.gethostname(),
         )
+        if idempotency_key is not None:
+            params = idempotency_params or _record_params(record)
+            record = dataclasses.replace(record, options={**record.options, IDEMPOTENCY_PARAMS: params})
+            existing = self.find_idempotent_run(idempotency_key, owner, params=params)
+            if existing is not None and existing in self.live:
+                return self.live[existing]
         self._starting.add(run_id)
         try:
             self.store.create_run(record)  # claims the run, and the run it resumes
@@ -630,6 +676,7 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         _check_policy(o.policy)
         self._refuse_resuming_a_live_run(run_id)
+        _refuse_damaged(record)
         profile = _profile(record.profile or None)
         limits = RunLimits.of_options(record.options).narrowed(o.limits, run_id=run_id, profile=profile)
         run_cwd = o.cwd or record.cwd or self.cwd
@@ -658,19 +705,31 @@ class WorkflowService:
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         child_check: ChildCheck | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """Record and start a prepared run; returns its live handle. Synchronous, so nothing runs between
         a caller's last check (its run cap, an idempotency key) and the run's claim in the store. A
-        repeated ``idempotency_key`` (scoped by ``owner``) returns the run already started with it.
+        repeated ``idempotency_key`` (scoped by ``owner``) returns the run already started with it when
+        ``idempotency_params`` (a :func:`request_fingerprint` of the caller's request; default: of the
+        run's own source, args, options, directory and resume) match the first use's, and raises
+        :class:`~workflow_mcp.errors.IdempotencyKeyReusedError` otherwise.
         ``on_event`` and ``child_check`` are :meth:`start_run`'s.
 
         Raises:
             the errors of :meth:`start_run` (the prepared worker is then stopped).
         """
-        existing = self.store.find_idempotent(owner, idempotency_key) if idempotency_key is not None else None
-        if existing is not None and existing.run_id in self.live:
+        try:
+            existing = (
+                self.find_idempotent_run(idempotency_key, owner, params=idempotency_params)
+                if idempotency_key is not None
+                else None
+            )
+        except IdempotencyKeyReusedError:
             self._discard_later(prepared)
-            return self.live[existing.run_id]
+            raise
+        if existing is not None and existing in self.live:
+            self._discard_later(prepared)
+            return self.live[existing]
         try:
             return self.start_run(
                 prepared.workflow,
@@ -686,6 +745,7 @@ class WorkflowService:
                 replay=prepared.replay,
                 provider_choice=prepared.choice,
                 child_check=child_check,
+                idempotency_params=idempotency_params,
             )
         except BaseException:
             self._discard_later(prepared)
@@ -914,6 +974,7 @@ class WorkflowService:
         idempotency_key: str | None = None,
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """One agent call (``options`` as agent()'s: label, schema, model, effort, agentType, …)
         through ``provider`` (as for :meth:`start`) — routing, schema validation and re-asks, events and
@@ -935,6 +996,7 @@ class WorkflowService:
             owner=owner,
             on_event=on_event,
             provider_choice=choice,
+            idempotency_params=idempotency_params,
         )
 
     def _refuse_resuming_a_live_run(self, run_id: str) -> None:
@@ -1069,9 +1131,22 @@ class WorkflowService:
                     created_at=r.created_at,
                     provider=r.provider,
                     resumed_from=r.resumed_from,
+                    damaged=r.damaged,
                 )
             )
         return out
+
+    def damaged_columns(self, run_id: str) -> tuple[str, ...]:
+        """The columns of ``run_id``'s stored record that are damaged (``()``: none; ``store repair``
+        rewrites them).
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise RunNotFoundError(run_id)
+        return record.damaged
 
     def recover(self) -> list[str]:
         """Record ``run.interrupted`` for every unfinished run whose owner is gone (its process died, or
@@ -1173,6 +1248,7 @@ class WorkflowService:
         record = self.store.get_run(run_id)
         if record is None:
             raise RunNotFoundError(run_id)
+        _refuse_damaged(record)
         return load_workflow(
             record.workflow_path,
             source=record.source,
@@ -1191,10 +1267,23 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return record.owner
 
-    def find_idempotent_run(self, key: str, owner: str | None = None) -> str | None:
-        """The id of the run ``owner`` started with idempotency ``key``, or ``None``."""
+    def find_idempotent_run(
+        self, key: str, owner: str | None = None, *, params: str | None = None
+    ) -> str | None:
+        """The id of the run ``owner`` started with idempotency ``key``, or ``None``. ``params`` is the
+        fingerprint of the new request's parameters (:func:`request_fingerprint`); a key is only ever
+        good for the parameters it was first used with (runs stored before fingerprints: any).
+
+        Raises:
+            IdempotencyKeyReusedError: the run was started with other parameters than ``params``.
+        """
         record = self.store.find_idempotent(owner, key)
-        return record.run_id if record is not None else None
+        if record is None:
+            return None
+        stored = record.options.get(IDEMPOTENCY_PARAMS)
+        if params is not None and stored is not None and stored != params:
+            raise IdempotencyKeyReusedError(key, record.run_id)
+        return record.run_id
 
     def list_runs_of(self, owner: str | None, limit: int = 50) -> list[RunSummary]:
         """Recent runs started by ``owner`` (exactly; ``None`` is the local user), newest first."""
@@ -1377,6 +1466,18 @@ def check_store() -> list[str]:
     from .store.salvage import check_store as check
 
     return check(state_database())
+
+
+def damaged_cells() -> list[str]:
+    """One line per run of :func:`state_database` whose record holds damaged cells (``[]``: none),
+    which ``PRAGMA integrity_check`` does not see.
+
+    Raises:
+        StoreError: the file cannot be opened at all.
+    """
+    from .store.salvage import damaged_cells as cells
+
+    return cells(state_database())
 
 
 def repair_store() -> RepairReport:

@@ -38,8 +38,8 @@ from typing import Any
 
 from ..definitions.agents import AgentCatalog, AgentDefinition, find_agents
 from ..definitions.models import is_numeric_effort, js_string, normalize_effort, normalize_model
-from ..definitions.profile import Profile, default_concurrency, get_profile
-from ..errors import AgentCallRefusedError, RealmError, RunFailedError, WorkflowMcpError
+from ..definitions.profile import MAX_VALUE_DEPTH, Profile, default_concurrency, get_profile
+from ..errors import AgentCallRefusedError, InvalidInputError, RealmError, RunFailedError, WorkflowMcpError
 from ..events import Event, EventLog
 from ..providers.base import (
     AgentContext,
@@ -71,7 +71,7 @@ from .nested import ChildCheck, ChildResolver
 from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
-__all__ = ["MISSING", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
+__all__ = ["MISSING", "RunHandle", "RunOptions", "check_args", "new_run_id", "run_workflow"]
 
 
 class _Missing:
@@ -172,6 +172,23 @@ class RunHandle:
         self._run.request_cancel(reason)
 
 
+def check_args(args: Any) -> None:
+    """Refuse run args that cannot cross to the realm and the store.
+
+    Raises:
+        InvalidInputError: ``args`` holds a non-finite number or a lone UTF-16 surrogate, or is nested
+            deeper than :data:`~workflow_mcp.definitions.profile.MAX_VALUE_DEPTH` levels.
+    """
+    if args is MISSING:
+        return
+    problem = json_value_problem(args)
+    if problem is not None:
+        raise InvalidInputError(
+            f"the run's args cannot be used: {problem}; pass plain JSON (finite numbers, "
+            f"whole characters, at most {MAX_VALUE_DEPTH} levels deep)"
+        )
+
+
 def run_workflow(
     workflow: Any,
     *,
@@ -194,7 +211,11 @@ def run_workflow(
     ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
     runs (see :class:`~workflow_mcp.engine.nested.ChildCheck`); a refusal rejects the parent's call.
     Must be called with a running event loop.
+
+    Raises:
+        InvalidInputError: ``args`` cannot be used (see :func:`check_args`); nothing was started.
     """
+    check_args(args)
     opts = options or RunOptions()
     wf = _Workflow(
         name=workflow.meta.name,
@@ -488,6 +509,7 @@ class _Run:
             "spent": self.budget.spent,
             "syncTimeoutMs": self.sync_timeout_ms,
             "maxFanoutItems": self.profile.max_fanout_items,
+            "maxValueDepth": MAX_VALUE_DEPTH,
             "profile": self.profile.name,
             "cacheKeyOptions": list(self.profile.cache_key_options),
             "flatCacheChain": self.profile.flat_cache_chain,

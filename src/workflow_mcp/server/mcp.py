@@ -20,7 +20,7 @@ runs in worker threads, so one client's big request never stalls the others; pro
 :data:`BIG_RUN_EVENTS` events share :data:`BIG_RUN_THREADS` threads, so many of them cannot take the
 whole pool.
 
-Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``,
+Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``, ``agent_run``,
 ``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
 ``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
 ``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
@@ -56,6 +56,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
@@ -64,6 +65,7 @@ from mcp.types import (
     INVALID_REQUEST,
     CallToolResult,
     EmptyResult,
+    GetPromptResult,
     InputRequiredResult,
     SubscribeRequestParams,
     TextContent,
@@ -71,7 +73,7 @@ from mcp.types import (
     UnsubscribeRequestParams,
 )
 from mcp.types import Resource as MCPResource
-from pydantic import AnyUrl, BaseModel, Field, ValidationError
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
 from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
@@ -79,6 +81,7 @@ from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
 from ..errors import (
     CallNotServableError,
+    IdempotencyKeyReusedError,
     PathRefusedError,
     WorkflowLoadError,
     WorkflowMcpError,
@@ -92,6 +95,7 @@ from ..service import (
     RunLimits,
     RunOverrides,
     WorkflowService,
+    request_fingerprint,
 )
 from ..state import RunState
 from ._files import ChildGate, FileScope
@@ -126,6 +130,7 @@ from ._render import (
     snapshot_of,
     snapshot_text,
 )
+from ._stdio import serve_stdio_lines
 from ._subscriptions import OwnedBus
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
@@ -223,6 +228,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._tasks: set[asyncio.Task[None]] = set()
         self.middleware.append(self._principal_middleware)
         self._tool_names: set[str] = set()
+        self._tool_arguments: dict[str, tuple[str, ...]] = {}
         self._register_tools()
         self._register_resources()
         self._register_prompt()
@@ -277,6 +283,15 @@ class WorkflowMcpServer(MCPServer[Any]):
                 raise
             if isinstance(exc.__cause__, ValidationError):
                 errors = exc.__cause__.errors(include_url=False, include_input=False)
+                unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+                if unknown:
+                    accepted = ", ".join(self._tool_arguments.get(name, ()))
+                    raise MCPError(
+                        code=INVALID_PARAMS,
+                        message=f"unknown argument{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))} for {name}; it accepts: {accepted}",
+                        data={"unknown": unknown, "accepted": list(self._tool_arguments.get(name, ()))},
+                    ) from exc
                 raise MCPError(
                     code=INVALID_PARAMS,
                     message=f"invalid arguments for {name}: {_describe_errors(errors)}",
@@ -289,8 +304,40 @@ class WorkflowMcpServer(MCPServer[Any]):
                 ) from exc
             raise
 
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """Unknown prompts and unknown prompt arguments are invalid-params errors, as for tools (the SDK
+        would pass an unknown argument to the prompt function and answer an internal error)."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            available = ", ".join(sorted(p.name for p in self._prompt_manager.list_prompts()))
+            raise MCPError(code=INVALID_PARAMS, message=f"unknown prompt {name!r}; available: {available}")
+        accepted = [a.name for a in prompt.arguments or ()]
+        unknown = sorted(set(arguments or {}) - set(accepted))
+        if unknown:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                f"for prompt {name}; it accepts: {', '.join(accepted) or 'none'}",
+            )
+        return await super().get_prompt(name, arguments, context)
+
     def _add(self, fn: Any, name: str, title: str, description: str, annotations: ToolAnnotations) -> None:
+        """Register ``fn`` as tool ``name``, refusing unknown arguments. The SDK builds each tool's
+        argument model from the signature with pydantic's default ``extra='ignore'`` (a typo such as
+        ``tokenbudget`` ran with no budget) and offers no option for it, so the model is swapped for a
+        subclass with ``extra='forbid'``: unknown arguments fail validation (invalid params, see
+        :meth:`call_tool`) and the published input schema says ``additionalProperties: false``."""
         self.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+        tool = self._tool_manager.get_tool(name)
+        assert tool is not None
+        loose = tool.fn_metadata.arg_model
+        config = {"model_config": ConfigDict(extra="forbid"), "__module__": __name__}
+        strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), config))
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+        self._tool_arguments[name] = tuple(f.alias or n for n, f in strict.model_fields.items())
         self._tool_names.add(name)
 
     def _register_tools(self) -> None:
@@ -534,6 +581,12 @@ class WorkflowMcpServer(MCPServer[Any]):
         idempotencyKey: str | None = None,
         provider: str | None = None,
         fakeScript: dict[str, Any] | None = None,
+        args: Any = None,
+        concurrency: int | None = None,
+        tokenBudget: int | None = None,
+        maxAgents: int | None = None,
+        agentTimeoutMs: int | None = None,
+        resumePolicy: str = "content",
     ) -> Any:
         """Resolver of workflow_run's ``approval``: runs before the body (and again on each retry of
         the 2026-07-28 input-required flow). Returns an :class:`_Approval`, or ``Elicit`` to ask the
@@ -541,7 +594,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         arguments are refused here already, so the user is never asked about a call that cannot run."""
         self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, self._base(cwd))
         principal = self._principal()
-        if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
+        params = _run_params(
+            ctx, name, path, script, cwd, args, provider, fakeScript,
+            (concurrency, tokenBudget, maxAgents, agentTimeoutMs), resumeFromRunId, resumePolicy,
+        )  # fmt: skip
+        if idempotencyKey is not None and self._idempotent(idempotencyKey, principal.owner, params):
             decision = _Approval("existing")
         elif resumeFromRunId is not None and self._visible(resumeFromRunId) is not None:
             # Visibility before anything is read or shown: a prompt naming another client's stored
@@ -630,10 +687,12 @@ class WorkflowMcpServer(MCPServer[Any]):
         targets, choice = self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, base)
         wait_ms = min(waitMs, self.policy.max_wait_ms)
         run_args = args if "args" in _raw_arguments(ctx) else MISSING
+        params = _run_params(
+            ctx, name, path, script, cwd, args, provider, fakeScript,
+            (concurrency, tokenBudget, maxAgents, agentTimeoutMs), resumeFromRunId, resumePolicy,
+        )  # fmt: skip
 
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
-        )
+        existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
         if existing is not None:
             return await self._finish(ctx, existing, wait_ms, deduplicated=True)
         if resumeFromRunId is not None and (problem := self._visible(resumeFromRunId)) is not None:
@@ -695,9 +754,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         # No await between these checks and launch: concurrent calls with one key start one run, and
         # concurrent calls never start more runs than the cap.
         refusal = self._disallowed(prepared.choice) or self._at_run_cap(principal)
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
-        )
+        try:
+            existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
+        except MCPError:
+            await prepared.discard()
+            raise
         if refusal is not None or existing is not None:
             await prepared.discard()
             if existing is not None:
@@ -707,6 +768,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             handle = self.service.launch(
                 prepared,
                 idempotency_key=idempotencyKey,
+                idempotency_params=params,
                 owner=principal.owner,
                 on_event=self._events_of(principal.owner),
                 child_check=self.children.of(principal.owner),
@@ -723,6 +785,17 @@ class WorkflowMcpServer(MCPServer[Any]):
             resumed_from=resumeFromRunId,
             workflow=workflow.meta.name,
         )
+
+    def _idempotent(self, key: str, owner: str | None, params: str) -> str | None:
+        """The run started with idempotency ``key`` and the same parameters, or ``None``.
+
+        Raises:
+            MCPError: invalid params: ``key`` started a run with other parameters.
+        """
+        try:
+            return self.service.find_idempotent_run(key, owner, params=params)
+        except IdempotencyKeyReusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"runId": exc.run_id}) from exc
 
     def _approve(
         self, workflow: Workflow, approval: ElicitationResult[SourceApproval], principal: Principal
@@ -944,9 +1017,10 @@ class WorkflowMcpServer(MCPServer[Any]):
             }.items()
             if v is not None
         }
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
+        params = request_fingerprint(
+            {"tool": "agent_run", "prompt": prompt, "provider": provider, "fakeScript": fakeScript, **options}
         )
+        existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
         if existing is not None:
             return await self._finish(ctx, existing, min(waitMs, self.policy.max_wait_ms), deduplicated=True)
         if (full := self._at_run_cap(principal)) is not None:
@@ -958,9 +1032,12 @@ class WorkflowMcpServer(MCPServer[Any]):
                 provider=choice,
                 limits=RunLimits(agent_timeout_ms=self.policy.max_agent_timeout_ms),
                 idempotency_key=idempotencyKey,
+                idempotency_params=params,
                 owner=principal.owner,
                 on_event=self._events_of(principal.owner),
             )
+        except IdempotencyKeyReusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
         except WorkflowMcpError as exc:
             return _error_result(f"The agent call could not start: {exc}")
         self._publish_later(None, principal.owner)
@@ -1408,6 +1485,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         )(author_workflow)
 
     # -- lifecycle --------------------------------------------------------------------------
+    async def run_stdio_async(self) -> None:
+        """Serve stdin/stdout with the SDK's transport; every request gets an answer, also one whose line
+        the SDK cannot parse (:mod:`workflow_mcp.server._stdio`)."""
+        await serve_stdio_lines(self._lowlevel_server)
+
     async def aclose(self, reason: str = "the MCP server stopped") -> list[str]:
         """Stop: cancel the runs this process still runs (they stay resumable). Returns their ids."""
         stopped = await self.service.shutdown(reason)
@@ -1426,14 +1508,21 @@ async def _approval_resolver(
     idempotencyKey: str | None = None,
     provider: str = "",
     fakeScript: dict[str, Any] | None = None,
+    args: Any = None,
+    concurrency: int | None = None,
+    tokenBudget: int | None = None,
+    maxAgents: int | None = None,
+    agentTimeoutMs: int | None = None,
+    resumePolicy: str = "content",
 ) -> Any:
     """The ``Resolve`` of workflow_run's ``approval`` parameter (module level: the SDK inspects it
     before any server exists); delegates to the server the request reached."""
     server = ctx.mcp_server
     assert isinstance(server, WorkflowMcpServer)
     return await server._approval_for(
-        ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript
-    )
+        ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript,
+        args, concurrency, tokenBudget, maxAgents, agentTimeoutMs, resumePolicy,
+    )  # fmt: skip
 
 
 def create_server(
@@ -1463,6 +1552,33 @@ def _principal_of_request(request: Any) -> Principal | None:
     state = scope.get("state")
     found = state.get(PRINCIPAL_SCOPE_KEY) if isinstance(state, Mapping) else None
     return found if isinstance(found, Principal) else None
+
+
+def _run_params(
+    ctx: Context[Any, Any],
+    name: str | None,
+    path: str | None,
+    script: str | None,
+    cwd: str | None,
+    args: Any,
+    provider: str | None,
+    fake_script: Mapping[str, Any] | None,
+    limits: tuple[int | None, ...],
+    resume: str | None,
+    policy: str,
+) -> str:
+    """The fingerprint of a workflow_run request an idempotency key is compared by: every argument but
+    the key and ``waitMs``, defaults filled in (``args`` omitted is not ``args: null``)."""
+    return request_fingerprint(
+        {
+            "tool": "workflow_run",
+            "target": [name, path, script, cwd],
+            "args": [args] if "args" in _raw_arguments(ctx) else [],
+            "provider": [provider or None, fake_script],
+            "limits": list(limits),
+            "resume": [resume, policy],
+        }
+    )
 
 
 def _raw_arguments(ctx: Context[Any, Any]) -> Mapping[str, Any]:
