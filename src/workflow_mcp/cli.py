@@ -64,7 +64,7 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     from .service import WorkflowService
 
     try:
-        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=os.environ.get("HOME"), notify=_notice)
+        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=None, notify=_notice)
     except WorkflowMcpError as exc:
         _fail(str(exc))
     for notice in service.store_notices:
@@ -172,13 +172,16 @@ def list_(directory: str | None, as_json: bool) -> None:
     cwd = directory or os.getcwd()
     if not os.path.isdir(cwd):
         _fail(f"{cwd!r} is not a directory")
-    found = find_workflows(cwd, os.environ.get("HOME"))
+    found = find_workflows(cwd)
     doc: dict[str, Any] = dict(found.to_json())
     if as_json:
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     for w in doc["workflows"]:
-        click.echo(f"{w['name']}\t{w['source']}\t{w['description']}\t{w['path']}")
+        source = (
+            w["source"] if "plugin" not in w else f"plugin {w['plugin']} {w['pluginVersion'] or ''}".rstrip()
+        )
+        click.echo(f"{w['name']}\t{source}\t{w['description']}\t{w['path']}")
     for d in doc["diagnostics"]:
         click.echo(f"{d['kind']}: {d['path']}: {d['message']}", err=True)
 
@@ -208,23 +211,28 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_args_json(text: str, origin: str = "ARGS_JSON") -> Any:
-    """One strict JSON value (no NaN/Infinity, no lone surrogates, nested at most 200 deep), or exit 2."""
+    """One strict JSON value (no NaN/Infinity, no lone surrogates, nested at most
+    :data:`~workflow_mcp.definitions.profile.MAX_VALUE_DEPTH` levels, as every face takes args), or exit 2."""
+    from .definitions.profile import MAX_VALUE_DEPTH
+
     try:
         value = json.loads(text, parse_constant=_no_constant)
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except RecursionError:
-        _fail(f"{origin} is nested too deeply; args may nest at most a few hundred levels")
+        _fail(f"{origin} is nested deeper than {MAX_VALUE_DEPTH} levels, the most args may nest")
     except UnicodeEncodeError:
         _fail(f"{origin} contains a lone UTF-16 surrogate (\\ud800-\\udfff), which UTF-8 cannot carry")
     except ValueError as exc:
         _fail(f'{origin} is not valid JSON ({exc}); pass one JSON value, e.g. \'{{"files": ["a.ts"]}}\'')
-    if _depth(value) > 200:
-        _fail(f"{origin} is nested deeper than 200 levels")
+    if _depth(value) > MAX_VALUE_DEPTH:
+        _fail(f"{origin} is nested deeper than {MAX_VALUE_DEPTH} levels, the most args may nest")
     return value
 
 
 def _depth(value: Any, level: int = 0) -> int:
-    if level > 200:
+    from .definitions.profile import MAX_VALUE_DEPTH
+
+    if level > MAX_VALUE_DEPTH:
         return level
     if isinstance(value, dict):
         return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
@@ -234,16 +242,16 @@ def _depth(value: Any, level: int = 0) -> int:
 
 
 def _choice(name: str | None, fake_script: str | None) -> ProviderChoice:
-    """The provider a run asks for: ``--provider NAME`` (``--fake-script F`` scripts ``--provider
-    fake``); neither: the configuration decides (workflow-mcp.toml; without one the first ready of
+    """The provider a run asks for: ``--provider NAME`` (``--fake-script F`` scripts the fake and
+    implies ``--provider fake``; with another provider it is refused); neither: the configuration decides (workflow-mcp.toml; without one the first ready of
     codex/claude/acp, announced on stderr). The service builds it before any agent runs, refusing bad
     configuration with the file and key named (exit 2)."""
     from .service import ProviderChoice, read_fake_script
 
     if fake_script is None:
         return ProviderChoice(name)
-    if name != "fake":
-        _fail("--fake-script applies only to --provider fake")
+    if name not in (None, "fake"):
+        _fail(f"--fake-script applies only to --provider fake, not --provider {name}")
     try:
         return ProviderChoice("fake", read_fake_script(fake_script))
     except WorkflowMcpError as exc:
@@ -302,7 +310,13 @@ def providers_(as_json: bool) -> None:
     )
     for info in doc["providers"]:
         caps = [k for k, v in info["capabilities"].items() if v]
-        state = "ready" if info["ready"] else ("available" if info["available"] else "unavailable")
+        state = (
+            "unavailable"
+            if not info["available"]
+            else "not logged in"
+            if info["loggedIn"] is False
+            else "ready"
+        )
         login = {True: "logged in", False: "not logged in", None: "login n/a"}[info["loggedIn"]]
         line = f"{info['name']}\t{state}\t{info['version'] or '-'}\t{login}\t{','.join(caps)}"
         if info["login"]:
@@ -582,6 +596,11 @@ async def _execute(
 @click.option(
     "--allow-edits", is_flag=True, help="Claude runs: accept a live copy that differs from the saved script."
 )
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="A run paused for a usage limit: wait until the limit resets (its resetsAt), then resume.",
+)
 @_EVENTS_OPTION
 def resume(
     target: str,
@@ -592,6 +611,7 @@ def resume(
     limits: RunLimits,
     allow_side_effects: bool,
     allow_edits: bool,
+    wait: bool,
     events_mode: str | None,
 ) -> None:
     """Continue a stored run (interrupted, cancelled, paused or failed) from its journal, with its
@@ -626,6 +646,15 @@ def resume(
 
     async def prepare_ours() -> PreparedRun:
         try:
+            if wait:
+                pause = service.seconds_until_reset(target)
+                if pause > 0:
+                    click.echo(
+                        f"workflow-mcp: run {target} paused for a usage limit; waiting {pause:.0f} s for it "
+                        "to reset (Ctrl-C stops waiting)",
+                        err=True,
+                    )
+                    await asyncio.sleep(pause)
             return await service.prepare_resume(target, overrides)
         except RunNotFoundError:
             raise RunNotFoundError(target, also_not_a_file=True) from None
@@ -660,7 +689,8 @@ def runs_list(as_json: bool, limit: int) -> None:
         click.echo(json.dumps({"runs": items}, ensure_ascii=False, indent=2))
         return
     for r in items:
-        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{r['createdAt']}")
+        damaged = f"\tdamaged: {', '.join(r['damaged'])}" if r.get("damaged") else ""
+        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{r['createdAt']}{damaged}")
 
 
 @runs.command(name="show")
@@ -672,13 +702,21 @@ def runs_show(run_id: str, as_json: bool) -> None:
     service.recover()
     try:
         state = service.status(run_id).to_json()
+        damaged = service.damaged_columns(run_id)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
     _warn_if_damaged(service)
+    if damaged:
+        state["damaged"] = list(damaged)
     if as_json:
         click.echo(json.dumps(state, ensure_ascii=False, indent=2))
         return
     click.echo(f"{state['runId']}  {state['workflow'].get('name')}  {state['status']}")
+    if damaged:
+        click.echo(
+            f"  damaged record: {', '.join(damaged)} cannot be read as stored (shown with U+FFFD or left "
+            "out); `workflow-mcp store repair` rewrites them, keeping the original in its backup"
+        )
     for ph in state["phases"]:
         click.echo(f"  phase {ph['title']}: {ph['status']}")
     c = state["counts"]
@@ -788,14 +826,27 @@ def store_group() -> None:
 
 @store_group.command(name="check")
 def store_check() -> None:
-    """Run SQLite's integrity check. Exit 0 sound, 1 damaged (then nothing more is written to it)."""
-    from .service import check_store, state_database
+    """Run SQLite's integrity check and read every run's record. Exit 0 sound, 1 damaged (damaged pages:
+    then nothing more is written to it; damaged cells of a run's record: `store repair` rewrites them)."""
+    from .service import check_store, damaged_cells, state_database
 
     path = state_database()
     try:
         problems = check_store()
+        cells = damaged_cells() if not problems else []
     except WorkflowMcpError as exc:
         _fail(str(exc), 1)
+    if cells:
+        for line in cells[:20]:
+            click.echo(f"{path}: {line}", err=True)
+        more = f" (and {len(cells) - 20} more)" if len(cells) > 20 else ""
+        click.echo(
+            f"workflow-mcp: {path}: {len(cells)} run record(s) hold damaged cells{more}; their runs are still "
+            "listed and shown. Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
+            "rewrite them (the original is kept in a backup)",
+            err=True,
+        )
+        sys.exit(1)
     if not problems:
         click.echo(f"{path}: ok")
         return
@@ -833,8 +884,24 @@ def store_repair() -> None:
 @click.option(
     "--http", "use_http", is_flag=True, help="Serve Streamable HTTP (bearer token) instead of stdio."
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address (keep it loopback).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP bind address; keep it loopback unless remote clients need it (0.0.0.0 or :: answers "
+    "this machine's name and addresses; more names with --allowed-host).",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP port.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]|*",
+    help="HTTP: also answer requests whose Host header is NAME (with the port, or none behind a proxy) or "
+    "NAME:PORT (repeatable). '*' answers any Host (bearer tokens still required; refused on loopback). "
+    "Loopback names, the bound address and, for 0.0.0.0/::, this machine's name and the address a "
+    "connection arrived on are always answered.",
+)
 @click.option(
     "--trust",
     "trust_dirs",
@@ -858,6 +925,44 @@ def store_repair() -> None:
     help="HTTP: open connections plus in-flight requests; a request beyond it gets 503.",
 )
 @click.option(
+    "--max-client-runs",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: runs one client (bearer token) runs at once; more are refused until one of its runs ends. "
+    "Default: an equal share of --max-runs among the configured tokens.",
+)
+@click.option(
+    "--max-client-connections",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: requests and streams one client may have open at once; beyond it 429. Default: an equal "
+    "share of half of --max-connections among the configured tokens (the rest is headroom for idle "
+    "keep-alive and unauthenticated connections).",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(1),
+    default=256,
+    show_default=True,
+    help="HTTP: Streamable HTTP sessions (handshake-era clients) held at once; a new one beyond it gets 503.",
+)
+@click.option(
+    "--max-client-sessions",
+    type=click.IntRange(1),
+    default=None,
+    help="HTTP: sessions one client may hold; beyond it 429. Default: an equal share of --max-sessions "
+    "among the configured tokens.",
+)
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(1, 7 * 86400),
+    default=1800.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="HTTP: a session with no request in flight (no call, no open stream) for this long is closed; the "
+    "client then opens a new one.",
+)
+@click.option(
     "--header-timeout",
     type=click.FloatRange(0.1, 3600),
     default=10.0,
@@ -878,9 +983,15 @@ def serve(
     use_http: bool,
     host: str,
     port: int,
+    allowed_hosts: tuple[str, ...],
     trust_dirs: tuple[str, ...],
     max_runs: int,
     max_connections: int,
+    max_client_runs: int | None,
+    max_client_connections: int | None,
+    max_sessions: int,
+    max_client_sessions: int | None,
+    session_idle_timeout: float,
     header_timeout: float,
     confirm_above: int | None,
 ) -> None:
@@ -895,7 +1006,14 @@ def serve(
     if use_http:  # stdio never loads the HTTP side (its first answer must not wait for it)
         from .server.http import HttpLimits
 
-        limits = HttpLimits(max_connections=max_connections, header_timeout_s=header_timeout)
+        limits = HttpLimits(
+            max_connections=max_connections,
+            max_client_connections=max_client_connections,
+            max_sessions=max_sessions,
+            max_client_sessions=max_client_sessions,
+            session_idle_s=session_idle_timeout,
+            header_timeout_s=header_timeout,
+        )
     service = _service()
     sys.exit(
         run_server(
@@ -905,8 +1023,11 @@ def serve(
             port=port,
             trust_dirs=trust_dirs,
             state_dir=service.state_dir,
-            policy=ServerPolicy(max_runs=max_runs, confirm_above=confirm_above),
+            policy=ServerPolicy(
+                max_runs=max_runs, max_client_runs=max_client_runs, confirm_above=confirm_above
+            ),
             limits=limits,
+            allowed_hosts=allowed_hosts,
         )
     )
 

@@ -6,7 +6,10 @@
     │   └── RunNotFoundError         a run id names no stored run
     ├── InvalidInputError            a caller gave bad input (args JSON, a fake script, an option)
     │   ├── PathRefusedError         a path lies outside the server's project roots or in its state directory
-    │   └── LimitWideningError       a resume asked for a wider limit than the run it continues had
+    │   ├── CallNotServableError     an agent() call the source certainly makes cannot run on the configured
+    │   │                            provider (unmapped Claude alias, schema without structured output)
+    │   ├── LimitWideningError       a resume asked for a wider limit than the run it continues had
+    │   └── IdempotencyKeyReusedError  an idempotency key came back with other parameters than its run's
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
     ├── RunFailedError               a run ended failed (carries the run id and the message)
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 __all__ = [
     "AgentCallRefusedError",
+    "CallNotServableError",
+    "IdempotencyKeyReusedError",
     "InvalidInputError",
     "LimitWideningError",
     "PathRefusedError",
@@ -110,6 +115,20 @@ class InvalidInputError(WorkflowMcpError):
     """Raised when a caller's input is malformed (args JSON, a fake script, an option value)."""
 
 
+class CallNotServableError(InvalidInputError):
+    """Raised before a run starts when an agent() call its source certainly makes cannot be served by
+    the provider configuration (an unmapped Claude model alias, a schema call routed to a provider
+    without structured output). ``where`` is ``file:line:column``; ``reason`` is the routing error's
+    text, which names the configuration file and the key to add (or says there is none)."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.where = where
+        self.reason = reason
+        super().__init__(
+            f"{where}: this agent() call cannot run with this configuration: {reason}; nothing was started"
+        )
+
+
 class PathRefusedError(InvalidInputError):
     """Raised when a path, ``cwd`` or the file a workflow name resolves to may not be reached.
 
@@ -165,6 +184,21 @@ class LimitWideningError(InvalidInputError):
             f"narrow them, not widen this one to {wanted}: {keep}. For a wider limit, start a new run that "
             f"reuses its journal: `workflow-mcp run FILE --resume-from {run_id}` with the limit (MCP: "
             "workflow_run with name, path or script, the limit and resumeFromRunId)"
+        )
+
+
+class IdempotencyKeyReusedError(InvalidInputError):
+    """Raised when an idempotency key that started run ``run_id`` is given again with different
+    parameters (another workflow or script, other args, provider, fake script, limits, directory or
+    resume): returning that run would answer a different request."""
+
+    def __init__(self, key: str, run_id: str) -> None:
+        self.key = key
+        self.run_id = run_id
+        super().__init__(
+            f"idempotency key {key!r} was used for run {run_id} with different parameters (workflow or "
+            "script, args, provider, fake script, limits, cwd or resume); nothing was started. Repeat that "
+            f"call's parameters exactly to get run {run_id} again, or use a new key for a different run"
         )
 
 

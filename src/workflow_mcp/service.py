@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import hashlib
 import json
 import os
 import socket
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ._plan import PlanReport, TokenEstimator, build_report, read_history
+from ._preflight import refuse_unservable
 from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
 from .definitions.agents import AgentTypesReport, check_agent_types
 from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
@@ -46,11 +49,12 @@ from .definitions.load import (
     validate_workflow,
 )
 from .definitions.profile import Profile, get_profile
-from .engine.journal import JournalRecord, Replay, ResumePolicy, json_value_problem
+from .engine.journal import JournalRecord, Replay, ResumePolicy
 from .engine.nested import ChildCheck
-from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
+from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
 from .errors import (
+    IdempotencyKeyReusedError,
     InvalidInputError,
     RunFailedError,
     RunNotConfirmedError,
@@ -62,7 +66,7 @@ from .errors import (
 from .events import Event, utc_now
 from .providers.base import AgentProvider
 from .providers.pool import ProviderPool
-from .providers.registry import ProviderInfo, available, provider_names
+from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import HEARTBEAT_S
@@ -78,15 +82,18 @@ __all__ = [
     "PlanReport",
     "PreparedRun",
     "ProviderChoice",
+    "ProviderNotLoggedInError",
     "RunLimits",
     "RunOverrides",
     "RunSummary",
     "WorkflowService",
     "check_store",
+    "damaged_cells",
     "export_runs",
     "provider_report",
     "read_fake_script",
     "repair_store",
+    "request_fingerprint",
     "state_database",
 ]
 
@@ -101,6 +108,8 @@ class RunSummary:
     created_at: str
     provider: str
     resumed_from: str | None
+    damaged: tuple[str, ...] = ()
+    """Columns of the run's stored record that are damaged (see ``RunRecord.damaged``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,6 +119,7 @@ class RunSummary:
             "createdAt": self.created_at,
             "provider": self.provider,
             "resumedFrom": self.resumed_from,
+            **({"damaged": list(self.damaged)} if self.damaged else {}),
         }
 
 
@@ -167,9 +177,80 @@ def _profile(name: str | None) -> Profile:
         raise InvalidInputError(str(exc.args[0])) from None
 
 
+def _configured(options: RunOptions) -> RunOptions:
+    """``options`` with the ``[limits]`` of the configuration that applies in the run's directory
+    (``workflow-mcp.toml``, else the user's ``config.toml``) filling what the caller left unset: the
+    default agent timeout and stall window, and the rate-limit retry policy.
+
+    Raises:
+        ProviderConfigError: the configuration file is malformed (file and key named).
+    """
+    from .engine.backoff import RetryPolicy
+    from .providers.config import load_config
+
+    limits = load_config(options.cwd).limits
+    if not limits:
+        return options
+    base = options.retry
+    retry = RetryPolicy(
+        retries=limits.get("rate_limit_retries", base.retries),
+        base_ms=limits.get("rate_limit_base_ms", base.base_ms),
+        max_ms=limits.get("rate_limit_max_ms", base.max_ms),
+        max_retry_after_ms=base.max_retry_after_ms,
+    )
+    return dataclasses.replace(
+        options,
+        agent_timeout_ms=options.agent_timeout_ms or limits.get("agent_timeout_ms"),
+        stall_ms=options.stall_ms or limits.get("stall_ms"),
+        retry=retry,
+    )
+
+
 def _check_policy(policy: str) -> None:
     if policy not in ("content", "prefix"):
         raise InvalidInputError(f"unknown resume policy {policy!r}: use 'content' or 'prefix'")
+
+
+IDEMPOTENCY_PARAMS = "idempotencyParams"
+"""The key under a run record's options holding the fingerprint of the request its idempotency key came
+with (runs started without a key have none)."""
+
+
+def request_fingerprint(params: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of ``params`` as canonical JSON (sorted keys): what an idempotency key is
+    compared by. Faces pass their request's parameters, defaults filled in and without the key itself
+    or how long to wait; lone surrogates are hashed as written (``surrogatepass``)."""
+    text = json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _record_params(record: RunRecord) -> str:
+    """The fingerprint of what a run does: its source, args, options, profile, directory and resume."""
+    return request_fingerprint(
+        {
+            "sourceHash": record.source_hash,
+            "args": record.args_json,
+            "options": record.options,
+            "profile": record.profile,
+            "cwd": record.cwd,
+            "resumedFrom": record.resumed_from,
+            "resumePolicy": record.resume_policy,
+        }
+    )
+
+
+def _refuse_damaged(record: RunRecord) -> None:
+    """A run is continued only as it was stored: one whose record has damaged cells is not.
+
+    Raises:
+        InvalidInputError: naming the damaged columns and what to do instead.
+    """
+    if record.damaged:
+        raise InvalidInputError(
+            f"run {record.run_id}'s stored record is damaged ({', '.join(record.damaged)}), so it cannot be "
+            "continued as it was started; run `workflow-mcp store repair`, then start the file anew "
+            f"(`workflow-mcp run FILE --resume-from {record.run_id}` still replays its recorded calls)"
+        )
 
 
 def _stored_args(record: RunRecord) -> Any:
@@ -216,6 +297,7 @@ class WorkflowService:
         self.live: dict[str, RunHandle] = {}
         self._states: dict[str, _LiveState] = {}  # the runs of self.live, their state kept as they go
         self._starting: set[str] = set()  # runs being created: claimed in the store, not yet live
+        self._owners: dict[str, str | None] = {}  # the owner each run of self.live was started for
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
@@ -376,6 +458,7 @@ class WorkflowService:
         replay: Replay | None = None,
         provider_choice: ProviderChoice | None = None,
         child_check: ChildCheck | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """Record and start a run of a loaded ``workflow`` on a ``provider`` the caller built (and
         closes); returns its live handle. Needs a running event loop. :meth:`start` and :meth:`resume`
@@ -394,21 +477,11 @@ class WorkflowService:
             RunNotFoundError: ``resume_from`` names no stored run.
             InvalidInputError: ``policy`` is unknown, ``resume_from`` is still running, or ``args``
                 cannot cross to the realm and the store (a non-finite number, a lone UTF-16
-                surrogate, nested past 256 levels).
+                surrogate, nested past ``MAX_VALUE_DEPTH``, 256 levels).
             RunClaimedError: another live process already resumes ``resume_from``.
             StoreError: the store cannot record the run (read-only, full or damaged; the message says).
         """
-        if args is not MISSING:
-            problem = json_value_problem(args)
-            if problem is not None:
-                raise InvalidInputError(
-                    f"the run's args cannot be used: {problem}; pass plain JSON (finite numbers, "
-                    "whole characters, at most 256 levels deep)"
-                )
-        if idempotency_key is not None:
-            existing = self.store.find_idempotent(owner, idempotency_key)
-            if existing is not None and existing.run_id in self.live:
-                return self.live[existing.run_id]
+        check_args(args)
         opts = options or RunOptions(cwd=self.cwd, home=self.home)
         if opts.cwd is None:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
@@ -430,7 +503,7 @@ class WorkflowService:
             options={
                 k: v
                 for k, v in opts.__dict__.items()
-                if v is not None and k not in ("cwd", "home", "worktree_root")
+                if v is not None and k not in ("cwd", "home", "worktree_root", "retry")
             }
             | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
@@ -443,6 +516,12 @@ class WorkflowService:
             owner_pid=os.getpid(),
             owner_host=socket.gethostname(),
         )
+        if idempotency_key is not None:
+            params = idempotency_params or _record_params(record)
+            record = dataclasses.replace(record, options={**record.options, IDEMPOTENCY_PARAMS: params})
+            existing = self.find_idempotent_run(idempotency_key, owner, params=params)
+            if existing is not None and existing in self.live:
+                return self.live[existing]
         self._starting.add(run_id)
         try:
             self.store.create_run(record)  # claims the run, and the run it resumes
@@ -476,6 +555,7 @@ class WorkflowService:
             child_check=child_check,
         )
         self.live[run_id] = handle
+        self._owners[run_id] = owner
         self._starting.discard(run_id)
         self._ensure_watcher()
         return handle
@@ -557,7 +637,9 @@ class WorkflowService:
         )
         wanted = provider or ProviderChoice()
         if isinstance(target, Workflow):
+            options = _configured(options)
             agent, choice = self._provider_of(wanted, run_cwd)
+            self._refuse_unservable(target, agent, options)
             if journal is not None:
                 replay = self.replay_for(journal, policy)
             return PreparedRun(target, agent, choice, args, options, resume_from, policy, replay)
@@ -598,6 +680,7 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         _check_policy(o.policy)
         self._refuse_resuming_a_live_run(run_id)
+        _refuse_damaged(record)
         profile = _profile(record.profile or None)
         limits = RunLimits.of_options(record.options).narrowed(o.limits, run_id=run_id, profile=profile)
         run_cwd = o.cwd or record.cwd or self.cwd
@@ -626,19 +709,31 @@ class WorkflowService:
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         child_check: ChildCheck | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """Record and start a prepared run; returns its live handle. Synchronous, so nothing runs between
         a caller's last check (its run cap, an idempotency key) and the run's claim in the store. A
-        repeated ``idempotency_key`` (scoped by ``owner``) returns the run already started with it.
+        repeated ``idempotency_key`` (scoped by ``owner``) returns the run already started with it when
+        ``idempotency_params`` (a :func:`request_fingerprint` of the caller's request; default: of the
+        run's own source, args, options, directory and resume) match the first use's, and raises
+        :class:`~workflow_mcp.errors.IdempotencyKeyReusedError` otherwise.
         ``on_event`` and ``child_check`` are :meth:`start_run`'s.
 
         Raises:
             the errors of :meth:`start_run` (the prepared worker is then stopped).
         """
-        existing = self.store.find_idempotent(owner, idempotency_key) if idempotency_key is not None else None
-        if existing is not None and existing.run_id in self.live:
+        try:
+            existing = (
+                self.find_idempotent_run(idempotency_key, owner, params=idempotency_params)
+                if idempotency_key is not None
+                else None
+            )
+        except IdempotencyKeyReusedError:
             self._discard_later(prepared)
-            return self.live[existing.run_id]
+            raise
+        if existing is not None and existing in self.live:
+            self._discard_later(prepared)
+            return self.live[existing]
         try:
             return self.start_run(
                 prepared.workflow,
@@ -654,6 +749,7 @@ class WorkflowService:
                 replay=prepared.replay,
                 provider_choice=prepared.choice,
                 child_check=child_check,
+                idempotency_params=idempotency_params,
             )
         except BaseException:
             self._discard_later(prepared)
@@ -906,6 +1002,7 @@ class WorkflowService:
         a thread) and build the provider; then take V8's verdict on the source from that same worker. A
         run costs one Node process, not two, and the host's share of its start overlaps Node's. The
         worker is stopped if anything fails."""
+        options = _configured(options)
         spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
         try:
             pending, replay = await asyncio.to_thread(read)  # meanwhile the loop starts the worker
@@ -919,10 +1016,18 @@ class WorkflowService:
             raise
         try:
             workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
+            self._refuse_unservable(workflow, agent, options)
         except BaseException:
             await worker.close()
             raise
         return PreparedRun(workflow, agent, choice, args, options, resume_from, policy, replay, worker)
+
+    def _refuse_unservable(self, workflow: Workflow, provider: AgentProvider, options: RunOptions) -> None:
+        """Refuse (:class:`~workflow_mcp.errors.CallNotServableError`) a run whose source certainly
+        makes a call its provider configuration cannot serve (:mod:`._preflight`)."""
+        refuse_unservable(
+            workflow, provider, cwd=options.cwd or self.cwd, home=options.home, profile=options.profile
+        )
 
     def _discard_later(self, prepared: PreparedRun) -> None:
         """Stop a prepared run's worker that will not be launched (:meth:`shutdown` waits for it)."""
@@ -1015,6 +1120,7 @@ class WorkflowService:
         idempotency_key: str | None = None,
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
+        idempotency_params: str | None = None,
     ) -> RunHandle:
         """One agent call (``options`` as agent()'s: label, schema, model, effort, agentType, …)
         through ``provider`` (as for :meth:`start`) — routing, schema validation and re-asks, events and
@@ -1036,6 +1142,7 @@ class WorkflowService:
             owner=owner,
             on_event=on_event,
             provider_choice=choice,
+            idempotency_params=idempotency_params,
         )
 
     def _refuse_resuming_a_live_run(self, run_id: str) -> None:
@@ -1122,6 +1229,26 @@ class WorkflowService:
     #: server, and one query over a million events would hold it for seconds.
     EVENT_PAGE = 5_000
 
+    def seconds_until_reset(self, run_id: str) -> float:
+        """How long until the usage limit that paused run ``run_id`` resets: ``0`` when it has already
+        reset, or the run did not pause for a usage limit, or the backend gave no reset time.
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        import datetime
+
+        state = self.status(run_id)
+        if state.status != "paused" or state.paused_reason != "usage_limit" or not state.resets_at:
+            return 0.0
+        try:
+            when = datetime.datetime.fromisoformat(state.resets_at.replace("Z", "+00:00"))
+        except ValueError:
+            return 0.0
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
+
     def status(self, run_id: str) -> RunState:
         """The projected state of a stored run (a copy: later events do not change it).
 
@@ -1159,6 +1286,15 @@ class WorkflowService:
         """How many runs this process is running now (each holds its own Node worker)."""
         return sum(1 for handle in self.live.values() if handle.status == "running")
 
+    def running_count_of(self, owner: str | None) -> int:
+        """How many runs started by ``owner`` (exactly; ``None`` is the local user) this process is
+        running now."""
+        return sum(
+            1
+            for rid, handle in self.live.items()
+            if handle.status == "running" and self._owners.get(rid) == owner
+        )
+
     @property
     def state_dir(self) -> str:
         """The state directory: the folder of a file store, else ``$WORKFLOW_MCP_HOME``."""
@@ -1181,9 +1317,22 @@ class WorkflowService:
                     created_at=r.created_at,
                     provider=r.provider,
                     resumed_from=r.resumed_from,
+                    damaged=r.damaged,
                 )
             )
         return out
+
+    def damaged_columns(self, run_id: str) -> tuple[str, ...]:
+        """The columns of ``run_id``'s stored record that are damaged (``()``: none; ``store repair``
+        rewrites them).
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise RunNotFoundError(run_id)
+        return record.damaged
 
     def recover(self) -> list[str]:
         """Record ``run.interrupted`` for every unfinished run whose owner is gone (its process died, or
@@ -1285,6 +1434,7 @@ class WorkflowService:
         record = self.store.get_run(run_id)
         if record is None:
             raise RunNotFoundError(run_id)
+        _refuse_damaged(record)
         return load_workflow(
             record.workflow_path,
             source=record.source,
@@ -1303,10 +1453,23 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return record.owner
 
-    def find_idempotent_run(self, key: str, owner: str | None = None) -> str | None:
-        """The id of the run ``owner`` started with idempotency ``key``, or ``None``."""
+    def find_idempotent_run(
+        self, key: str, owner: str | None = None, *, params: str | None = None
+    ) -> str | None:
+        """The id of the run ``owner`` started with idempotency ``key``, or ``None``. ``params`` is the
+        fingerprint of the new request's parameters (:func:`request_fingerprint`); a key is only ever
+        good for the parameters it was first used with (runs stored before fingerprints: any).
+
+        Raises:
+            IdempotencyKeyReusedError: the run was started with other parameters than ``params``.
+        """
         record = self.store.find_idempotent(owner, key)
-        return record.run_id if record is not None else None
+        if record is None:
+            return None
+        stored = record.options.get(IDEMPOTENCY_PARAMS)
+        if params is not None and stored is not None and stored != params:
+            raise IdempotencyKeyReusedError(key, record.run_id)
+        return record.run_id
 
     def list_runs_of(self, owner: str | None, limit: int = 50) -> list[RunSummary]:
         """Recent runs started by ``owner`` (exactly; ``None`` is the local user), newest first."""
@@ -1454,6 +1617,7 @@ class WorkflowService:
         for rid in dropped:
             del self.live[rid]
             self._states.pop(rid, None)
+            self._owners.pop(rid, None)
         return len(dropped)
 
     async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:
@@ -1488,6 +1652,18 @@ def check_store() -> list[str]:
     from .store.salvage import check_store as check
 
     return check(state_database())
+
+
+def damaged_cells() -> list[str]:
+    """One line per run of :func:`state_database` whose record holds damaged cells (``[]``: none),
+    which ``PRAGMA integrity_check`` does not see.
+
+    Raises:
+        StoreError: the file cannot be opened at all.
+    """
+    from .store.salvage import damaged_cells as cells
+
+    return cells(state_database())
 
 
 def repair_store() -> RepairReport:

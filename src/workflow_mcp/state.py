@@ -160,6 +160,8 @@ class RunState:
     has_result: bool = False
     error: dict[str, Any] | None = None
     paused_reason: str | None = None
+    #: When a run paused for a usage limit resets (ISO 8601 UTC), if the backend said.
+    resets_at: str | None = None
     worktrees: list[dict[str, Any]] = field(default_factory=list)
     last_sequence: int = 0
     #: The type of the newest event folded in (not part of :meth:`to_json`).
@@ -212,6 +214,8 @@ class RunState:
             out["error"] = dict(self.error)
         if self.paused_reason is not None:
             out["pausedReason"] = self.paused_reason
+        if self.resets_at is not None:
+            out["resetsAt"] = self.resets_at
         if self.worktrees:
             out["worktrees"] = [dict(w) for w in self.worktrees]
         return out
@@ -274,10 +278,14 @@ class StateProjector:
                 state.phases.append({"title": str(title), "status": "pending"})
 
     def _resumed(self, event: Event) -> None:
-        self._run_event(event).paused_reason = None
+        state = self._run_event(event)
+        state.paused_reason = state.resets_at = None
 
     def _paused(self, event: Event) -> None:
-        self._run_event(event).paused_reason = str(event.payload.get("reason") or "")
+        state = self._run_event(event)
+        state.paused_reason = str(event.payload.get("reason") or "")
+        resets = event.payload.get("resetsAt")
+        state.resets_at = resets if isinstance(resets, str) else None
 
     def _completed(self, event: Event) -> None:
         state = self._run_event(event)

@@ -4,7 +4,10 @@ Each case is materialized in a fresh temporary directory exactly as ``shared/too
 does for the CLI (``files`` relative to the run's working directory, ``workflow.js`` copied next to
 them, ``HOME`` at ``<tmp>/home``) and run with :class:`WorkflowService` over a :class:`MemoryStore`. Two
 layout fields place the run: ``cwd`` (relative to the temporary directory: the run starts there and
-``workflow.js`` is placed there) and ``gitDirs`` (directories to ``git init`` first).
+``workflow.js`` is placed there) and ``gitDirs`` (directories to ``git init`` first). The ``plugins-*``
+cases add three more: ``plugins`` (the ``claude plugin …`` steps, laid out by ``claude_plugins.py`` as
+Claude leaves them), ``env`` (e.g. ``CLAUDE_CONFIG_DIR``) and ``launch`` (start the workflow of that
+visible name instead of ``workflow.js``).
 The checks mirror the tool's: status, exact result, ``error_matches``, ``provider_calls`` (count of
 ``agent.started``), ``log_messages``, ``log_matches`` and ``phase_started_titles``. One difference
 makes the check stricter, not looser: the tool searches ``error_matches`` in the CLI's whole stderr
@@ -23,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from claude_plugins import apply_plugin_steps, case_environment
 from workflow_mcp import (
     FakeProvider,
     MemoryStore,
@@ -53,7 +57,13 @@ def materialize(case_dir: Path, case: dict[str, Any], tmp: Path) -> Path:
     cwd.mkdir(parents=True, exist_ok=True)
     workflow = cwd / "workflow.js"
     shutil.copy(case_dir / "workflow.js", workflow)
+    apply_plugin_steps(case, tmp, cwd)
     return workflow
+
+
+def home_of(case: dict[str, Any], tmp: Path) -> str | None:
+    """``<tmp>/home``, or ``None`` when the case sets ``CLAUDE_CONFIG_DIR`` (which then decides)."""
+    return None if "CLAUDE_CONFIG_DIR" in case.get("env", {}) else str(tmp / "home")
 
 
 def run_dir(case: dict[str, Any], tmp: Path) -> Path:
@@ -65,7 +75,7 @@ def options_for(case: dict[str, Any], tmp: Path) -> RunOptions:
     opts = case.get("options", {})
     return RunOptions(
         cwd=str(run_dir(case, tmp)),
-        home=str(tmp / "home"),
+        home=home_of(case, tmp),
         concurrency=opts.get("concurrency"),
         token_budget=opts.get("tokenBudget"),
         sync_timeout_ms=opts.get("syncTimeoutMs"),
@@ -76,9 +86,10 @@ async def run_case(case_dir: Path, tmp: Path) -> tuple[str, Any, str | None, lis
     """Run one case; returns (status, result, failure message, live events, stored events)."""
     case = json.loads((case_dir / "case.json").read_text())
     path = materialize(case_dir, case, tmp)
-    service = WorkflowService(MemoryStore(), cwd=str(run_dir(case, tmp)), home=str(tmp / "home"))
+    service = WorkflowService(MemoryStore(), cwd=str(run_dir(case, tmp)), home=home_of(case, tmp))
+    launch = case.get("launch")
     handle = service.start_run(
-        load_workflow(path),
+        service.find_workflow(launch).workflow if launch else load_workflow(path),
         provider=FakeProvider(case.get("fake")),
         args=case.get("args", MISSING),
         options=options_for(case, tmp),
@@ -101,9 +112,15 @@ def test_every_runtime_case_folder_has_a_case_file_and_a_workflow() -> None:
 
 @pytest.mark.timeout(RUN_TIMEOUT_S + 30)
 @pytest.mark.parametrize("name", CASES)
-def test_a_runtime_case_runs_as_the_case_expects(name: str, tmp_path: Path) -> None:
+def test_a_runtime_case_runs_as_the_case_expects(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     case_dir = CASES_DIR / name
-    expect = json.loads((case_dir / "case.json").read_text())["expect"]
+    case = json.loads((case_dir / "case.json").read_text())
+    expect = case["expect"]
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    for key, value in case_environment(case, tmp_path).items():
+        monkeypatch.setenv(key, value)
     status, result, message, events, stored = asyncio.run(run_case(case_dir, tmp_path))
 
     assert status == expect["status"], message

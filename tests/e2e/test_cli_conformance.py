@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from claude_plugins import apply_plugin_steps, case_environment
+
 from conformance_tool import events_of
 
 HERE = Path(__file__).resolve().parent
@@ -25,7 +27,7 @@ CASES = (HERE.parent / "conformance" / "cases").resolve()
 SHARED = HERE.parents[2] / "shared"  # the shared folder lies beside the repository
 SHARED_TOOL = SHARED / "tools" / "conformance.py"
 OUR_HEADER_LINES = 3  # lines 2-4 of the copy are ours (ruff/format opt-outs and a note)
-LAYOUT_FIELDS = ("cwd", "gitDirs")
+LAYOUT_FIELDS = ("cwd", "gitDirs", "plugins", "env", "launch")
 
 
 def cli() -> Path:
@@ -102,13 +104,13 @@ def test_the_installed_cli_passes_a_case_whose_run_starts_in_a_directory_of_its_
     run_dir = tmp_path / case.get("cwd", "")
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy(case_dir / "workflow.js", run_dir / "workflow.js")
-    argv = [str(cli()), "run", "workflow.js", "--provider", "fake", "--events", "jsonl"]
+    apply_plugin_steps(case, tmp_path, run_dir)
+    argv = [str(cli()), "run", case.get("launch", "workflow.js"), "--provider", "fake", "--events", "jsonl"]
     if "fake" in case:
         (tmp_path / "fake.json").write_text(json.dumps(case["fake"]))
         argv += ["--fake-script", str(tmp_path / "fake.json")]
-    done = subprocess.run(
-        argv, cwd=run_dir, env=environment(tmp_path), capture_output=True, text=True, timeout=240
-    )
+    env = {**environment(tmp_path), **case_environment(case, tmp_path)}
+    done = subprocess.run(argv, cwd=run_dir, env=env, capture_output=True, text=True, timeout=240)
     events = events_of(done.stderr)
     if expect["status"] == "completed":
         assert done.returncode == 0, done.stderr[-2000:]
@@ -126,7 +128,11 @@ def test_the_installed_cli_passes_a_case_whose_run_starts_in_a_directory_of_its_
 
 
 def test_the_cases_that_need_their_layout_are_the_projects_own() -> None:
-    assert placed_cases() == ["agents-nearest-wins-in-git-repo", "agents-walk-up-without-git"]
+    plugins = [n for n in placed_cases() if n.startswith("plugins-")]
+    assert len(plugins) >= 20
+    assert placed_cases() == sorted(
+        ["agents-nearest-wins-in-git-repo", "agents-walk-up-without-git", *plugins]
+    )
     shared_runtime = SHARED / "conformance" / "runtime"
     if shared_runtime.is_dir():
         assert not {n for n in placed_cases() if (shared_runtime / n).exists()}

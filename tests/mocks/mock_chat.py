@@ -38,7 +38,9 @@ HOLD_LIMIT_S = 120.0
 class Reply:
     """One scripted answer: ``text``, ``json`` (any JSON value sent as the content), ``echo`` (the
     prompt itself), ``refusal`` (a refusal message instead of content), ``status`` (an HTTP error
-    with ``message``), ``delay_s``, ``hold``, ``tokens`` = (prompt, completion, cached)."""
+    with ``message`` and the OpenAI error ``code``, e.g. ``insufficient_quota``), ``headers`` (extra
+    response headers, e.g. ``(("retry-after", "2"),)``), ``delay_s``, ``hold``, ``tokens`` = (prompt,
+    completion, cached)."""
 
     text: str | None = None
     json: Any = _UNSET
@@ -46,6 +48,8 @@ class Reply:
     refusal: str | None = None
     status: int = 200
     message: str = "mock error"
+    code: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
     delay_s: float = 0.0
     hold: bool = False
     tokens: tuple[int, int, int] = (12, 4, 2)
@@ -220,12 +224,15 @@ class _Handler(BaseHTTPRequestHandler):
     def mock(self) -> MockChat:
         return self.server.mock  # type: ignore[attr-defined,no-any-return]
 
-    def _json(self, code: int, obj: Any) -> None:
+    def _json(self, code: int, obj: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
         data = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
-        self.send_header("retry-after-ms", "5")  # the SDK's retries wait this long, not seconds
+        if not any(name.lower().startswith("retry-after") for name, _ in headers):
+            self.send_header("retry-after-ms", "5")  # the SDK's retries wait this long, not seconds
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -254,7 +261,14 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.status != 200:
                 return self._json(
                     reply.status,
-                    {"error": {"message": reply.message, "type": "invalid_request_error", "code": None}},
+                    {
+                        "error": {
+                            "message": reply.message,
+                            "type": "invalid_request_error",
+                            "code": reply.code,
+                        }
+                    },
+                    reply.headers,
                 )
             content = _content(reply, rec)
             prompt_tokens, completion_tokens, cached = reply.tokens

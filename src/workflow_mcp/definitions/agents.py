@@ -11,6 +11,10 @@ Discovery (:func:`find_agents`):
   ``home`` means ``<home>/.claude/agents``).
 - Every file below an agents folder whose name ends in lower-case ``.md`` is read, subfolders,
   dot-files and dot-folders included (``.MD``, ``.markdown``, ``.md.bak`` are not).
+- **Plugin** definitions (measured, ``docs/PROFILE.md`` "Plugins"): every ``*.md`` below each enabled
+  plugin's ``agents/`` folder, named ``<plugin>:<name>`` — a file in a subfolder adds the folder names
+  (``agents/sub/deep.md`` defining ``deep`` is ``<plugin>:sub:deep``). Plugin names hold ``:`` and
+  local ones may not, so they never collide (a local ``wfp:helper`` is not loaded; the plugin's is).
 - For one name: the nearest project folder wins, any project definition beats a personal one, a
   definition beats a built-in of the same name; two files of one folder: the one whose path (within
   the folder) sorts last wins.
@@ -49,6 +53,7 @@ from typing import Any, Final, Literal
 
 from ..errors import AgentCallRefusedError
 from .models import normalize_effort, normalize_model
+from .plugins import claude_config_dir, find_plugins
 from .profile import Profile, get_profile
 
 __all__ = [
@@ -67,7 +72,7 @@ __all__ = [
     "personal_agents_dir",
 ]
 
-AgentSource = Literal["built-in", "project", "personal"]
+AgentSource = Literal["built-in", "project", "personal", "plugin"]
 AGENTS_DIR: Final = (".claude", "agents")
 MAX_AGENT_FILE_BYTES: Final = 1_048_576
 """An agent file larger than this is not read (workflow-mcp's own bound; reported as a problem)."""
@@ -156,7 +161,8 @@ class AgentDefinition:
     none); ``disallowed_tools`` names removed from them; ``model`` the normalized model (``None``: the
     run's default; see :mod:`~workflow_mcp.definitions.models`); ``effort`` a valid effort or ``None``.
     ``tools_error`` is set when the call must be refused for want of tools. ``source`` is ``built-in``,
-    ``project`` or ``personal``; ``path`` and ``line`` (of the ``name:`` key) locate a file definition.
+    ``project``, ``personal`` or ``plugin`` (then ``plugin`` is its ``<plugin>@<marketplace>`` id);
+    ``path`` and ``line`` (of the ``name:`` key) locate a file definition.
     """
 
     name: str
@@ -170,11 +176,12 @@ class AgentDefinition:
     path: str | None = None
     line: int | None = None
     tools_error: AgentToolsError | None = field(default=None, compare=False, repr=False)
+    plugin: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """``{"name", "description", "source", "path", "line", "tools", "disallowedTools", "model",
-        "effort"}`` (``tools`` ``null`` for the provider's defaults)."""
-        return {
+        "effort"}`` (``tools`` ``null`` for the provider's defaults), plus ``"plugin"`` for a plugin's."""
+        doc: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "source": self.source,
@@ -185,6 +192,9 @@ class AgentDefinition:
             "model": self.model,
             "effort": self.effort,
         }
+        if self.plugin is not None:
+            doc["plugin"] = self.plugin
+        return doc
 
 
 @dataclass(frozen=True)
@@ -275,7 +285,7 @@ BUILTIN_AGENTS: Final[Mapping[str, AgentDefinition]] = {
 class AgentCatalog:
     """The agent types visible from one directory (:func:`find_agents`): ``definitions`` by name
     (built-ins included), ``problems`` (files that define nothing, sorted by path) and ``searched``
-    (the agents folders read, nearest project folder first, personal last)."""
+    (the agents folders read, nearest project folder first, then personal, plugins last)."""
 
     definitions: Mapping[str, AgentDefinition]
     problems: tuple[AgentFileProblem, ...] = ()
@@ -382,13 +392,7 @@ def personal_agents_dir(
     """The personal agents folder: ``<home>/.claude/agents`` for an explicit ``home``, else
     ``$CLAUDE_CONFIG_DIR/agents`` when set (measured, NOTES.md#personal-agents-dir), else
     ``~/.claude/agents``."""
-    if home is not None:
-        return Path(home).joinpath(*AGENTS_DIR)
-    env = os.environ if environ is None else environ
-    config = env.get("CLAUDE_CONFIG_DIR")
-    if config:
-        return Path(config).expanduser() / "agents"
-    return Path.home().joinpath(*AGENTS_DIR)
+    return claude_config_dir(home, environ) / "agents"
 
 
 def find_agents(
@@ -412,6 +416,18 @@ def find_agents(
     problems: list[AgentFileProblem] = []
     searched: list[str] = []
     seen: set[str] = set()
+    for plugin in find_plugins(here, home, environ=environ, reachable=reachable).plugins:
+        folder = Path(plugin.root) / "agents"
+        real = os.path.realpath(folder)
+        if real in seen or (reachable is not None and not reachable(real)):
+            continue
+        seen.add(real)
+        searched.append(str(folder))
+        for path in _agent_files(folder, problems, reachable):
+            found = _load(path, "plugin", prof, problems)
+            if found is not None:
+                identity = ":".join((plugin.name, *path.relative_to(folder).parent.parts, found.name))
+                definitions[identity] = replace(found, name=identity, plugin=plugin.id)
     # Farthest first, so nearer folders overwrite: personal, then the project folders from the root down.
     for source, folder in reversed(folders):
         real = os.path.realpath(folder)

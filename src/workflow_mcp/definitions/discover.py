@@ -13,6 +13,14 @@ Rules (seed "Discovery and precedence", observed in Claude Code 2.1.209; unchang
 5. The surviving list is sorted with JavaScript ``localeCompare`` on the raw name (ICU root collation,
    computed by the realm).
 6. Symbolic links are followed; the target must be a readable regular file within the size limit.
+7. Plugin workflows (measured in 2.1.332, ``docs/PROFILE.md`` "Plugins"): every enabled plugin's
+   ``workflows/*.js`` (top level only), visible as ``<plugin>:<meta.name>`` (the file name plays no
+   part); see :mod:`~workflow_mcp.definitions.plugins` for which plugins are enabled and where they are
+   read from. A personal or project workflow beats a plugin one of exactly that visible name (seed rule
+   9). They come first in the list, plugin by plugin and by file name, followed by the personal and
+   project ones in ``localeCompare`` order (Claude lists them so; seed rule 10).
+8. Personal workflows live in ``$CLAUDE_CONFIG_DIR/workflows`` when that is set (measured), and an
+   explicit ``home`` means ``<home>/.claude/workflows``.
 
 A caller may narrow what discovery reads with ``reachable`` (a predicate on real paths, e.g. an MCP
 server's project roots): a directory or file it refuses is skipped before it is read, as if absent, so
@@ -28,7 +36,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -42,6 +50,7 @@ from workflow_mcp.definitions._analysis import (
     pending_bodies,
 )
 from workflow_mcp.definitions._meta import WorkflowMeta
+from workflow_mcp.definitions.plugins import Plugin, PluginProblem, claude_config_dir, find_plugins
 from workflow_mcp.definitions.profile import Profile, get_profile
 from workflow_mcp.errors import WorkflowNotFoundError
 
@@ -58,19 +67,20 @@ __all__ = [
 NEAR_MISS_SUFFIXES = (".mjs", ".cjs", ".ts")
 WORKFLOWS_DIR = (".claude", "workflows")
 
-Source = Literal["personal", "project"]
+Source = Literal["personal", "project", "plugin"]
 Reachable = Callable[[str], bool]
 """Whether discovery may read the file or directory at a real path (symbolic links resolved)."""
-DiagnosticKind = Literal["near-miss", "invalid", "shadowed", "unreadable"]
+DiagnosticKind = Literal["near-miss", "invalid", "shadowed", "unreadable", "plugin-disabled", "plugin-broken"]
 
 
 @dataclass(frozen=True)
 class DiscoveredWorkflow:
     """A workflow that won precedence for its name.
 
-    ``source`` is ``"personal"`` or ``"project"``; ``path`` is the file's path as found (a symbolic link
+    ``name`` is the visible name (a plugin's workflows: ``<plugin>:<meta.name>``); ``source`` is
+    ``"personal"``, ``"project"`` or ``"plugin"``; ``path`` is the file's path as found (a symbolic link
     is not replaced by its target); ``workflow`` is the loaded definition (its ``source_hash`` identifies
-    exactly what was discovered).
+    exactly what was discovered); ``plugin`` is the plugin that ships it (``None`` for local ones).
     """
 
     name: str
@@ -79,16 +89,29 @@ class DiscoveredWorkflow:
     path: str
     meta: WorkflowMeta
     workflow: Workflow = field(repr=False, compare=False)
+    plugin: Plugin | None = None
 
     def to_json(self) -> dict[str, object]:
-        """``{"name", "description", "source", "path"}``."""
-        return {"name": self.name, "description": self.description, "source": self.source, "path": self.path}
+        """``{"name", "description", "source", "path"}``, plus ``"plugin"`` (``<plugin>@<marketplace>``)
+        and ``"pluginVersion"`` for a plugin's workflow."""
+        doc: dict[str, object] = {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "path": self.path,
+        }
+        if self.plugin is not None:
+            doc["plugin"] = self.plugin.id
+            doc["pluginVersion"] = self.plugin.version
+        return doc
 
 
 @dataclass(frozen=True)
 class Diagnostic:
     """A file discovery skipped. ``kind``: ``near-miss`` (``.mjs``/``.cjs``/``.ts``), ``invalid`` (broke a
-    loading rule), ``shadowed`` (another definition of the same name wins) or ``unreadable``."""
+    loading rule), ``shadowed`` (another definition of the same name wins), ``unreadable``, or a plugin
+    that contributes nothing: ``plugin-disabled`` (a settings file turns it off) and ``plugin-broken``
+    (enabled, but its marketplace, folder or manifest cannot be used)."""
 
     path: str
     kind: DiagnosticKind
@@ -127,10 +150,12 @@ def find_workflows(
     profile: Profile | str | None = None,
     check_syntax: bool = True,
     reachable: Reachable | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Discovery:
     """Every workflow visible from ``cwd``, with personal workflows read from ``home`` (default: the
-    user's home directory). Invalid, shadowed, near-miss and unreadable files become diagnostics;
-    nothing about one file is fatal.
+    user's home directory; ``$CLAUDE_CONFIG_DIR`` in ``environ``, default ``os.environ``, when no
+    ``home`` is given), and the workflows of every enabled plugin. Invalid, shadowed, near-miss and
+    unreadable files, disabled and broken plugins become diagnostics; nothing about one file is fatal.
 
     One realm call checks the syntax of every file and sorts the names (``check_syntax=False`` skips the
     V8 compile but still sorts through the realm). ``reachable`` skips, unread, every directory and file
@@ -140,7 +165,15 @@ def find_workflows(
         WorkflowNotFoundError: ``cwd`` is not a directory.
         RealmError: the Node worker could not run.
     """
-    found = _discover(cwd, home, _profile(profile), check_syntax=check_syntax, sort=True, reachable=reachable)
+    found = _discover(
+        cwd,
+        home,
+        _profile(profile),
+        check_syntax=check_syntax,
+        sort=True,
+        reachable=reachable,
+        environ=environ,
+    )
     return Discovery(workflows=found.ordered, diagnostics=found.diagnostics)
 
 
@@ -152,6 +185,7 @@ def resolve_workflow(
     profile: Profile | str | None = None,
     check_syntax: bool = True,
     reachable: Reachable | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> DiscoveredWorkflow:
     """The workflow that ``name`` (exact and case-sensitive) resolves to from ``cwd``; ``reachable`` as
     in :func:`find_workflows` (what it refuses is neither a candidate nor named in the message).
@@ -162,7 +196,13 @@ def resolve_workflow(
         RealmError: the Node worker could not run.
     """
     found = _discover(
-        cwd, home, _profile(profile), check_syntax=check_syntax, sort=False, reachable=reachable
+        cwd,
+        home,
+        _profile(profile),
+        check_syntax=check_syntax,
+        sort=False,
+        reachable=reachable,
+        environ=environ,
     )
     winner = found.winners.get(name)
     if winner is not None:
@@ -184,12 +224,20 @@ class _Found:
 
 
 class _Candidate:
-    __slots__ = ("analysis", "rank", "source")
+    __slots__ = ("analysis", "plugin", "rank", "source")
 
-    def __init__(self, source: Source, rank: int, analysis: Analysis) -> None:
+    def __init__(self, source: Source, rank: int, analysis: Analysis, plugin: Plugin | None = None) -> None:
         self.source = source
-        self.rank = rank  # 0 personal, then 1 for the repository root up to the current directory
+        # Plugins rank below everything (-1 - their position), 0 personal, then 1 for the repository
+        # root up to the current directory.
+        self.rank = rank
         self.analysis = analysis
+        self.plugin = plugin
+
+    def identity(self) -> str:
+        assert self.analysis.meta is not None
+        name = self.analysis.meta.name
+        return name if self.plugin is None else f"{self.plugin.name}:{name}"
 
 
 def _profile(profile: Profile | str | None) -> Profile:
@@ -204,14 +252,21 @@ def _discover(
     check_syntax: bool,
     sort: bool,
     reachable: Reachable | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> _Found:
     here = Path(cwd).resolve()
     if not here.is_dir():
         raise WorkflowNotFoundError(f"cannot discover workflows from {os.fspath(cwd)}: it is not a directory")
-    personal_home = Path(home).resolve() if home is not None else Path.home().resolve()
+    config = claude_config_dir(home, environ).resolve()
+    plugins = find_plugins(here, home, environ=environ, reachable=reachable)
     found = _Found()
+    found.diagnostics.extend(_plugin_diagnostic(p) for p in plugins.problems)
     candidates: list[_Candidate] = []
-    for source, rank, directory in _workflow_dirs(here, personal_home):
+    dirs: list[tuple[Source, int, Path, Plugin | None]] = [
+        ("plugin", -1 - i, Path(p.root) / "workflows", p) for i, p in enumerate(plugins.plugins)
+    ]
+    dirs += [(source, rank, directory, None) for source, rank, directory in _workflow_dirs(here, config)]
+    for source, rank, directory, plugin in dirs:
         if reachable is not None and not reachable(_real(directory)):
             continue
         for path in _listing(directory, found, reachable):
@@ -220,11 +275,15 @@ def _discover(
             except WorkflowNotFoundError as exc:
                 found.diagnostics.append(Diagnostic(str(path), "unreadable", str(exc)))
                 continue
-            candidates.append(_Candidate(source, rank, analysis))
+            candidates.append(_Candidate(source, rank, analysis, plugin))
 
     analyses = [c.analysis for c in candidates]
     pending = pending_bodies(analyses) if check_syntax else []
-    names = sorted({a.meta.name for a in analyses if a.meta is not None}) if sort else None
+    names = (
+        sorted({a.meta.name for c in candidates if (a := c.analysis).meta is not None and c.plugin is None})
+        if sort
+        else None
+    )
     ordered_names = check_analyses(pending, names)
     checked = {id(a) for a in pending}
     for analysis in analyses:
@@ -244,10 +303,12 @@ def _discover(
                 found.invalid_names.setdefault(analysis.meta.name, diagnostic)
             continue
         assert analysis.meta is not None
-        by_name.setdefault(analysis.meta.name, []).append(candidate)
+        by_name.setdefault(candidate.identity(), []).append(candidate)
 
+    plugin_order: list[str] = []
     for name, group in by_name.items():
-        # Nearest directory first; within one directory the first file name (listings are sorted).
+        # Nearest directory first; within one directory the first file name (listings are sorted);
+        # plugins last, the first enabled plugin first.
         group.sort(key=lambda c: -c.rank)
         best = group[0]
         workflow = best.analysis.to_workflow()
@@ -258,7 +319,10 @@ def _discover(
             path=workflow.path or "",
             meta=workflow.meta,
             workflow=workflow,
+            plugin=best.plugin,
         )
+        if best.plugin is not None:
+            plugin_order.append(name)
         found.winners[name] = winner
         for loser in group[1:]:
             found.diagnostics.append(
@@ -266,13 +330,20 @@ def _discover(
             )
 
     if ordered_names is not None:
-        found.ordered = [found.winners[n] for n in ordered_names if n in found.winners]
+        # Claude lists plugin workflows first (plugin by plugin, by file name), then the local ones.
+        found.ordered = [found.winners[n] for n in plugin_order]
+        found.ordered += [found.winners[n] for n in ordered_names if n in found.winners]
     found.diagnostics.sort(key=lambda d: (d.path, d.kind))
     return found
 
 
-def _workflow_dirs(here: Path, home: Path) -> list[tuple[Source, int, Path]]:
-    personal = home.joinpath(*WORKFLOWS_DIR)
+def _plugin_diagnostic(problem: PluginProblem) -> Diagnostic:
+    kind: DiagnosticKind = "plugin-disabled" if problem.kind == "disabled" else "plugin-broken"
+    return Diagnostic(problem.path, kind, problem.message)
+
+
+def _workflow_dirs(here: Path, config: Path) -> list[tuple[Source, int, Path]]:
+    personal = config / "workflows"
     dirs: list[tuple[Source, int, Path]] = [("personal", 0, personal)]
     root = next((p for p in (here, *here.parents) if os.path.lexists(p / ".git")), here)
     chain = [here, *here.parents][: len(here.parts) - len(root.parts) + 1]
@@ -357,6 +428,10 @@ def _shadow_reason(name: str, loser: _Candidate, winner: _Candidate) -> str:
     where = winner.analysis.path
     if loser.rank == winner.rank:
         why = "another file in the same directory declares the same name and comes first by file name"
+    elif loser.source == "plugin" and winner.source != "plugin":
+        why = "a personal or project workflow beats a plugin's workflow of the same visible name"
+    elif loser.source == "plugin":
+        why = "two enabled plugins ship it; the first plugin by id wins"
     elif loser.source == "personal":
         why = "a project definition beats a personal one"
     else:
@@ -373,6 +448,11 @@ def _not_found_message(name: str, cwd: Path, found: _Found) -> str:
         message += f"; {invalid.path} declares it but is invalid: {invalid.message}"
     names = sorted(found.winners)
     near = [n for n in names if n.casefold() == name.casefold() or n.strip() == name.strip()]
+    near += [
+        n
+        for n in names
+        if n.partition(":")[2] == name and found.winners[n].plugin is not None and n not in near
+    ]
     near += [n for n in difflib.get_close_matches(name, names, n=3, cutoff=0.6) if n not in near]
     if near:
         message += (

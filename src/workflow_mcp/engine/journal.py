@@ -33,14 +33,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..definitions.profile import MAX_VALUE_DEPTH
+
 __all__ = ["MAX_VALUE_DEPTH", "JournalRecord", "Replay", "ResumePolicy", "content_key", "json_value_problem"]
 
 ResumePolicy = Literal["content", "prefix"]
 
 
-MAX_VALUE_DEPTH = 256
-"""The deepest recorded value replayed: the realm bounds every value it hands the host at 256 levels
-(worker.js), so a deeper one was never produced by a run and is not handed back to one."""
+# The deepest recorded value replayed: the realm bounds every value it hands the host at this depth
+# (worker.js gets it in its start message), so a deeper one was never produced by a run and is not
+# handed back to one.
 
 
 def json_value_problem(value: Any, max_depth: int = MAX_VALUE_DEPTH) -> str | None:

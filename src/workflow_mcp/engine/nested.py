@@ -98,31 +98,34 @@ class ChildResolver:
                     line=shown.line,
                     column=shown.column,
                 ) from None
+            visible = wf.meta.name
         else:
             # Discovery reads only what the check allows, so an unreadable file is neither a candidate
             # nor named in a not-found message; invalid files are diagnostics there, never raised.
             try:
-                wf = resolve_workflow(
+                found = resolve_workflow(
                     str(target.get("name", "")),
                     self.cwd,
                     self.home,
                     profile=self.profile,
                     reachable=None if check is None else _reachable(check),
-                ).workflow
+                )
             except WorkflowNotFoundError as exc:
                 if check is None:
                     raise
                 raise check.not_found(exc) from None
+            # A plugin's workflow logs and groups under its visible name, `<plugin>:<name>` (measured).
+            wf, visible = found.workflow, found.name
             path = str(wf.path)
             real = os.path.realpath(path)
             if check is not None:
                 check.readable(real)  # the same answer unless a link changed since discovery asked
         if self.check is not None:
-            self.check.runnable(wf.meta.name, real, wf.source_hash)
-        n = self._calls.get(wf.meta.name, 0) + 1
-        self._calls[wf.meta.name] = n
-        phase = f"▸ {wf.meta.name}" if n == 1 else f"▸ {wf.meta.name} #{n}"
-        return ChildWorkflow(name=wf.meta.name, phase=phase, body=wf.body, path=path)
+            self.check.runnable(visible, real, wf.source_hash)
+        n = self._calls.get(visible, 0) + 1
+        self._calls[visible] = n
+        phase = f"▸ {visible}" if n == 1 else f"▸ {visible} #{n}"
+        return ChildWorkflow(name=visible, phase=phase, body=wf.body, path=path)
 
 
 def _reachable(check: ChildCheck) -> Callable[[str], bool]:

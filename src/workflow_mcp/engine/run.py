@@ -25,6 +25,7 @@ Semantics follow profile claude-code/2.1.332 (PROFILE-FACTS):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -37,8 +38,8 @@ from typing import Any
 
 from ..definitions.agents import AgentCatalog, AgentDefinition, find_agents
 from ..definitions.models import is_numeric_effort, js_string, normalize_effort, normalize_model
-from ..definitions.profile import Profile, default_concurrency, get_profile
-from ..errors import AgentCallRefusedError, RealmError, RunFailedError, WorkflowMcpError
+from ..definitions.profile import MAX_VALUE_DEPTH, Profile, default_concurrency, get_profile
+from ..errors import AgentCallRefusedError, InvalidInputError, RealmError, RunFailedError, WorkflowMcpError
 from ..events import Event, EventLog
 from ..providers.base import (
     AgentContext,
@@ -50,6 +51,8 @@ from ..providers.base import (
     CancelSignal,
     ProviderAuthError,
     ProviderEvent,
+    ProviderSetupError,
+    ProviderUsageLimitError,
     TokenUsage,
 )
 from ..realm.worker import (
@@ -61,6 +64,7 @@ from ..realm.worker import (
     encode_message,
 )
 from ..state import RunStatus
+from .backoff import RETRYABLE, RetryPolicy
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildCheck, ChildResolver
@@ -68,7 +72,7 @@ from .release import ReleaseOrder
 from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
-__all__ = ["MISSING", "CallCounts", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
+__all__ = ["MISSING", "CallCounts", "RunHandle", "RunOptions", "check_args", "new_run_id", "run_workflow"]
 
 
 class _Missing:
@@ -93,6 +97,8 @@ class RunOptions:
     (``None``: ``budget.total`` is ``null``); ``sync_timeout_ms`` defaults to the profile's 30,000 ms;
     ``max_agents`` may lower (never raise) the profile's 1,000-call cap; ``agent_timeout_ms`` bounds
     one provider call (``None``: no bound beyond the stall window); ``heap_mb`` caps the realm's heap.
+    ``stall_ms`` is the default stall window of calls without a ``stallMs`` option (``None``: the
+    profile's 180,000 ms); ``retry`` how rate-limited answers are retried (:mod:`.backoff`).
     ``cwd``/``home`` anchor nested workflow discovery and provider working directories;
     ``worktree_root`` holds the per-call worktrees of ``isolation: 'worktree'`` (default: a
     ``workflow-mcp-worktrees`` folder in the system temporary directory). ``dry_run``: a cost preview's
@@ -104,6 +110,8 @@ class RunOptions:
     sync_timeout_ms: int | None = None
     max_agents: int | None = None
     agent_timeout_ms: int | None = None
+    stall_ms: int | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     heap_mb: int = DEFAULT_HEAP_MB
     profile: str | None = None
     cwd: str | None = None
@@ -187,6 +195,23 @@ class CallCounts:
     spent: int
 
 
+def check_args(args: Any) -> None:
+    """Refuse run args that cannot cross to the realm and the store.
+
+    Raises:
+        InvalidInputError: ``args`` holds a non-finite number or a lone UTF-16 surrogate, or is nested
+            deeper than :data:`~workflow_mcp.definitions.profile.MAX_VALUE_DEPTH` levels.
+    """
+    if args is MISSING:
+        return
+    problem = json_value_problem(args)
+    if problem is not None:
+        raise InvalidInputError(
+            f"the run's args cannot be used: {problem}; pass plain JSON (finite numbers, "
+            f"whole characters, at most {MAX_VALUE_DEPTH} levels deep)"
+        )
+
+
 def run_workflow(
     workflow: Any,
     *,
@@ -209,7 +234,11 @@ def run_workflow(
     ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
     runs (see :class:`~workflow_mcp.engine.nested.ChildCheck`); a refusal rejects the parent's call.
     Must be called with a running event loop.
+
+    Raises:
+        InvalidInputError: ``args`` cannot be used (see :func:`check_args`); nothing was started.
     """
+    check_args(args)
     opts = options or RunOptions()
     wf = _Workflow(
         name=workflow.meta.name,
@@ -313,6 +342,8 @@ class _Run:
         self._ping_seq = 0
         self._calls_since_ping = 0
         self._quiet_check = False
+        self.calls_run = 0  # agent calls that reached the provider or the journal
+        self.setup_failures: dict[str, int] = {}  # ProviderSetupError messages and their counts
 
     # -- events ----------------------------------------------------------------------------
     def emit(
@@ -425,10 +456,15 @@ class _Run:
         self._terminal_emitted = True
         self.status = "paused"
         ctx = self.pause_context
-        hint = f" Log in ({ctx['loginHint']})" if ctx.get("loginHint") else " Log in"
-        self.error_message = (
-            f"paused: {ctx.get('backend')} needs authentication.{hint}, then resume this run."
-        )
+        if ctx.get("reason") == "usage_limit":
+            when = f"it resets at {ctx['resetsAt']}" if ctx.get("resetsAt") else "no reset time was given"
+            self.error_message = (
+                f"{ctx.get('backend')} reached its usage limit ({when}); resume this run once it has reset "
+                "(`workflow-mcp resume RUN_ID --wait` waits for the reset)."
+            )
+        else:
+            hint = f" Log in ({ctx['loginHint']})" if ctx.get("loginHint") else " Log in"
+            self.error_message = f"{ctx.get('backend')} needs authentication.{hint}, then resume this run."
         self.emit("run.paused", {**ctx, "resumable": True, "tokenUsage": self._usage()})
 
     def request_cancel(self, reason: str) -> None:
@@ -506,6 +542,7 @@ class _Run:
             "spent": self.budget.spent,
             "syncTimeoutMs": self.sync_timeout_ms,
             "maxFanoutItems": self.profile.max_fanout_items,
+            "maxValueDepth": MAX_VALUE_DEPTH,
             "profile": self.profile.name,
             "cacheKeyOptions": list(self.profile.cache_key_options),
             "flatCacheChain": self.profile.flat_cache_chain,
@@ -600,6 +637,15 @@ class _Run:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
             if self.limit_error is not None:
                 self._finish_failed("LimitError", self.limit_error)
+                return
+            if len(self.setup_failures) == 1 and sum(self.setup_failures.values()) == self.calls_run:
+                # Every agent call failed for one configuration reason: nothing the workflow returned
+                # came from an agent, so the run did not do its work (issue 12).
+                (reason,) = self.setup_failures
+                self._finish_failed(
+                    "Error",
+                    f"every agent call of this run ({self.calls_run}) failed for one reason: {reason}",
+                )
                 return
             self._note_dropped_logs()
             self.final_value = value
@@ -941,6 +987,7 @@ class _Run:
                 )
                 record = None
             if record is not None:
+                self.calls_run += 1
                 if self.order is not None and record.completed >= 0:
                     # Released in the order the original run completed its calls, each in its own
                     # realm turn, so order-dependent workflow state replays identically.
@@ -989,6 +1036,7 @@ class _Run:
             if definition.path is not None:
                 started["agentFile"] = definition.path
         self.emit("agent.started", started, agent_id=agent_id, phase_id=phase)
+        self.calls_run += 1
         signal = CancelSignal()
         self.signals[agent_id] = signal
         totals = TokenUsage()
@@ -1039,14 +1087,17 @@ class _Run:
                 )
                 try:
                     result = await self._call_provider(request, signal, agent_id, phase)
-                except ProviderAuthError as exc:
-                    # The run pauses (resumable) until the user logs in: nothing is lost, nothing
-                    # runs without credentials.
-                    self._agent_failed(agent_id, base, str(exc), totals, "auth_required")
-                    self._pause(exc.to_json())
+                except (ProviderAuthError, ProviderUsageLimitError) as exc:
+                    # The run pauses (resumable) until the user logs in or the usage limit resets:
+                    # nothing is lost, nothing is retried against a refusing backend.
+                    context = exc.to_json()
+                    self._agent_failed(agent_id, base, str(exc), totals, str(context["reason"]))
+                    self._pause(context)
                     raise asyncio.CancelledError from None
                 except AgentExecutionError as exc:
                     message = well_formed(str(exc))
+                    if isinstance(exc, ProviderSetupError):
+                        self.setup_failures[message] = self.setup_failures.get(message, 0) + 1
                     self._agent_failed(agent_id, base, message, totals, "error")
                     raise _RejectCall(message) from None
                 except AgentStalledError as exc:
@@ -1124,36 +1175,72 @@ class _Run:
     async def _call_provider(
         self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None
     ) -> AgentResult:
-        """One provider call with the stall watchdog (profile claude-code/2.1.332: no progress for
-        ``stallMs``, default 180 s → retry, up to 5 retries, then reject) and ``agentTimeoutMs``.
-
-        The stall window applies when the call set ``stallMs`` or the provider streams progress (a
-        provider that cannot report progress is never judged stalled by silence alone)."""
-        explicit = request.stall_ms is not None
-        streaming = getattr(getattr(self.provider, "capabilities", None), "streaming", False)
-        stall_s = (
-            (request.stall_ms or self.profile.stall_window_ms) / 1000 if (explicit or streaming) else None
-        )
-        timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
+        """One provider call under the stall window and ``agentTimeoutMs``, with rate-limited answers
+        retried (:mod:`.backoff`: bounded exponential backoff with jitter, ``Retry-After`` honoured;
+        each retry is a ``warning`` event). The last answer is returned as it came."""
         loop = asyncio.get_running_loop()
         started = loop.time()
+        policy = self.options.retry
+        timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
+        retry = 0
+        while True:
+            result = await self._attempt_provider(request, signal, agent_id, phase, started)
+            if result.outcome != "provider_failed" or result.failure not in RETRYABLE:
+                return result
+            retry += 1
+            wait = policy.delay(retry, result.retry_after_s)
+            if wait is None or (timeout_s is not None and loop.time() + wait - started >= timeout_s):
+                return result
+            after = (
+                f"Retry-After {result.retry_after_s:g} s" if result.retry_after_s is not None else "backoff"
+            )
+            what = (result.failure or "").replace("_", " ")
+            self.emit(
+                "warning",
+                {
+                    "message": f"[{request.label}] {what}: {result.message or 'refused'}; retrying in "
+                    f"{wait:.1f} s ({after}; {retry} of {policy.retries})"
+                },
+                agent_id=agent_id,
+            )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await signal.wait()
+            if signal.cancelled:
+                raise asyncio.CancelledError
+
+    async def _attempt_provider(
+        self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None, started: float
+    ) -> AgentResult:
+        """One provider answer with the stall watchdog (profile claude-code/2.1.332: no progress for
+        ``stallMs``, default 180 s → retry, up to 5 retries, then reject) and ``agentTimeoutMs``.
+
+        The window applies to every provider: output deltas and progress events reset it; a ``retry``
+        event (the backend retrying after an error) does not, so a backend that reconnects forever
+        still stalls, and its last retry message is named."""
+        stall_ms = request.stall_ms or self.options.stall_ms or self.profile.stall_window_ms
+        stall_s = stall_ms / 1000
+        timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
+        loop = asyncio.get_running_loop()
         attempts = self.profile.stall_retries + 1
+        retrying: list[str] = []
+        last = ""
         for attempt in range(1, attempts + 1):
             if signal.cancelled:
                 raise asyncio.CancelledError
             attempt_start = loop.time()
 
-            def deadline(progress: float) -> float | None:
-                d = None if stall_s is None else progress + stall_s
-                if timeout_s is not None:
-                    d = started + timeout_s if d is None else min(d, started + timeout_s)
-                return d
+            def deadline(progress: float) -> float:
+                d = progress + stall_s
+                return d if timeout_s is None else min(d, started + timeout_s)
 
             scope = asyncio.timeout_at(deadline(attempt_start))
 
             async def emit(event: ProviderEvent, scope: asyncio.Timeout = scope) -> None:
-                if stall_s is not None:
-                    scope.reschedule(deadline(loop.time()))
+                if event.kind == "retry":
+                    retrying[:] = [event.text]
+                    return
+                scope.reschedule(deadline(loop.time()))
                 if event.kind == "output.delta":
                     self._delta(event.text, agent_id, phase)
 
@@ -1167,18 +1254,19 @@ class _Run:
                 raise AgentExecutionError(
                     f"the agent did not finish within {self.options.agent_timeout_ms} ms (agentTimeoutMs)"
                 )
+            last = f"; the provider was retrying: {retrying[0]}" if retrying else ""
             if attempt < attempts:
                 self.emit(
                     "warning",
                     {
-                        "message": f"[{request.label}] stalled: no progress for {int((stall_s or 0) * 1000)} ms; "
+                        "message": f"[{request.label}] stalled: no progress for {stall_ms:g} ms{last}; "
                         f"retrying ({attempt} of {self.profile.stall_retries})"
                     },
                     agent_id=agent_id,
                 )
         raise AgentStalledError(
             f"agent stalled on all {self.profile.stall_retries + 1} attempts "
-            f"(no progress for {int((stall_s or 0) * 1000)} ms each)"
+            f"(no progress for {stall_ms:g} ms each){last}"
         )
 
     def _agent_done(

@@ -33,6 +33,8 @@ __all__ = [
     "ProviderAuthError",
     "ProviderCapabilities",
     "ProviderEvent",
+    "ProviderSetupError",
+    "ProviderUsageLimitError",
     "TokenUsage",
 ]
 
@@ -122,14 +124,22 @@ class AgentResult:
     usage: TokenUsage = field(default_factory=TokenUsage)
     message: str | None = None
     session: str | None = None
+    failure: Literal["rate_limit", "overloaded"] | None = None
+    """For ``provider_failed``: the backend refused for load (HTTP 429 rate limit, 529/503 overload);
+    the engine retries such an answer with backoff before it resolves ``null``."""
+    retry_after_s: float | None = None
+    """How long the backend asked to wait (``Retry-After``), when it said."""
 
 
 @dataclass(frozen=True)
 class ProviderEvent:
-    """Progress a provider reports during a call: ``kind`` is ``output.delta`` (``text``) or
-    ``progress`` (``message``). Provider-specific names stay inside ``data``."""
+    """Something a provider reports during a call: ``kind`` is ``output.delta`` (``text``),
+    ``progress`` (``text``) or ``retry`` (``text``: the backend is retrying after an API or transport
+    error, e.g. codex's "Reconnecting... 2/5"). Deltas and progress are signs of life for the engine's
+    stall window; a retry is not, so a backend that reconnects forever still stalls. Provider-specific
+    names stay inside ``data``."""
 
-    kind: Literal["output.delta", "progress"]
+    kind: Literal["output.delta", "progress", "retry"]
     text: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
 
@@ -178,6 +188,13 @@ class AgentExecutionError(WorkflowMcpError):
     """Raised by a provider for an execution error: the workflow's agent() call rejects."""
 
 
+class ProviderSetupError(AgentExecutionError):
+    """Raised (the agent() call rejects) when a call cannot work with this configuration whatever
+    the model answers: routed to a provider that cannot honour it (no structured output, an unmapped
+    Claude model alias) or whose program cannot start. A run in which *every* agent call failed with
+    the same one of these is reported failed with it, never completed on a pile of ``null`` slots."""
+
+
 class ProviderAuthError(AgentExecutionError):
     """Raised by a provider when its backend refuses the call for want of a valid login (missing or
     expired credentials, HTTP 401): the run should pause until the user logs in, then resume.
@@ -206,6 +223,32 @@ class ProviderAuthError(AgentExecutionError):
             "backend": self.backend,
             "detail": self.detail,
             "loginHint": self.login_hint,
+        }
+
+
+class ProviderUsageLimitError(AgentExecutionError):
+    """Raised by a provider when its backend refuses the call because a usage or quota limit is
+    spent (a plan's usage limit, an API key out of quota): the run should pause until the limit
+    resets, then resume. ``resets_at`` is when it resets (ISO 8601, UTC) if the backend said;
+    ``detail`` the backend's non-secret reason. Never a secret."""
+
+    def __init__(self, backend: str, detail: str = "", *, resets_at: str | None = None) -> None:
+        self.backend = backend
+        self.detail = detail
+        self.resets_at = resets_at
+        message = f"{backend}: usage limit reached"
+        if detail:
+            message += f": {detail}"
+        message += f"; it resets at {resets_at}" if resets_at else "; it resets when the backend says so"
+        super().__init__(message)
+
+    def to_json(self) -> dict[str, str | None]:
+        """The pause context: ``{"reason": "usage_limit", "backend", "detail", "resetsAt"}``."""
+        return {
+            "reason": "usage_limit",
+            "backend": self.backend,
+            "detail": self.detail,
+            "resetsAt": self.resets_at,
         }
 
 

@@ -17,7 +17,8 @@ Each agent() call is one ``ClaudeSDKClient`` query: one CLI process, one Claude 
   itself); ``ResultMessage.structured_output`` is the result. The engine validates it against the
   schema again; a re-ask (``attempt > 1``) resumes the same session with the engine's feedback.
 - **Events.** Streamed text deltas (``include_partial_messages``) of the main conversation →
-  ``output.delta``; tool calls and the CLI's system messages → ``progress``.
+  ``output.delta``; tool calls and the CLI's system messages → ``progress``, except ``api_retry``
+  (the CLI retrying an API error) → ``retry``, which the stall window does not count as progress.
 - **Usage.** ``ResultMessage.usage``: input, output, cache reads and cache writes.
 - **Session.** The Claude Code session id is ``AgentResult.session``; a request with ``session``
   resumes that session (``--resume``).
@@ -59,7 +60,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ._probe import program_version
 from .base import (
@@ -70,6 +71,7 @@ from .base import (
     ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
+    ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
@@ -412,7 +414,13 @@ class ClaudeProvider:
                         )
                     )
         elif isinstance(message, sdk.SystemMessage):
-            await context.emit(ProviderEvent(kind="progress", text=f"claude system: {message.subtype}"))
+            if message.subtype == "api_retry":
+                # The CLI retrying an API error (429, 5xx, no response): not progress for the stall window.
+                data = getattr(message, "data", None) or {}
+                detail = f"{data.get('error') or 'api error'} (attempt {data.get('attempt')} of {data.get('max_retries')})"
+                await context.emit(ProviderEvent(kind="retry", text=f"claude: retrying {detail}"))
+            else:
+                await context.emit(ProviderEvent(kind="progress", text=f"claude system: {message.subtype}"))
         elif isinstance(message, sdk.ResultMessage):
             turn.result = message
 
@@ -453,8 +461,20 @@ class ClaudeProvider:
                 or terminal == "api_error"
                 or (isinstance(status, int) and (status >= 500 or status == 429))
             )
+            if turn.api_error == "billing_error" or _usage_limit(detail):
+                # Out of credits, or a plan's usage limit: pause until it resets, never retry now.
+                raise ProviderUsageLimitError("claude", detail, resets_at=_reset_time(detail))
             if api or result is None:  # an API failure, or the CLI died without a result
-                return AgentResult(outcome="provider_failed", message=detail, usage=usage, session=session)
+                load: Literal["rate_limit", "overloaded"] | None = (
+                    "rate_limit"
+                    if turn.api_error == "rate_limit" or status == 429
+                    else "overloaded"
+                    if turn.api_error == "overloaded" or status == 529
+                    else None
+                )
+                return AgentResult(
+                    outcome="provider_failed", message=detail, usage=usage, session=session, failure=load
+                )
             raise AgentExecutionError(f"claude: {detail}")
         if request.schema is None:
             text = result.result if isinstance(result.result, str) else "".join(turn.texts)
@@ -523,6 +543,25 @@ def _bundled_version(cli: Path) -> str | None:
     except OSError:
         return program_version(str(cli), "first")
     return words[0] if words else None
+
+
+def _usage_limit(detail: str) -> bool:
+    """Whether Claude's error text is a plan's usage limit ("Claude AI usage limit reached|<epoch>",
+    "You've hit your limit · resets 3pm")."""
+    lowered = detail.lower()
+    return "usage limit reached" in lowered or "hit your limit" in lowered
+
+
+def _reset_time(detail: str) -> str | None:
+    """The reset time Claude gives with a usage limit (``…|<epoch seconds>``), as ISO 8601 UTC."""
+    import datetime
+    import re
+
+    found = re.search(r"\|(\d{9,11})\b", detail)
+    if found is None:
+        return None
+    moment = datetime.datetime.fromtimestamp(int(found.group(1)), tz=datetime.UTC)
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def _login_state(settings: Mapping[str, Any]) -> tuple[bool | None, str | None, str | None]:

@@ -17,9 +17,10 @@ concurrent call; each agent() call is one Codex *thread* and one *turn*:
   ``output_schema``; the final message is parsed as JSON and projected back. The engine validates
   the result against the portable schema; a re-ask (``attempt > 1``) continues the same thread
   with the engine's feedback, so the model sees its previous answer.
-- **Events.** ``item/agentMessage/delta`` → ``output.delta``; every other notification (items
-  started and completed, reasoning, plans, command output) → ``progress``, which the engine's stall
-  watchdog counts as a sign of life.
+- **Events.** ``item/agentMessage/delta`` → ``output.delta``; an ``error`` notification Codex will
+  retry after (``willRetry``: "Reconnecting... 2/5", "waiting for network") → ``retry``, which is
+  *not* a sign of life; every other notification (items started and completed, reasoning, plans,
+  command output) → ``progress``, which the engine's stall watchdog counts as a sign of life.
 - **Usage.** The thread's token counters, per turn: input, output (reasoning included, as charged),
   cached input → ``cache_read``.
 - **Session.** The thread id is ``AgentResult.session``; a request with ``session`` resumes that
@@ -74,6 +75,7 @@ from .base import (
     ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
+    ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
@@ -126,7 +128,6 @@ _API_FAILURES: Final = frozenset(
         "internalServerError",
         "serverOverloaded",
         "rateLimitExceeded",
-        "usageLimitExceeded",
         "flexUnavailable",
         "httpConnectionFailed",
         "responseStreamConnectionFailed",
@@ -539,6 +540,15 @@ class CodexProvider:
                     usage_total = _usage(payload.token_usage.total)
                 elif method == "turn/completed":
                     completed = payload.turn
+                elif method == "error" and getattr(payload, "will_retry", False):
+                    # Codex retrying its stream ("Reconnecting... 3/5", "waiting for network"): not
+                    # progress, so a backend that retries forever still meets the stall window.
+                    error = getattr(payload, "error", None)
+                    detail = getattr(error, "additional_details", None)
+                    text = str(getattr(error, "message", "") or "retrying") + (
+                        f" ({detail})" if detail else ""
+                    )
+                    await context.emit(ProviderEvent(kind="retry", text=f"codex: {text}"))
                 else:
                     # Reasoning deltas, plan updates, command output…: proof of life for the
                     # engine's stall watchdog (a long silent think is not a stall).
@@ -583,8 +593,18 @@ class CodexProvider:
             detail = _error_message(error) if error is not None else "the turn ended without completing"
             if kind == "unauthorized" or http == 401:
                 raise ProviderAuthError("codex", detail, login_hint=LOGIN_HINT)
+            if kind == "usageLimitExceeded":
+                # A plan's usage limit or an exhausted quota: the run pauses until it resets.
+                raise ProviderUsageLimitError("codex", detail)
             if kind in _API_FAILURES:
-                return AgentResult(outcome="provider_failed", message=detail, usage=usage, session=thread_id)
+                load = {"rateLimitExceeded": "rate_limit", "serverOverloaded": "overloaded"}.get(kind or "")
+                return AgentResult(
+                    outcome="provider_failed",
+                    message=detail,
+                    usage=usage,
+                    session=thread_id,
+                    failure=load,  # type: ignore[arg-type]
+                )
             raise AgentExecutionError(f"codex: {detail}")
         if status == "interrupted":
             if context.signal.cancelled:

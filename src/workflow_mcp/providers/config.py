@@ -22,6 +22,13 @@ Format (every key optional)::
     approvals = "never"                # never | auto-review
     env = []                           # extra environment names (globs) providers may see
 
+    [limits]                           # per-call defaults of every run here (integers, > 0 except retries)
+    agent_timeout_ms = 600000          # bound each agent call (default: none beyond the stall window)
+    stall_ms = 180000                  # stall window of calls without stallMs (profile default 180 s)
+    rate_limit_retries = 4             # retries of a 429/overloaded answer (0: none)
+    rate_limit_base_ms = 1000          # first backoff, doubled each retry (with jitter) …
+    rate_limit_max_ms = 60000          # … up to this; a Retry-After is honoured instead
+
     [[rules]]                          # first match wins; each given key must hold (globs: * and ?)
     phase = "Review*"
     label = "security-*"
@@ -60,6 +67,8 @@ from .policy import DEFAULT_POLICY, Policy, PolicyError
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "LIMIT_KEYS",
+    "NO_CONFIG",
     "USER_CONFIG_NAME",
     "ProviderConfig",
     "ProviderConfigError",
@@ -71,8 +80,18 @@ __all__ = [
 ]
 
 CONFIG_FILE_NAME: Final = "workflow-mcp.toml"
+NO_CONFIG: Final = "no configuration file"
+"""What :attr:`ProviderConfig.where` says when no configuration file applies."""
 USER_CONFIG_NAME: Final = "config.toml"
-_TOP_KEYS: Final = ("default", "fallback", "policy", "rules", "providers", "estimates")
+_TOP_KEYS: Final = ("default", "fallback", "policy", "limits", "rules", "providers", "estimates")
+LIMIT_KEYS: Final = (
+    "agent_timeout_ms",
+    "stall_ms",
+    "rate_limit_retries",
+    "rate_limit_base_ms",
+    "rate_limit_max_ms",
+)
+"""The keys of ``[limits]``: per-call defaults of the runs the file applies to."""
 _RULE_KEYS: Final = ("phase", "label", "model", "agentType", "provider")
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -119,7 +138,8 @@ class Rule:
 class ProviderConfig:
     """Parsed configuration. ``path`` is the file routing came from (``None``: no file);
     ``settings`` maps a provider name to the settings handed to it; ``models`` to its alias map;
-    ``policy`` is the effective server/user policy; ``estimates`` what a cost preview assumes per call
+    ``policy`` is the effective server/user policy; ``limits`` the ``[limits]`` table (keys of
+    :data:`LIMIT_KEYS`, integer values); ``estimates`` what a cost preview assumes per call
     (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`)."""
 
     path: str | None = None
@@ -129,12 +149,13 @@ class ProviderConfig:
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     models: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     policy: Policy = DEFAULT_POLICY
+    limits: Mapping[str, int] = field(default_factory=dict)
     estimates: Estimates = DEFAULT_ESTIMATES
 
     @property
     def where(self) -> str:
         """The file name for messages (``"no configuration file"`` when there is none)."""
-        return self.path or "no configuration file"
+        return self.path or NO_CONFIG
 
     @property
     def configured(self) -> bool:
@@ -261,6 +282,7 @@ def parse_config(
         settings[name] = body
         models[name] = dict(aliases)
     policy = _policy(data, source, ceiling, narrow=narrow)
+    limits = _limits(data.get("limits", {}), source)
     estimates = (
         parse_estimates(data["estimates"], lambda key, problem: ProviderConfigError(source, key, problem))
         if "estimates" in data
@@ -274,8 +296,27 @@ def parse_config(
         settings=settings,
         models=models,
         policy=policy,
+        limits=limits,
         estimates=estimates,
     )
+
+
+def _limits(raw: Any, source: str) -> dict[str, int]:
+    if not isinstance(raw, Mapping):
+        raise ProviderConfigError(source, "limits", f"must be a table, got {_kind(raw)}")
+    out: dict[str, int] = {}
+    for key, value in raw.items():
+        if key not in LIMIT_KEYS:
+            raise ProviderConfigError(
+                source, f"limits.{key}", f"unknown key; expected one of {', '.join(LIMIT_KEYS)}"
+            )
+        lowest = 0 if key == "rate_limit_retries" else 1
+        if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= 2**40:
+            raise ProviderConfigError(
+                source, f"limits.{key}", f"must be an integer from {lowest} to {2**40}, got {value!r}"
+            )
+        out[key] = value
+    return out
 
 
 #: workflow-mcp limit: configuration files are small; a larger one is refused before parsing.

@@ -478,8 +478,9 @@ def _check_keys(raw: Mapping[Any, Any], allowed: Sequence[str], path: str, where
 
 
 _MAX_DEPTH = 256
-"""The deepest scripted ``result``: the most the engine accepts from any provider (the realm's bound on
-every value, engine/journal.py ``MAX_VALUE_DEPTH``); deeper would fail every call it answers."""
+"""The deepest scripted ``result``: the most the engine accepts from any provider, ``MAX_VALUE_DEPTH``
+of definitions/profile.py (providers sit below definitions, so the number is repeated here and a test
+keeps the two equal); deeper would fail every call it answers."""
 
 
 def _check_json(value: Any, path: str, where: str) -> None:

@@ -26,8 +26,11 @@ one request:
 - **Cancellation.** When ``context.signal`` fires, the request task is cancelled (the HTTP
   connection is closed) and the call ends with :class:`asyncio.CancelledError`.
 - **Outcomes.** HTTP 401/403, or no API key for a remote endpoint →
-  :class:`~.base.ProviderAuthError` (the run should pause for a login); 5xx, 429, timeouts and
-  connection failures after the SDK's own retries (``max_retries``) → ``provider_failed``; any
+  :class:`~.base.ProviderAuthError` (the run should pause for a login); a 429 whose code says the
+  quota or usage is spent (``insufficient_quota``) → :class:`~.base.ProviderUsageLimitError` (the run
+  pauses; a ``Retry-After`` gives the reset time); 5xx, 429, timeouts and connection failures after
+  the SDK's own retries (``max_retries``) → ``provider_failed`` (429 as ``rate_limit`` and 503/529 as
+  ``overloaded`` with their ``Retry-After``, which the engine retries with backoff); any
   other HTTP error (400 bad request, 404 unknown model …) → :class:`~.base.AgentExecutionError`.
 
 Settings (``[providers.openai]``): ``model`` (required: the model the endpoint serves),
@@ -52,7 +55,7 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Coroutine, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import urlparse
 
 from ._probe import dist_version
@@ -64,6 +67,7 @@ from .base import (
     ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
+    ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
@@ -257,7 +261,13 @@ class OpenAIProvider:
             reply = await self._cancellable(self._send(client, request, messages, strict, previous), context)
             usage = _add(usage, reply.usage)
             if reply.failed is not None:
-                return AgentResult(outcome="provider_failed", message=reply.failed, usage=usage)
+                return AgentResult(
+                    outcome="provider_failed",
+                    message=reply.failed,
+                    usage=usage,
+                    failure=reply.load,
+                    retry_after_s=reply.retry_after_s,
+                )
             messages.append({"role": "assistant", "content": reply.text or reply.refusal or ""})
             self._remember(key, messages, request)
             session = reply.response_id
@@ -410,8 +420,19 @@ class OpenAIProvider:
             return _responses_reply(await client.responses.create(**params))
         except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
             raise ProviderAuthError(self.backend, _detail(exc), login_hint=f"set {self.api_key_env}") from exc
-        except (sdk.APIConnectionError, sdk.RateLimitError, sdk.InternalServerError) as exc:
-            return _Reply(failed=f"{self.backend}: {_detail(exc)}")
+        except sdk.RateLimitError as exc:
+            wait = _retry_after(exc)
+            if _error_code(exc) in _QUOTA_CODES:
+                # The key's quota or the plan's usage is spent: the run pauses until it resets.
+                resets = _utc_after(wait) if wait is not None else None
+                raise ProviderUsageLimitError(self.backend, _detail(exc), resets_at=resets) from exc
+            return _Reply(failed=f"{self.backend}: {_detail(exc)}", load="rate_limit", retry_after_s=wait)
+        except (sdk.APIConnectionError, sdk.InternalServerError) as exc:
+            status = int(getattr(exc, "status_code", 0) or 0)
+            load: Literal["overloaded"] | None = "overloaded" if status in (503, 529) else None
+            return _Reply(
+                failed=f"{self.backend}: {_detail(exc)}", load=load, retry_after_s=_retry_after(exc)
+            )
         except sdk.APIStatusError as exc:
             if int(getattr(exc, "status_code", 0)) >= 500:
                 return _Reply(failed=f"{self.backend}: {_detail(exc)}")
@@ -432,12 +453,16 @@ class _Reply:
         usage: TokenUsage | None = None,
         response_id: str | None = None,
         failed: str | None = None,
+        load: Literal["rate_limit", "overloaded"] | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         self.text = text
         self.refusal = refusal
         self.usage = usage or TokenUsage()
         self.response_id = response_id
         self.failed = failed
+        self.load = load
+        self.retry_after_s = retry_after_s
 
 
 def _chat_reply(response: Any) -> _Reply:
@@ -502,6 +527,47 @@ def _detail(exc: Any) -> str:
     status = getattr(exc, "status_code", None)
     text = str(getattr(exc, "message", None) or exc)
     return f"HTTP {status}: {text}" if status and str(status) not in text else text
+
+
+_QUOTA_CODES: Final = frozenset({"insufficient_quota", "usage_limit_reached", "billing_hard_limit_reached"})
+"""OpenAI error codes of a 429 that waiting a moment does not cure: a usage limit (the run pauses)."""
+
+
+def _error_code(exc: Any) -> str | None:
+    body = getattr(exc, "body", None)
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    code = inner.get("code") if isinstance(inner, Mapping) else getattr(exc, "code", None)
+    return code if isinstance(code, str) else None
+
+
+def _retry_after(exc: Any) -> float | None:
+    """Seconds the answer asked to wait: ``retry-after-ms``, else ``retry-after`` (seconds or an
+    HTTP date), as the OpenAI and Anthropic APIs send them; ``None`` when it did not say."""
+    import email.utils
+    import time
+
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        if headers.get("retry-after-ms") is not None:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, float(raw))
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(raw).timestamp()
+        return max(0.0, when - time.time())
+    return None
+
+
+def _utc_after(seconds: float) -> str:
+    import datetime
+
+    moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)
+    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _add(a: TokenUsage, b: TokenUsage) -> TokenUsage:

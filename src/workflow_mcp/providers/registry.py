@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from ..errors import InvalidInputError
-from .base import AgentExecutionError, AgentProvider, ProviderCapabilities
+from .base import AgentProvider, ProviderCapabilities, ProviderSetupError
 from .policy import DEFAULT_POLICY, Policy
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "FakeFactory",
     "ProviderFactory",
     "ProviderInfo",
+    "ProviderNotLoggedInError",
     "ProviderStartError",
     "ProviderUnavailableError",
     "UnknownProviderError",
@@ -75,7 +76,21 @@ class ProviderUnavailableError(InvalidInputError):
         super().__init__(f"{prefix}provider {name!r} is not available: {reason}{fix}")
 
 
-class ProviderStartError(AgentExecutionError):
+class ProviderNotLoggedInError(InvalidInputError):
+    """Raised before a run starts when provider ``name`` reports itself logged out (no credentials
+    its probe can see); the message says how to log in. Nothing was started or recorded."""
+
+    def __init__(self, name: str, problem: str | None, *, where: str = "") -> None:
+        self.name = name
+        prefix = f"{where}: " if where else ""
+        fix = (problem or "log in first").removeprefix("installed but not logged in: ")
+        super().__init__(
+            f"{prefix}provider {name!r} is not logged in: {fix}; nothing was started "
+            "(`workflow-mcp providers` shows what each provider sees)"
+        )
+
+
+class ProviderStartError(ProviderSetupError):
     """Raised by a provider *during a call* when its program cannot start (binary gone, SDK
     broken, app-server refusing to initialise). Routing falls back on it; without a fallback the
     agent() call rejects with this message (an execution error)."""

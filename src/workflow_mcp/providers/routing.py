@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -41,11 +41,20 @@ from .base import (
     AgentResult,
     ProviderCapabilities,
     ProviderEvent,
+    ProviderSetupError,
 )
-from .config import ProviderConfig, ProviderConfigError, load_config
+from .config import (
+    CONFIG_FILE_NAME,
+    NO_CONFIG,
+    ProviderConfig,
+    ProviderConfigError,
+    load_config,
+    user_config_path,
+)
 from .policy import Policy
 from .registry import (
     ProviderInfo,
+    ProviderNotLoggedInError,
     ProviderStartError,
     ProviderUnavailableError,
     UnknownProviderError,
@@ -70,22 +79,29 @@ AUTO_PICK_ORDER: Final = ("codex", "claude", "acp")
 """Without configuration, the first ready provider of these is used (issue 4)."""
 
 
-class CapabilityError(AgentExecutionError):
+class CapabilityError(ProviderSetupError):
     """Raised (the agent() call rejects) when the routed provider cannot honour the call, e.g. a
     schema call to a provider without structured output. Raised before the provider is called."""
 
 
-class ModelAliasError(AgentExecutionError):
+class ModelAliasError(ProviderSetupError):
     """Raised when a call names a Claude model alias and the routed provider has no mapping for it.
     The message names the configuration file and the key to add."""
 
     def __init__(self, alias: str, provider: str, where: str) -> None:
         self.alias = alias
         self.provider = provider
+        self.where = where
+        if where == NO_CONFIG:
+            place = (
+                f"there is no configuration file: create {CONFIG_FILE_NAME} (or {user_config_path()}) with "
+                f"[providers.{provider}.models]"
+            )
+        else:
+            place = f"map it in {where} under [providers.{provider}.models]"
         super().__init__(
             f"model {alias!r} is a Claude model alias and provider {provider!r} does not run Claude models; "
-            f"it is never guessed: map it in {where} under [providers.{provider}.models], "
-            f'e.g. {alias} = "<a {provider} model>"'
+            f'it is never guessed: {place}, e.g. {alias} = "<a {provider} model>"'
         )
 
 
@@ -207,6 +223,36 @@ class RoutingProvider:
             raise CapabilityError(f"no provider could take this call ({failure})")
         return last
 
+    def refusal(self, request: AgentRequest, unknown: Collection[str] = ()) -> AgentExecutionError | None:
+        """The error :meth:`execute` would certainly raise for ``request`` before calling any provider
+        (:class:`CapabilityError`, :class:`ModelAliasError`), or ``None`` when the call would pass or
+        its route is not certain. ``unknown`` names the request fields (``phase``, ``label``,
+        ``model``, ``agent_type``) whose value is only known at run time: a rule that looks at one of
+        them (before a rule that certainly matches) leaves the route open. Starts nothing."""
+        if self.forced is None:
+            for rule in self.config.rules:
+                looks = {
+                    "phase": rule.phase,
+                    "label": rule.label,
+                    "model": rule.model,
+                    "agent_type": rule.agent_type,
+                }
+                if any(glob is not None and field in unknown for field, glob in looks.items()):
+                    return None
+                if rule.matches(
+                    phase=request.phase,
+                    label=request.label,
+                    model=request.model,
+                    agent_type=request.agent_type,
+                ):
+                    break
+        name, key = self.choose(request)
+        try:
+            self._check(name, key, request)
+        except (CapabilityError, ModelAliasError) as exc:
+            return exc
+        return None
+
     def _check(self, name: str, key: str, request: AgentRequest) -> None:
         route = self._routes[name]
         if request.schema is not None and not route.provider.capabilities.structured_output:
@@ -290,6 +336,13 @@ def build_router(
                 name,
                 info.availability.problem or "not installed",
                 install=info.availability.install,
+                where="--provider" if key == "--provider" else f"{where}: {key}",
+            )
+        if info.availability.logged_in is False:
+            # Refused before any agent runs: a logged-out provider could only fail or pause every call.
+            raise ProviderNotLoggedInError(
+                name,
+                info.availability.problem,
                 where="--provider" if key == "--provider" else f"{where}: {key}",
             )
         built = get_provider(name, settings, policy=effective, source=where)

@@ -17,7 +17,7 @@ Worker → host:
 
 Host → worker:
     start     {body, filename, args?, budgetTotal, spent, syncTimeoutMs, maxFanoutItems, profile,
-               cacheKeyOptions, flatCacheChain, logLine, logLimit}
+               cacheKeyOptions, flatCacheChain, logLine, logLimit, maxValueDepth}
     result    {id, r: {ok, value? | error: {name, message, code?}, spent?}}
     child     {id, name, phase, body, filename, args?, spent}    a resolved nested workflow
     budget    {total, spent}

@@ -83,8 +83,9 @@ const cell = () => chainStore.getStore() || rootCell
 const forks = new Map()
 let nextFork = 0
 
-// Values crossing to the host are bounded in depth (the host's JSON parser is recursive).
-const MAX_DEPTH = 256
+// Values crossing to the host are bounded in depth (the host's JSON parser is recursive): the start
+// message's maxValueDepth (definitions/profile.py MAX_VALUE_DEPTH), 256 until it arrives.
+let MAX_DEPTH = 256
 function depthOf(v, d) {
   if (d > MAX_DEPTH || v === null || typeof v !== 'object') return d
   let max = d
@@ -411,7 +412,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   const parallel = makeParallel(null)
   const pipeline = makePipeline(null)
 
-  const LIMITS = { maxFanoutItems: 4096, profile: '' }
+  const LIMITS = { maxFanoutItems: 4096, profile: '', maxValueDepth: 256 }
   const top = makeApi(null)
   const globals = {
     agent: top.agent, parallel, pipeline, workflow: top.workflow, phase: top.phase, log: top.log,
@@ -424,7 +425,6 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   function finalClone(value) {
     const stack = new SetCtor()
     function walk(v, top, depth) {
-      if (depth > 256) throw new RangeErrorCtor('the final value is nested deeper than 256 levels; flatten it')
       if (v !== null && typeof v === 'object' && typeof v.toJSON === 'function') v = v.toJSON()
       if (typeof v === 'function') {
         if (top) throw new TypeErrorCtor('the workflow returned a function; a final value must be JSON-serializable')
@@ -434,6 +434,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       if (typeof v === 'symbol' || v === undefined) return undefined
       if (typeof v === 'number') return Number.isFinite(v) ? v : null
       if (v === null || typeof v !== 'object') return v
+      // depth counts the containers around v: at most maxValueDepth containers in all, as for args
+      if (depth >= LIMITS.maxValueDepth) {
+        throw new RangeErrorCtor('the final value is nested deeper than ' + LIMITS.maxValueDepth + ' levels; flatten it')
+      }
       if (apply(setHas, stack, [v])) throw new TypeErrorCtor('the workflow returned a cyclic structure (circular reference); a final value must be JSON-serializable')
       apply(setAdd, stack, [v])
       let r
@@ -467,7 +471,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     // Claude Code 2.1.209 (measured): import() rejects with an Error reading exactly this.
     importError() { return new ErrorCtor('import() is not available in workflow scripts.') },
     idle() { return apply(mapSize, pending, []) === 0 },
-    setLimits(maxFanoutItems, profile) { LIMITS.maxFanoutItems = maxFanoutItems; LIMITS.profile = profile },
+    setLimits(maxFanoutItems, profile, maxValueDepth) {
+      LIMITS.maxFanoutItems = maxFanoutItems; LIMITS.profile = profile; LIMITS.maxValueDepth = maxValueDepth
+    },
     setArgs(text) {
       ObjectDefineProperty(G, 'args', { value: text === null ? undefined : JSONparse(text), writable: true, configurable: true })
     },
@@ -747,7 +753,8 @@ function start(msg) {
     return
   }
   api = new vm.Script(PRELUDE, { filename: 'workflow-mcp:prelude' }).runInContext(ctx)(onPost, onFork, onRunSlot, onJoin)
-  api.setLimits(msg.maxFanoutItems || 4096, profileName)
+  MAX_DEPTH = msg.maxValueDepth || 256
+  api.setLimits(msg.maxFanoutItems || 4096, profileName, MAX_DEPTH)
   api.setBudget(msg.budgetTotal === undefined ? null : msg.budgetTotal, msg.spent || 0)
   api.setArgs(msg.args === undefined ? null : msg.args)
   guarded(() => api.finish(api.start(main)))

@@ -1,7 +1,8 @@
 """workflow-mcp over the Model Context Protocol.
 
     create_server(service, policy=, trust=, principal=, scope=)   the MCP server (tools, resources, prompt)
-    run_server(service, http=, host=, port=, trust_dirs=, state_dir=, policy=, limits=)   `workflow-mcp serve`
+    run_server(service, http=, host=, port=, trust_dirs=, state_dir=, policy=, limits=, allowed_hosts=)
+                                                         `workflow-mcp serve`
     ServerPolicy, SourceTrust, Principal, FileScope        limits, source approval, the caller, reachable files
 
 Stdio (the default) carries only JSON-RPC on stdout; diagnostics go to stderr. Streamable HTTP binds
@@ -19,6 +20,7 @@ import gc
 import os
 import signal
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import WorkflowMcpError
@@ -79,24 +81,38 @@ def run_server(
     state_dir: str,
     policy: ServerPolicy | None = None,
     limits: HttpLimits | None = None,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> int:
     """Run the server in this process until it stops; returns the exit status (0, or 2 for bad input).
 
     ``state_dir`` (``$WORKFLOW_MCP_HOME``) holds the source approvals and the generated HTTP token; no
     tool reaches it. The project roots are the ``trust_dirs`` and the service's directory; over HTTP
-    every path resolves only inside them. ``limits`` bound the HTTP server (:class:`~.http.HttpLimits`).
+    every path resolves only inside them. ``limits`` bound the HTTP server (:class:`~.http.HttpLimits`);
+    over HTTP, ``policy.max_client_runs`` defaults to an equal share of ``policy.max_runs`` among the
+    configured tokens;
+    ``allowed_hosts`` are the ``Host`` names it answers besides its own (``--allowed-host``).
     """
     try:
         trust = SourceTrust(trusted_dirs=trust_dirs, approvals_path=os.path.join(state_dir, APPROVALS_FILE))
+        trust.load()  # now, so a damaged approvals file is reported at start (on stderr), not mid-request
         scope = FileScope.of(cwd=service.cwd, trust_dirs=trust_dirs, state_dir=state_dir, confined=http)
         service.recover()
         if http:
+            from ._shares import fair_share
             from .http import load_tokens, serve_http
 
             tokens = load_tokens(state_dir)
+            policy = policy or ServerPolicy()
+            if policy.max_client_runs is None and policy.max_runs is not None:
+                # Each token's equal share of the runs, so no client can hold every slot.
+                policy = replace(policy, max_client_runs=fair_share(policy.max_runs, len(tokens.owners)))
             server = create_server(service, policy=policy, trust=trust, principal=None, scope=scope)
             _freeze_startup_heap()
-            asyncio.run(serve_http(server, host=host, port=port, tokens=tokens, limits=limits))
+            asyncio.run(
+                serve_http(
+                    server, host=host, port=port, tokens=tokens, limits=limits, allowed_hosts=allowed_hosts
+                )
+            )
         else:
             server = create_server(service, policy=policy, trust=trust, principal=LOCAL, scope=scope)
             where = getattr(service.store, "path", "memory")

@@ -23,7 +23,7 @@ What a diagnostic may quote of a file is decided by :mod:`workflow_mcp.definitio
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import (
     InvalidInputError,
@@ -124,16 +124,22 @@ class FileScope:
 class ChildGate:
     """The :class:`~workflow_mcp.service.ChildCheck` of runs started through MCP: a nested child must be
     reachable in the server's :class:`FileScope` and approved by the same :class:`SourceTrust` as any
-    workflow (a ``--trust`` directory holding its real path, or its approved SHA-256)."""
+    workflow (a ``--trust`` directory holding its real path, or its SHA-256 approved by the run's owner)."""
 
     scope: FileScope
     trust: SourceTrust
+    owner: str | None = None
+    """The owner of the run whose children this gate judges: only that principal's approvals count."""
+
+    def of(self, owner: str | None) -> ChildGate:
+        """This gate for the runs of ``owner``."""
+        return replace(self, owner=owner)
 
     def readable(self, path: str) -> None:
         self.scope.check(path)
 
     def runnable(self, name: str, path: str, source_hash: str) -> None:
-        if not self.trust.allows(source_hash, path):
+        if not self.trust.allows(source_hash, path, self.owner):
             raise SourceNotApprovedError(name, path, source_hash, nested=True)
 
     def not_found(self, error: WorkflowNotFoundError) -> WorkflowMcpError:

@@ -57,14 +57,20 @@ def dump(model: BaseModel) -> dict[str, Any]:
 class WorkflowSummary(_Model):
     name: str
     description: str
-    source: Literal["personal", "project"] = Field(description="Where discovery found it.")
+    source: Literal["personal", "project", "plugin"] = Field(description="Where discovery found it.")
     path: str
     tags: list[str] = Field(description="Sidecar library tags (none until the workflow library exists).")
+    plugin: str | None = Field(
+        default=None, description="For a plugin's workflow: the plugin's <plugin>@<marketplace> id."
+    )
+    plugin_version: str | None = Field(default=None, description="For a plugin's workflow: its version.")
 
 
 class DiagnosticOut(_Model):
     path: str
-    kind: str = Field(description="near-miss, invalid, shadowed or unreadable.")
+    kind: str = Field(
+        description="near-miss, invalid, shadowed, unreadable, plugin-disabled or plugin-broken."
+    )
     message: str
 
 
@@ -94,7 +100,7 @@ class AgentTypeOut(_Model):
     line: int | None = None
     column: int | None = None
     resolves: bool = Field(description="Whether it names a built-in or an agent definition visible from cwd.")
-    source: Literal["built-in", "project", "personal"] | None = None
+    source: Literal["built-in", "project", "personal", "plugin"] | None = None
     path: str | None = Field(default=None, description="The .claude/agents/*.md file that defines it.")
     definition_line: int | None = Field(default=None, description="Line of the definition's `name:`.")
 
@@ -139,7 +145,7 @@ class WorkflowDescription(_Model):
     meta: dict[str, Any] = Field(
         description="Normalized meta: name, description, title?, whenToUse?, phases?."
     )
-    origin: Literal["personal", "project", "file", "inline"]
+    origin: Literal["personal", "project", "plugin", "file", "inline"]
     path: str | None
     source_hash: str
     profile: str
@@ -336,7 +342,13 @@ class CancelOutcome(_Model):
 class ProviderOut(_Model):
     name: str
     description: str
-    available: bool
+    available: bool = Field(description="Installed and usable here (its SDK or program was found).")
+    ready: bool = Field(
+        default=False, description="Available and not known to be logged out: a run on it can start."
+    )
+    logged_in: bool | None = Field(
+        default=None, description="Whether it looks logged in (null: cannot be told, or not applicable)."
+    )
 
 
 class ProvidersList(_Model):

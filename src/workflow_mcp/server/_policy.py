@@ -11,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,17 +70,44 @@ class ServerPolicy:
     #: workflow_plan) and asks the user (form elicitation) before starting one that makes more than N
     #: agent calls; a client that cannot ask passes ``confirmAgentCalls``. ``None``: never asks.
     confirm_above: int | None = None
+    #: Runs one scoped client (an HTTP bearer token) runs at once (``--max-client-runs N``), so one
+    #: client cannot take every ``max_runs`` slot; the local user (stdio) has no share of its own.
+    #: ``None``: no per-client cap (``run_server`` gives HTTP servers an equal share of ``max_runs``
+    #: among the configured tokens unless told otherwise).
+    max_client_runs: int | None = None
+
+
+APPROVALS_VERSION = 2
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+_V2_ENTRY = re.compile(r"\{[^{}]*\}")
+_V1_ENTRY = re.compile(r'"([0-9a-f]{64})"\s*:\s*(\{[^{}]*\})')
 
 
 @dataclass
 class SourceTrust:
-    """Which workflow sources may run: files under ``trusted_dirs``, and source hashes approved before
-    (kept in ``approvals_path``, a JSON file written with 0600 permissions; ``None`` keeps approvals in
-    memory only)."""
+    """Which workflow sources may run: files under ``trusted_dirs`` (for everyone), and source hashes a
+    principal approved before — for that principal only (``by``: its ``owner``; ``None`` is the local
+    user), so one HTTP client's approval never lets another client run anything.
+
+    Approvals are kept in ``approvals_path`` (``None``: in memory only), a JSON file written atomically
+    with 0600 permissions::
+
+        {"version": 2, "approvals": [{"sourceHash": "<sha256>", "by": "http:alice" | null,
+                                      "name": "...", "path": "..." | null, "approvedAt": "..."}]}
+
+    (version 1, ``{"approved": {"<sha256>": {"name", "path", "by", "approvedAt"}}}``, is read too: each
+    entry stays with the principal that approved it). Each approval is re-read and merged under a lock
+    before the file is written, so two servers sharing it lose nothing of each other's. A damaged file
+    (not JSON, or entries that are not approvals) is copied beside itself as
+    ``approvals.json.damaged-<UTC time>`` (0600) before anything is written; every approval still legible
+    in it is kept, and a warning on stderr (also in :attr:`problems`) names the copy and says how many
+    entries could not be read.
+    """
 
     trusted_dirs: tuple[str, ...] = ()
     approvals_path: str | None = None
-    _approved: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    problems: list[str] = field(default_factory=list, repr=False)
+    _approved: dict[tuple[str | None, str], dict[str, Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _loaded: bool = field(default=False, repr=False)
 
@@ -99,39 +129,179 @@ class SourceTrust:
                 return d
         return None
 
-    def is_approved(self, source_hash: str) -> bool:
-        self._load()
+    def is_approved(self, source_hash: str, by: str | None) -> bool:
+        """Whether the principal whose owner is ``by`` approved ``source_hash``."""
+        self.load()
         with self._lock:
-            return source_hash in self._approved
+            return (by, source_hash) in self._approved
 
-    def allows(self, source_hash: str, path: str | None) -> bool:
-        """Whether this exact source may run without asking."""
-        return self.trusted_dir_of(path) is not None or self.is_approved(source_hash)
+    def allows(self, source_hash: str, path: str | None, by: str | None) -> bool:
+        """Whether this exact source may run without asking the principal whose owner is ``by``."""
+        return self.trusted_dir_of(path) is not None or self.is_approved(source_hash, by)
 
     def approve(self, source_hash: str, *, name: str, path: str | None, by: str | None) -> None:
-        """Record that the user approved ``source_hash`` (persisted when ``approvals_path`` is set)."""
-        self._load()
+        """Record that the principal whose owner is ``by`` approved ``source_hash`` (persisted when
+        ``approvals_path`` is set, merged with what other processes wrote meanwhile)."""
+        self.load()
+        entry = {"sourceHash": source_hash, "by": by, "name": name, "path": path, "approvedAt": utc_now()}
         with self._lock:
-            self._approved[source_hash] = {"name": name, "path": path, "by": by, "approvedAt": utc_now()}
-            if self.approvals_path is not None:
-                _write_private(self.approvals_path, json.dumps({"approved": self._approved}, indent=2))
+            self._approved[(by, source_hash)] = entry
+            if self.approvals_path is None:
+                return
+            with _file_lock(self.approvals_path + ".lock"):
+                on_disk = self._read(announce=True)
+                self._approved = {**on_disk, **self._approved}
+                body = {"version": APPROVALS_VERSION, "approvals": list(self._approved.values())}
+                _write_private(self.approvals_path, json.dumps(body, indent=2, ensure_ascii=False))
 
-    def _load(self) -> None:
+    def load(self) -> list[str]:
+        """Read the approvals file once (later calls do nothing); returns the warnings it gave (see the
+        class docstring for a damaged file).
+
+        Raises:
+            InvalidInputError: the file exists but cannot be read (e.g. its permissions), or its damaged
+                content cannot be copied aside; the message names the file and what to do.
+        """
         with self._lock:
             if self._loaded:
-                return
+                return list(self.problems)
             self._loaded = True
-            if self.approvals_path is None or not os.path.exists(self.approvals_path):
-                return
-            try:
-                data = json.loads(Path(self.approvals_path).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise InvalidInputError(
-                    f"the source approvals file {self.approvals_path} is unreadable ({exc}); move it aside"
-                ) from exc
-            approved = data.get("approved") if isinstance(data, dict) else None
-            if isinstance(approved, dict):
-                self._approved.update({k: v for k, v in approved.items() if isinstance(v, dict)})
+            if self.approvals_path is not None:
+                self._approved.update(self._read(announce=True))
+            return list(self.problems)
+
+    def _read(self, *, announce: bool) -> dict[tuple[str | None, str], dict[str, Any]]:
+        """The approvals on disk (``{}`` when there is no file). A damaged file is copied aside and
+        what is legible in it returned."""
+        assert self.approvals_path is not None
+        path = self.approvals_path
+        try:
+            raw = Path(path).read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise InvalidInputError(
+                f"the source approvals file {path} cannot be read ({exc.strerror}); fix its permissions "
+                "(it should be yours, mode 600) and start again"
+            ) from exc
+        text = raw.decode("utf-8", "replace")
+        entries, damage = _parse_approvals(text)
+        if damage is None:
+            return entries
+        backup = _back_up(path, raw)
+        problem = (
+            f"the source approvals file {path} is damaged ({damage}); a copy of it is at {backup}. "
+            f"{len(entries)} approval(s) could still be read and are kept"
+            + (
+                "; anything else in the copy must be approved again (or restored from the copy)"
+                if entries or text.strip()
+                else ""
+            )
+        )
+        self.problems.append(problem)
+        if announce:
+            with contextlib.suppress(OSError, ValueError):
+                print(f"workflow-mcp: warning: {problem}", file=sys.stderr, flush=True)
+        body = {"version": APPROVALS_VERSION, "approvals": list(entries.values())}
+        _write_private(path, json.dumps(body, indent=2, ensure_ascii=False))
+        return entries
+
+
+def _entry(value: Any, source_hash: str | None = None) -> dict[str, Any] | None:
+    """A normalized approval from a parsed JSON value, or ``None`` when it is not one."""
+    if not isinstance(value, dict):
+        return None
+    digest = source_hash if source_hash is not None else value.get("sourceHash")
+    by, name, path = value.get("by"), value.get("name"), value.get("path")
+    if (
+        not isinstance(digest, str)
+        or not _HASH.match(digest)
+        or not (by is None or isinstance(by, str))
+        or not isinstance(name, str)
+        or not (path is None or isinstance(path, str))
+    ):
+        return None
+    at = value.get("approvedAt")
+    return {
+        "sourceHash": digest,
+        "by": by,
+        "name": name,
+        "path": path,
+        "approvedAt": at if isinstance(at, str) else "",
+    }
+
+
+def _parse_approvals(text: str) -> tuple[dict[tuple[str | None, str], dict[str, Any]], str | None]:
+    """``(approvals, damage)``: what ``text`` approves, and ``None`` or why it is damaged (then the
+    approvals are those still legible: every flat JSON object in it that is one)."""
+    found: dict[tuple[str | None, str], dict[str, Any]] = {}
+
+    def keep(entry: dict[str, Any] | None) -> bool:
+        if entry is None:
+            return False
+        found[(entry["by"], entry["sourceHash"])] = entry
+        return True
+
+    try:
+        data = json.loads(text) if text.strip() else None
+    except ValueError as exc:
+        for match in _V1_ENTRY.finditer(text):
+            with contextlib.suppress(ValueError):
+                keep(_entry(json.loads(match.group(2)), match.group(1)))
+        for match in _V2_ENTRY.finditer(text):
+            with contextlib.suppress(ValueError):
+                keep(_entry(json.loads(match.group(0))))
+        return found, f"not JSON: {exc}"
+    if data is None:
+        return found, "empty"
+    if isinstance(data, dict) and isinstance(data.get("approvals"), list):
+        bad = sum(not keep(_entry(v)) for v in data["approvals"])
+    elif isinstance(data, dict) and isinstance(data.get("approved"), dict):
+        bad = sum(not keep(_entry(v, k if isinstance(k, str) else None)) for k, v in data["approved"].items())
+    else:
+        return found, 'not an approvals file: expected {"version": 2, "approvals": [...]}'
+    return found, (f"{bad} entr{'y is' if bad == 1 else 'ies are'} not approvals" if bad else None)
+
+
+def _back_up(path: str, raw: bytes) -> str:
+    """Copy ``raw`` (the damaged content of ``path``) beside it, 0600; returns the copy's path.
+
+    Raises:
+        InvalidInputError: the copy cannot be written (then nothing is changed).
+    """
+    stamp = utc_now().replace(":", "").replace("-", "")
+    backup = f"{path}.damaged-{stamp}"
+    try:
+        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        backup = f"{backup}-{os.getpid()}-{threading.get_ident()}"
+        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"the source approvals file {path} is damaged and cannot be copied aside ({exc.strerror}); "
+            "move it aside yourself and start again"
+        ) from exc
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(raw)
+    return backup
+
+
+@contextlib.contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    """An exclusive lock between processes (``flock`` on ``path``, created 0600); nothing where the
+    platform has no ``fcntl``."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _write_private(path: str, text: str) -> None:

@@ -11,7 +11,9 @@ repeats or words); two entries with one name, or one token given twice, are refu
 merge two clients into one.
 
 What one client may hold is bounded (:class:`HttpLimits`, uvicorn's settings plus a request deadline
-uvicorn lacks): connections and in-flight requests beyond ``max_connections`` get 503; a connection that
+uvicorn lacks, and each token's fair share of open requests and sessions kept by
+:class:`~workflow_mcp.server._shares.ClientLedger`, 429 beyond it): connections and in-flight requests
+beyond ``max_connections`` get 503; a connection that
 has not sent a complete request (head and body) within ``header_timeout_s`` (idle, or trickling bytes)
 is closed; idle keep-alive connections close after ``keep_alive_s``. The soft limit on
 file descriptors is raised to the hard limit at start, and running out of them (``EMFILE``) only pauses
@@ -19,9 +21,10 @@ accepting for a second: no per-connection error ends the process.
 
 Every request is checked in this order, before the MCP layer sees it:
 
-1. ``Host`` must name the bound address (or a loopback name) and port → else 403 ``forbidden_host``
-   (DNS-rebinding protection);
-2. ``Origin``, when present, must be ``http://`` + one of those → else 403 ``forbidden_origin``;
+1. ``Host`` must be one the server answers (:class:`~workflow_mcp.server._hosts.HostRules`: loopback
+   names, the bound address, for a wildcard bind the connection's address and the machine's name, and
+   ``--allowed-host`` entries) → else 403 ``forbidden_host`` (DNS-rebinding protection);
+2. ``Origin``, when present, must be ``http(s)://`` + one of those → else 403 ``forbidden_origin``;
 3. ``Authorization: Bearer <token>`` must carry a known token → else 401 with ``WWW-Authenticate``.
 """
 
@@ -44,20 +47,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidInputError
+from ._hosts import HostRules
 from ._policy import Principal, _write_private
+from ._shares import ClientLedger, Shares, fair_share
 from ._tokens import token_problem
 from .mcp import PRINCIPAL_SCOPE_KEY, WorkflowMcpServer
 
 __all__ = ["HttpGuard", "HttpLimits", "TokenSet", "load_tokens", "raise_fd_limit", "serve_http"]
 
+DEFAULT_MAX_SESSIONS = 256
+"""Handshake-era Streamable HTTP sessions one server holds unless told otherwise (``--max-sessions``)."""
+DEFAULT_SESSION_IDLE_S = 1800.0
+"""Seconds a session may go without a request in flight before it is closed (the SDK's own default)."""
+
 TOKEN_ENV = "WORKFLOW_MCP_TOKEN"
 TOKEN_FILE = "http-token"
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 @dataclass(frozen=True)
@@ -136,23 +150,25 @@ def _parse(entries: list[tuple[str, str]], source: str) -> dict[str, str]:
     return owners
 
 
-def _host_names(host: str) -> list[str]:
-    names = list(_LOOPBACK)
-    bound = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    if bound not in names and bound not in ("0.0.0.0", "[::]"):
-        names.append(bound)
-    return names
-
-
 class HttpGuard:
     """ASGI middleware in front of the MCP app: Host, Origin and bearer-token checks (module docstring)."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenSet, *, host: str, port: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        tokens: TokenSet,
+        *,
+        host: str,
+        port: int,
+        allowed_hosts: tuple[str, ...] = (),
+        ledger: ClientLedger | None = None,
+    ) -> None:
         self.app = app
         self.tokens = tokens
-        names = _host_names(host)
-        self.allowed_hosts = frozenset(f"{n}:{port}" for n in names)
-        self.allowed_origins = frozenset(f"http://{n}:{port}" for n in names)
+        self.ledger = ledger
+        self.hosts = HostRules.of(host, port, allowed_hosts)
+        if self.hosts.any_host and not tokens.owners:  # '*' is safe only because every request needs a token
+            raise InvalidInputError("--allowed-host '*' needs bearer tokens, and none are configured")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -160,16 +176,19 @@ class HttpGuard:
             return
         headers = Headers(scope=scope)
         host = headers.get("host")
-        if host not in self.allowed_hosts:
+        server = scope.get("server")
+        local = str(server[0]) if isinstance(server, tuple | list) and server else None
+        if not self.hosts.answers(host, local):
             await _refuse(
                 send,
                 403,
                 "forbidden_host",
-                f"Host {host!r} is not served here; connect to http://{sorted(self.allowed_hosts)[0]}/mcp",
+                f"Host {host!r} is not served here; connect to http://{self.hosts.example()}/mcp, or have the "
+                "server's operator add the name with `workflow-mcp serve --allowed-host NAME`",
             )
             return
         origin = headers.get("origin")
-        if origin is not None and origin not in self.allowed_origins:
+        if origin is not None and not self.hosts.origin_allowed(origin, host, local):
             await _refuse(send, 403, "forbidden_origin", f"Origin {origin!r} may not call this server")
             return
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
@@ -194,7 +213,71 @@ class HttpGuard:
             return
         state = scope.setdefault("state", {})
         state[PRINCIPAL_SCOPE_KEY] = principal
-        await self.app(scope, receive, send)
+        owner = principal.owner or ""
+        # The SDK binds each session to the credential that opened it (another token naming the
+        # session gets 404): tell it who this is, by principal, never by token.
+        scope["user"] = AuthenticatedUser(AccessToken(token=owner, client_id=owner, scopes=[]))
+        if self.ledger is None:
+            await self.app(scope, receive, send)
+            return
+        refusal = self.ledger.enter(owner)
+        if refusal is not None:
+            await _refuse(send, refusal.status, refusal.error, refusal.message)
+            return
+        try:
+            await self._in_session(scope, receive, send, headers, owner, self.ledger)
+        finally:
+            self.ledger.leave(owner)
+
+    async def _in_session(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers, owner: str, ledger: ClientLedger
+    ) -> None:
+        """Serve one authenticated request, keeping the ledger's count of ``owner``'s sessions."""
+        session_id = headers.get(MCP_SESSION_ID_HEADER)
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        status: int | None = None
+        if session_id is None:
+            # Only a handshake-era POST (no version header, or a pre-2026-07-28 one) can open a session.
+            if scope.get("method") != "POST" or (
+                version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+            ):
+                await self.app(scope, receive, send)
+                return
+            refusal = ledger.open_session(owner)
+            if refusal is not None:
+                await _refuse(send, refusal.status, refusal.error, refusal.message)
+                return
+            reserved = True
+
+            async def watch_opening(message: Message) -> None:
+                nonlocal reserved
+                if message["type"] == "http.response.start" and reserved:
+                    reserved = False
+                    named = dict(message.get("headers") or []).get(MCP_SESSION_ID_HEADER.encode())
+                    ok = message["status"] < 400 and named is not None
+                    ledger.opened(owner, named.decode("latin-1") if ok and named is not None else None)
+                await send(message)
+
+            try:
+                await self.app(scope, receive, watch_opening)
+            finally:
+                if reserved:
+                    ledger.opened(owner, None)
+            return
+        if not ledger.session_request(owner, session_id):
+            await self.app(scope, receive, send)  # not this client's session: the SDK answers 404
+            return
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            ledger.session_response(session_id, status=status, deleted=scope.get("method") == "DELETE")
 
 
 async def _refuse(send: Send, status: int, error: str, message: str, *, challenge: str | None = None) -> None:
@@ -208,22 +291,52 @@ async def _refuse(send: Send, status: int, error: str, message: str, *, challeng
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """What clients may hold of the HTTP server (``workflow-mcp serve --max-connections``,
-    ``--header-timeout``).
+    """What clients may hold of the HTTP server (the ``workflow-mcp serve`` options in parentheses).
 
-    ``max_connections``: open connections plus in-flight requests (uvicorn ``limit_concurrency``); a
-    request beyond it is answered 503. ``header_timeout_s``: seconds a connection has, from connecting or
-    from its previous response, to deliver a complete request — head and body; then it is closed
-    (uvicorn 0.54 has no such deadline: idle, slow-header and slow-body sockets were held forever). ``keep_alive_s``: an idle
-    keep-alive connection closes after this (uvicorn ``timeout_keep_alive``). ``max_header_bytes``: the
-    largest request head (h11), beyond it 400. ``backlog``: the listen queue.
+    ``max_connections`` (``--max-connections``): open connections plus in-flight requests of everyone
+    (uvicorn ``limit_concurrency``); a request beyond it is answered 503. ``max_client_connections``
+    (``--max-client-connections``): requests and streams one client (bearer token) may have open at once,
+    beyond it 429; ``None``: an equal share of half of ``max_connections`` among the configured tokens
+    (:func:`~workflow_mcp.server._shares.fair_share`; the other half is headroom for idle keep-alive
+    connections and requests not yet authenticated, which no client can be charged with). ``max_sessions`` (``--max-sessions``) and
+    ``max_client_sessions`` (``--max-client-sessions``, ``None``: the equal share): handshake-era
+    Streamable HTTP sessions in all and per client (the SDK's ``max_sessions``, plus the per-client count
+    of :class:`~workflow_mcp.server._shares.ClientLedger`). ``session_idle_s`` (``--session-idle-timeout``):
+    a session without a request in flight for this long is closed (the SDK's ``session_idle_timeout``).
+    ``header_timeout_s`` (``--header-timeout``): seconds a connection has, from connecting or from its
+    previous response, to deliver a complete request — head and body; then it is closed (uvicorn 0.54 has
+    no such deadline: idle, slow-header and slow-body sockets were held forever). ``keep_alive_s``: an
+    idle keep-alive connection closes after this (uvicorn ``timeout_keep_alive``). ``max_header_bytes``:
+    the largest request head (h11), beyond it 400. ``backlog``: the listen queue.
     """
 
     max_connections: int = 256
+    max_client_connections: int | None = None
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    max_client_sessions: int | None = None
+    session_idle_s: float = DEFAULT_SESSION_IDLE_S
     header_timeout_s: float = 10.0
     keep_alive_s: int = 5
     max_header_bytes: int = 16_384
     backlog: int = 1024
+
+    def shares(self, clients: int) -> Shares:
+        """The per-client caps for ``clients`` configured tokens (defaults: equal shares)."""
+        return Shares(
+            # Half the connections are shared out; the other half is headroom for what no client can be
+            # charged with: keep-alive connections between requests and requests not yet authenticated.
+            client_requests=self.max_client_connections or fair_share(self.max_connections // 2, clients),
+            sessions=self.max_sessions,
+            client_sessions=self.max_client_sessions or fair_share(self.max_sessions, clients),
+            session_idle_s=self.session_idle_s,
+        )
+
+
+class _Deferred:
+    """The app of a guard built before the MCP app exists (so a bad ``--allowed-host`` fails first)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise RuntimeError("the HTTP guard has no app yet")
 
 
 def raise_fd_limit() -> int:
@@ -318,23 +431,42 @@ def _loop_error_handler() -> Any:
 
 
 async def serve_http(
-    server: WorkflowMcpServer, *, host: str, port: int, tokens: TokenSet, limits: HttpLimits | None = None
+    server: WorkflowMcpServer,
+    *,
+    host: str,
+    port: int,
+    tokens: TokenSet,
+    limits: HttpLimits | None = None,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until SIGINT/SIGTERM, then
     cancel the runs this process still runs (they stay resumable). ``limits`` bound what clients may hold
-    (default :class:`HttpLimits`)."""
+    (default :class:`HttpLimits`); ``allowed_hosts`` are the ``--allowed-host`` entries
+    (:class:`~workflow_mcp.server._hosts.HostRules`).
+
+    Raises:
+        InvalidInputError: a malformed ``allowed_hosts`` entry, or ``*`` with a loopback bind.
+    """
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
     limits = limits or HttpLimits()
+    shares = limits.shares(len(tokens.owners))
+    guard = HttpGuard(
+        _Deferred(), tokens, host=host, port=port, allowed_hosts=allowed_hosts, ledger=ClientLedger(shares)
+    )
     fd_limit = raise_fd_limit()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_loop_error_handler())
     # HttpGuard does the Host/Origin checks (with 403s); the SDK's own check would only repeat them.
     app = server.streamable_http_app(
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False), host=host
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        host=host,
+        max_sessions=shares.sessions,
+        session_idle_timeout=shares.session_idle_s,
     )
-    guarded: Any = HttpGuard(app, tokens, host=host, port=port)
+    guard.app = app
+    guarded: Any = guard
     config = uvicorn.Config(
         guarded,
         host=host,
@@ -354,9 +486,12 @@ async def serve_http(
             "which is not a security boundary: put an OS sandbox around this server",
             file=sys.stderr,
         )
+    policy = server.policy
     limits_text = (
-        f"at most {limits.max_connections} connections, {limits.header_timeout_s:g} s to send a request, "
-        f"{server.policy.max_runs or 'unlimited'} concurrent runs, "
+        f"at most {limits.max_connections} connections ({shares.client_requests} per client), "
+        f"{shares.sessions} sessions ({shares.client_sessions} per client, closed after "
+        f"{shares.session_idle_s:g} s idle), {limits.header_timeout_s:g} s to send a request, "
+        f"{policy.max_runs or 'unlimited'} concurrent runs ({policy.max_client_runs or 'no cap'} per client), "
         f"{fd_limit if fd_limit >= 0 else 'unlimited'} file descriptors"
     )
 
@@ -372,7 +507,7 @@ async def serve_http(
             if self.started:  # printed once the port accepts connections (scripts wait for it)
                 print(
                     f"workflow-mcp: serving MCP (Streamable HTTP) at http://{host}:{port}/mcp; "
-                    f"bearer tokens from {tokens.source}; {limits_text}",
+                    f"bearer tokens from {tokens.source}; answering {guard.hosts.describe()}; {limits_text}",
                     file=sys.stderr,
                     flush=True,
                 )

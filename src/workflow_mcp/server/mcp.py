@@ -20,12 +20,18 @@ runs in worker threads, so one client's big request never stalls the others; pro
 :data:`BIG_RUN_EVENTS` events share :data:`BIG_RUN_THREADS` threads, so many of them cannot take the
 whole pool.
 
-Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``,
+Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``, ``agent_run``,
 ``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
 ``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
 ``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
 the list of recent runs, with ``resources/updated`` for subscribed runs (``subscriptions/listen`` on
-2026-07-28 connections, ``resources/subscribe`` on earlier ones). Prompt: ``author-workflow``.
+2026-07-28 connections, ``resources/subscribe`` on earlier ones); a client hears only of runs it may
+read (:class:`~workflow_mcp.server._subscriptions.OwnedBus`). Prompt: ``author-workflow``.
+
+Approval: whether the caller may see a run it names is checked before its stored source is read or
+shown; an approval counts only for the principal that gave it (:class:`SourceTrust`), for nested
+children too (:meth:`ChildGate.of`); each scoped client runs at most its share of the concurrent runs
+(``policy.max_client_runs``), and refusals name only the caller's own count.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
@@ -50,14 +56,16 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     CallToolResult,
     EmptyResult,
+    GetPromptResult,
     InputRequiredResult,
     SubscribeRequestParams,
     TextContent,
@@ -65,13 +73,15 @@ from mcp.types import (
     UnsubscribeRequestParams,
 )
 from mcp.types import Resource as MCPResource
-from pydantic import AnyUrl, BaseModel, Field, ValidationError
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
 from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
 from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
 from ..errors import (
+    CallNotServableError,
+    IdempotencyKeyReusedError,
     PathRefusedError,
     RunNotConfirmedError,
     WorkflowLoadError,
@@ -79,7 +89,15 @@ from ..errors import (
     WorkflowNotFoundError,
 )
 from ..events import Event
-from ..service import MISSING, ProviderChoice, RunLimits, RunOverrides, WorkflowService
+from ..service import (
+    MISSING,
+    ProviderChoice,
+    ProviderNotLoggedInError,
+    RunLimits,
+    RunOverrides,
+    WorkflowService,
+    request_fingerprint,
+)
 from ..state import RunState
 from ._files import ChildGate, FileScope
 from ._models import (
@@ -114,6 +132,8 @@ from ._render import (
     snapshot_of,
     snapshot_text,
 )
+from ._stdio import serve_stdio_lines
+from ._subscriptions import OwnedBus
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
 
@@ -210,7 +230,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         principal: Principal | None = LOCAL,
         scope: FileScope | None = None,
     ) -> None:
-        self._bus = InMemorySubscriptionBus()
+        self._bus = OwnedBus(lambda: _PRINCIPAL.get() or self.default_principal)
         super().__init__(
             name="workflow-mcp",
             version=__version__,
@@ -228,10 +248,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._big_runs = anyio.CapacityLimiter(BIG_RUN_THREADS)
         self.default_principal = principal
         self._legacy_subscribers: dict[str, set[ServerSession]] = {}
-        self._pending_updates: set[str] = set()
+        self._pending_updates: set[tuple[str, str | None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.middleware.append(self._principal_middleware)
         self._tool_names: set[str] = set()
+        self._tool_arguments: dict[str, tuple[str, ...]] = {}
         self._register_tools()
         self._register_resources()
         self._register_prompt()
@@ -286,6 +307,15 @@ class WorkflowMcpServer(MCPServer[Any]):
                 raise
             if isinstance(exc.__cause__, ValidationError):
                 errors = exc.__cause__.errors(include_url=False, include_input=False)
+                unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+                if unknown:
+                    accepted = ", ".join(self._tool_arguments.get(name, ()))
+                    raise MCPError(
+                        code=INVALID_PARAMS,
+                        message=f"unknown argument{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))} for {name}; it accepts: {accepted}",
+                        data={"unknown": unknown, "accepted": list(self._tool_arguments.get(name, ()))},
+                    ) from exc
                 raise MCPError(
                     code=INVALID_PARAMS,
                     message=f"invalid arguments for {name}: {_describe_errors(errors)}",
@@ -298,8 +328,40 @@ class WorkflowMcpServer(MCPServer[Any]):
                 ) from exc
             raise
 
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """Unknown prompts and unknown prompt arguments are invalid-params errors, as for tools (the SDK
+        would pass an unknown argument to the prompt function and answer an internal error)."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            available = ", ".join(sorted(p.name for p in self._prompt_manager.list_prompts()))
+            raise MCPError(code=INVALID_PARAMS, message=f"unknown prompt {name!r}; available: {available}")
+        accepted = [a.name for a in prompt.arguments or ()]
+        unknown = sorted(set(arguments or {}) - set(accepted))
+        if unknown:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                f"for prompt {name}; it accepts: {', '.join(accepted) or 'none'}",
+            )
+        return await super().get_prompt(name, arguments, context)
+
     def _add(self, fn: Any, name: str, title: str, description: str, annotations: ToolAnnotations) -> None:
+        """Register ``fn`` as tool ``name``, refusing unknown arguments. The SDK builds each tool's
+        argument model from the signature with pydantic's default ``extra='ignore'`` (a typo such as
+        ``tokenbudget`` ran with no budget) and offers no option for it, so the model is swapped for a
+        subclass with ``extra='forbid'``: unknown arguments fail validation (invalid params, see
+        :meth:`call_tool`) and the published input schema says ``additionalProperties: false``."""
         self.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+        tool = self._tool_manager.get_tool(name)
+        assert tool is not None
+        loose = tool.fn_metadata.arg_model
+        config = {"model_config": ConfigDict(extra="forbid"), "__module__": __name__}
+        strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), config))
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+        self._tool_arguments[name] = tuple(f.alias or n for n, f in strict.model_fields.items())
         self._tool_names.add(name)
 
     def _register_tools(self) -> None:
@@ -446,11 +508,12 @@ class WorkflowMcpServer(MCPServer[Any]):
                 continue
             if tags and not set(tags) <= set(sidecar_tags):
                 continue
-            items.append(
-                WorkflowSummary(
-                    name=w.name, description=w.description, source=w.source, path=w.path, tags=sidecar_tags
-                )
+            item = WorkflowSummary(
+                name=w.name, description=w.description, source=w.source, path=w.path, tags=sidecar_tags
             )
+            if w.plugin is not None:
+                item.plugin, item.plugin_version = w.plugin.id, w.plugin.version
+            items.append(item)
         out = WorkflowList(
             cwd=os.path.abspath(base),
             workflows=items,
@@ -488,7 +551,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             dependencies=deps,
             warnings=[WarningOut.model_validate(w.to_json()) for w in workflow.warnings],
             sidecar={},
-            approved=self.trust.allows(workflow.source_hash, workflow.path),
+            approved=self.trust.allows(workflow.source_hash, workflow.path, self._principal().owner),
         )
         text = (
             f"{out.name} ({origin}{', ' + out.path if out.path else ''}): {preview(out.description, 300)}\n"
@@ -558,6 +621,12 @@ class WorkflowMcpServer(MCPServer[Any]):
         idempotencyKey: str | None = None,
         provider: str | None = None,
         fakeScript: dict[str, Any] | None = None,
+        args: Any = None,
+        concurrency: int | None = None,
+        tokenBudget: int | None = None,
+        maxAgents: int | None = None,
+        agentTimeoutMs: int | None = None,
+        resumePolicy: str = "content",
     ) -> Any:
         """Resolver of workflow_run's ``approval``: runs before the body (and again on each retry of
         the 2026-07-28 input-required flow). Returns an :class:`_Approval`, or ``Elicit`` to ask the
@@ -565,15 +634,23 @@ class WorkflowMcpServer(MCPServer[Any]):
         arguments are refused here already, so the user is never asked about a call that cannot run."""
         self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, self._base(cwd))
         principal = self._principal()
-        if idempotencyKey is not None and self.service.find_idempotent_run(idempotencyKey, principal.owner):
+        params = _run_params(
+            ctx, name, path, script, cwd, args, provider, fakeScript,
+            (concurrency, tokenBudget, maxAgents, agentTimeoutMs), resumeFromRunId, resumePolicy,
+        )  # fmt: skip
+        if idempotencyKey is not None and self._idempotent(idempotencyKey, principal.owner, params):
             decision = _Approval("existing")
+        elif resumeFromRunId is not None and self._visible(resumeFromRunId) is not None:
+            # Visibility before anything is read or shown: a prompt naming another client's stored
+            # workflow (or its absence) would tell this client about that run. The body refuses it.
+            decision = _Approval("unknown")
         else:
             try:
                 source_hash, file, label = await self._identify(name, path, script, cwd, resumeFromRunId)
             except WorkflowMcpError:
                 decision = _Approval("unknown")  # the body loads it again and reports the problem
             else:
-                if self.trust.allows(source_hash, file):
+                if self.trust.allows(source_hash, file, principal.owner):
                     decision = _Approval("trusted", source_hash)
                 elif _can_elicit(ctx):
                     _APPROVAL.set(_Approval("ask", source_hash))
@@ -660,10 +737,12 @@ class WorkflowMcpServer(MCPServer[Any]):
         targets, choice = self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, base)
         wait_ms = min(waitMs, self.policy.max_wait_ms)
         run_args = args if "args" in _raw_arguments(ctx) else MISSING
+        params = _run_params(
+            ctx, name, path, script, cwd, args, provider, fakeScript,
+            (concurrency, tokenBudget, maxAgents, agentTimeoutMs), resumeFromRunId, resumePolicy,
+        )  # fmt: skip
 
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
-        )
+        existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
         if existing is not None:
             return await self._finish(ctx, existing, wait_ms, deduplicated=True)
         if resumeFromRunId is not None and (problem := self._visible(resumeFromRunId)) is not None:
@@ -721,13 +800,18 @@ class WorkflowMcpServer(MCPServer[Any]):
         except WorkflowMcpError as exc:
             if isinstance(exc, WorkflowLoadError):
                 return _load_error(exc)
+            if isinstance(exc, CallNotServableError | ProviderNotLoggedInError):
+                # Refused before any agent runs: the call as given cannot work (invalid params).
+                raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
             return _error_result(f"The run could not start: {exc}")
         # No await between these checks and launch: concurrent calls with one key start one run, and
         # concurrent calls never start more runs than the cap.
-        refusal = self._disallowed(prepared.choice) or self._at_run_cap()
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
-        )
+        refusal = self._disallowed(prepared.choice) or self._at_run_cap(principal)
+        try:
+            existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
+        except MCPError:
+            await prepared.discard()
+            raise
         if refusal is not None or existing is not None:
             await prepared.discard()
             if existing is not None:
@@ -737,13 +821,14 @@ class WorkflowMcpServer(MCPServer[Any]):
             handle = self.service.launch(
                 prepared,
                 idempotency_key=idempotencyKey,
+                idempotency_params=params,
                 owner=principal.owner,
-                on_event=self._on_event,
-                child_check=self.children,
+                on_event=self._events_of(principal.owner),
+                child_check=self.children.of(principal.owner),
             )
         except WorkflowMcpError as exc:
             return _error_result(f"The run could not start: {exc}")
-        self._publish_later(None)
+        self._publish_later(None, principal.owner)
         self.service.prune_finished()
         return await self._finish(
             ctx,
@@ -754,11 +839,23 @@ class WorkflowMcpServer(MCPServer[Any]):
             workflow=workflow.meta.name,
         )
 
+    def _idempotent(self, key: str, owner: str | None, params: str) -> str | None:
+        """The run started with idempotency ``key`` and the same parameters, or ``None``.
+
+        Raises:
+            MCPError: invalid params: ``key`` started a run with other parameters.
+        """
+        try:
+            return self.service.find_idempotent_run(key, owner, params=params)
+        except IdempotencyKeyReusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"runId": exc.run_id}) from exc
+
     def _approve(
         self, workflow: Workflow, approval: ElicitationResult[SourceApproval], principal: Principal
     ) -> str | None:
-        """``None`` when ``workflow`` may run; else the isError text explaining what to do."""
-        if self.trust.allows(workflow.source_hash, workflow.path):
+        """``None`` when ``workflow`` may run for ``principal``; else the isError text explaining what to
+        do. An approval counts for the principal that gave it only."""
+        if self.trust.allows(workflow.source_hash, workflow.path, principal.owner):
             return None
         decision = _APPROVAL.get() or _Approval("unknown")
         label = f"{workflow.meta.name!r}" + (f" ({workflow.path})" if workflow.path else " (inline script)")
@@ -900,7 +997,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         except WorkflowMcpError:
             decision = _Approval("unknown")
         else:
-            if self.trust.allows(source_hash, file):
+            if self.trust.allows(source_hash, file, self._principal().owner):
                 decision = _Approval("trusted", source_hash)
             elif _can_elicit(ctx):
                 _APPROVAL.set(_Approval("ask", source_hash))
@@ -984,9 +1081,31 @@ class WorkflowMcpServer(MCPServer[Any]):
         big = self.service.event_count(run_id) > BIG_RUN_EVENTS
         return await anyio.to_thread.run_sync(work, limiter=self._big_runs if big else None)
 
-    def _at_run_cap(self) -> str | None:
-        """``None`` while this server runs fewer runs than ``policy.max_runs``; else the isError text."""
-        limit = self.policy.max_runs
+    def _at_run_cap(self, principal: Principal) -> str | None:
+        """``None`` while ``principal`` may start another run; else the isError text. A scoped client
+        (an HTTP token) is held to its share (``policy.max_client_runs``) and is told only its own count;
+        everyone to the server's ``policy.max_runs``."""
+        limit, share = self.policy.max_runs, self.policy.max_client_runs
+        after = (
+            "Wait for one of your runs to end (workflow_run_await) or cancel one (workflow_run_cancel), then "
+            "call again."
+        )
+        if principal.scoped:
+            mine = self.service.running_count_of(principal.owner)
+            if share is not None and mine >= share:
+                return (
+                    f"This client already runs {mine} run(s), its share of this server's concurrent runs "
+                    f"(max_client_runs {share}); nothing was started. {after} The server's operator sets the "
+                    "share with `workflow-mcp serve --max-client-runs N`."
+                )
+            if limit is not None and self.service.running_count() >= limit:
+                return (
+                    f"This server is running its limit of concurrent runs (max_runs {limit}; each holds its own "
+                    f"Node worker, about 50 MB); this client runs {mine} of them; nothing was started. Call "
+                    "again once a run ends. The server's operator can raise the limit with "
+                    "`workflow-mcp serve --max-runs N`."
+                )
+            return None
         running = self.service.running_count()
         if limit is None or running < limit:
             return None
@@ -1139,12 +1258,13 @@ class WorkflowMcpServer(MCPServer[Any]):
             }.items()
             if v is not None
         }
-        existing = (
-            self.service.find_idempotent_run(idempotencyKey, principal.owner) if idempotencyKey else None
+        params = request_fingerprint(
+            {"tool": "agent_run", "prompt": prompt, "provider": provider, "fakeScript": fakeScript, **options}
         )
+        existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
         if existing is not None:
             return await self._finish(ctx, existing, min(waitMs, self.policy.max_wait_ms), deduplicated=True)
-        if (full := self._at_run_cap()) is not None:
+        if (full := self._at_run_cap(principal)) is not None:
             return _error_result(full)
         try:
             handle = self.service.run_agent(
@@ -1153,12 +1273,15 @@ class WorkflowMcpServer(MCPServer[Any]):
                 provider=choice,
                 limits=RunLimits(agent_timeout_ms=self.policy.max_agent_timeout_ms),
                 idempotency_key=idempotencyKey,
+                idempotency_params=params,
                 owner=principal.owner,
-                on_event=self._on_event,
+                on_event=self._events_of(principal.owner),
             )
+        except IdempotencyKeyReusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
         except WorkflowMcpError as exc:
             return _error_result(f"The agent call could not start: {exc}")
-        self._publish_later(None)
+        self._publish_later(None, principal.owner)
         return await self._finish(
             ctx, handle.run_id, min(waitMs, self.policy.max_wait_ms), workflow="agent-run"
         )
@@ -1271,12 +1394,23 @@ class WorkflowMcpServer(MCPServer[Any]):
         for name in self._allowed_providers():
             info = await anyio.to_thread.run_sync(self.service.provider_info, name)
             note = descriptions.get(name, "")
-            if not info.availability.available and info.availability.problem:
-                note = (note + " Not available: " + info.availability.problem).strip()
-            out_list.append(ProviderOut(name=name, description=note, available=info.availability.available))
+            a = info.availability
+            if not a.available and a.problem:
+                note = (note + " Not available: " + a.problem).strip()
+            elif a.logged_in is False:
+                note = (note + " Not logged in: " + (a.problem or "log in first")).strip()
+            out_list.append(
+                ProviderOut(
+                    name=name, description=note, available=a.available, ready=a.ready, logged_in=a.logged_in
+                )
+            )
         out = ProvidersList(providers=out_list)
-        ready = [p.name for p in out.providers if p.available]
-        return _result("Providers ready: " + (", ".join(ready) or "none"), out)
+        ready = [p.name for p in out.providers if p.ready]
+        logged_out = [p.name for p in out.providers if p.available and p.logged_in is False]
+        text = "Providers ready: " + (", ".join(ready) or "none")
+        if logged_out:
+            text += "; not logged in: " + ", ".join(logged_out)
+        return _result(text, out)
 
     # -- loading ----------------------------------------------------------------------------
     async def _load(
@@ -1287,7 +1421,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         cwd: str | None,
         *,
         check_syntax: bool = True,
-    ) -> tuple[Workflow, Literal["personal", "project", "file", "inline"]]:
+    ) -> tuple[Workflow, Literal["personal", "project", "plugin", "file", "inline"]]:
         """Load one target in a worker thread (discovery and the V8 syntax check block).
 
         Raises:
@@ -1404,12 +1538,19 @@ class WorkflowMcpServer(MCPServer[Any]):
         return workflow.source_hash, workflow.path, f"{workflow.meta.name!r} ({workflow.path})"
 
     # -- notifications ----------------------------------------------------------------------
-    def _on_event(self, event: Event) -> None:
-        """Called by the service for every committed event of a run this server started."""
-        self._publish_later(event.run_id)
+    def _events_of(self, owner: str | None) -> Callable[[Event], None]:
+        """The service's ``on_event`` for a run of ``owner`` started here: each committed event tells
+        the listeners that may see the run (:class:`~workflow_mcp.server._subscriptions.OwnedBus`)."""
 
-    def _publish_later(self, run_id: str | None) -> None:
-        key = run_id or ""
+        def on_event(event: Event) -> None:
+            self._publish_later(event.run_id, owner)
+
+        return on_event
+
+    def _publish_later(self, run_id: str | None, owner: str | None) -> None:
+        """Tell, soon and once per loop turn, the listeners that may see runs of ``owner`` that the run
+        ``run_id`` changed (``None``: that their run list did)."""
+        key = (run_id or "", owner)
         if key in self._pending_updates:
             return
         first = not self._pending_updates
@@ -1423,13 +1564,13 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _publish(self, run_ids: Iterable[str]) -> None:
-        for run_id in run_ids:
+    async def _publish(self, updates: Iterable[tuple[str, str | None]]) -> None:
+        for run_id, owner in updates:
             if not run_id:
-                await self._bus.publish(ResourcesListChanged())
+                await self._bus.publish_owned(ResourcesListChanged(), owner)
                 continue
             for uri in (f"workflow://runs/{run_id}", f"workflow://runs/{run_id}/events"):
-                await self._bus.publish(ResourceUpdated(uri=uri))
+                await self._bus.publish_owned(ResourceUpdated(uri=uri), owner)
                 for session in list(self._legacy_subscribers.get(uri, ())):
                     try:
                         await session.send_resource_updated(uri)
@@ -1585,6 +1726,11 @@ class WorkflowMcpServer(MCPServer[Any]):
         )(author_workflow)
 
     # -- lifecycle --------------------------------------------------------------------------
+    async def run_stdio_async(self) -> None:
+        """Serve stdin/stdout with the SDK's transport; every request gets an answer, also one whose line
+        the SDK cannot parse (:mod:`workflow_mcp.server._stdio`)."""
+        await serve_stdio_lines(self._lowlevel_server)
+
     async def aclose(self, reason: str = "the MCP server stopped") -> list[str]:
         """Stop: cancel the runs this process still runs (they stay resumable). Returns their ids."""
         stopped = await self.service.shutdown(reason)
@@ -1603,14 +1749,21 @@ async def _approval_resolver(
     idempotencyKey: str | None = None,
     provider: str = "",
     fakeScript: dict[str, Any] | None = None,
+    args: Any = None,
+    concurrency: int | None = None,
+    tokenBudget: int | None = None,
+    maxAgents: int | None = None,
+    agentTimeoutMs: int | None = None,
+    resumePolicy: str = "content",
 ) -> Any:
     """The ``Resolve`` of workflow_run's ``approval`` parameter (module level: the SDK inspects it
     before any server exists); delegates to the server the request reached."""
     server = ctx.mcp_server
     assert isinstance(server, WorkflowMcpServer)
     return await server._approval_for(
-        ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript
-    )
+        ctx, name, path, script, cwd, resumeFromRunId, idempotencyKey, provider, fakeScript,
+        args, concurrency, tokenBudget, maxAgents, agentTimeoutMs, resumePolicy,
+    )  # fmt: skip
 
 
 async def _confirmation_resolver(
@@ -1694,6 +1847,33 @@ def _principal_of_request(request: Any) -> Principal | None:
     state = scope.get("state")
     found = state.get(PRINCIPAL_SCOPE_KEY) if isinstance(state, Mapping) else None
     return found if isinstance(found, Principal) else None
+
+
+def _run_params(
+    ctx: Context[Any, Any],
+    name: str | None,
+    path: str | None,
+    script: str | None,
+    cwd: str | None,
+    args: Any,
+    provider: str | None,
+    fake_script: Mapping[str, Any] | None,
+    limits: tuple[int | None, ...],
+    resume: str | None,
+    policy: str,
+) -> str:
+    """The fingerprint of a workflow_run request an idempotency key is compared by: every argument but
+    the key and ``waitMs``, defaults filled in (``args`` omitted is not ``args: null``)."""
+    return request_fingerprint(
+        {
+            "tool": "workflow_run",
+            "target": [name, path, script, cwd],
+            "args": [args] if "args" in _raw_arguments(ctx) else [],
+            "provider": [provider or None, fake_script],
+            "limits": list(limits),
+            "resume": [resume, policy],
+        }
+    )
 
 
 def _raw_arguments(ctx: Context[Any, Any]) -> Mapping[str, Any]:

@@ -59,6 +59,9 @@ class RunRecord:
     owner: str | None = None
     owner_pid: int | None = None
     owner_host: str | None = None
+    damaged: tuple[str, ...] = ()
+    """The columns of the stored row that could not be read as what they hold (bytes that are not UTF-8,
+    a non-text value in a text column, …); their fields hold stand-ins. ``store repair`` rewrites them."""
 
     def to_json(self) -> dict[str, Any]:
         """The record with camelCase keys (``runs export`` writes it)."""
@@ -80,7 +83,7 @@ class RunRecord:
             "owner": self.owner,
             "ownerPid": self.owner_pid,
             "ownerHost": self.owner_host,
-        }
+        } | ({"damaged": list(self.damaged)} if self.damaged else {})
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,14 @@ from ..events import Event
 from . import _files
 from ._process import ProcessIdentity, owner_alive
 from .base import RunRecord
-from .sqlite import RUN_COLUMNS, SqliteStore, record_from_row
+from .sqlite import RUN_READ, SqliteStore, record_from_row
 
 __all__ = [
     "ExportReport",
     "RepairReport",
     "SalvagedRun",
     "check_store",
+    "damaged_cells",
     "export_runs",
     "repair_store",
     "salvage_runs",
@@ -129,7 +130,7 @@ def _run_ids(db: sqlite3.Connection, problems: list[str]) -> list[str]:
 
 
 def _record(db: sqlite3.Connection, run_id: str) -> RunRecord:
-    row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    row = db.execute(f"SELECT {RUN_READ} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise LookupError("its record is missing")
     return record_from_row(row)
@@ -268,6 +269,86 @@ def check_store(path: Path) -> list[str]:
     return found
 
 
+def damaged_cells(path: Path) -> list[str]:
+    """One line per run whose stored record holds cells that are not what their columns hold (bytes
+    that are not UTF-8, a non-text value in a text column, options that are not a JSON object): SQLite's
+    integrity check passes over them, but they are damage all the same. ``[]``: none. Such a run is
+    listed and shown with the columns named; ``repair_store`` rewrites them.
+
+    Raises:
+        StoreCorruptError: not even the file's header is readable.
+        StoreError: there is no such file.
+    """
+    db, _ = _open(path)
+    try:
+        return [_cell_line(r) for r in _damaged_records(db)]
+    finally:
+        db.close()
+
+
+def _damaged_records(db: sqlite3.Connection) -> list[RunRecord]:
+    out = []
+    for rowid in _rowids(db):
+        try:
+            row = db.execute(f"SELECT {RUN_READ} FROM runs WHERE rowid = ?", (rowid,)).fetchone()
+        except sqlite3.DatabaseError:
+            continue  # a damaged page: PRAGMA integrity_check reports it
+        if row is not None:
+            record = record_from_row(row)
+            if record.damaged:
+                out.append(record)
+    return out
+
+
+def _rowids(db: sqlite3.Connection) -> list[int]:
+    try:
+        return [int(r[0]) for r in db.execute("SELECT rowid FROM runs ORDER BY rowid")]
+    except sqlite3.DatabaseError:
+        return []
+
+
+def _cell_line(record: RunRecord) -> str:
+    return (
+        f"run {record.run_id or '(unreadable id)'}: damaged cells in its record: {', '.join(record.damaged)} "
+        "(not valid UTF-8 text, not text, or missing); `workflow-mcp store repair` rewrites them"
+    )
+
+
+def _rewrite_cells(target: Path, damaged: list[RunRecord], backup: Path) -> list[str]:
+    """Write each damaged cell of ``damaged`` (read from the original) as its stand-in into the rebuilt
+    database at ``target``, matched by run id or, for an unreadable id, not at all; one line each."""
+    lines = []
+    db = sqlite3.connect(target, isolation_level=None)
+    try:
+        for record in damaged:
+            if "run_id" in record.damaged:
+                lines.append(
+                    f"a run's id is damaged ({record.run_id!r}); it was kept as is, and the original is in {backup}"
+                )
+                continue
+            for column in record.damaged:
+                value: object = (
+                    json.dumps(record.options, ensure_ascii=False)
+                    if column == "options_json"
+                    else getattr(record, column)  # the record's fields are named as the columns
+                )
+                db.execute(f"UPDATE runs SET {column} = ? WHERE run_id = ?", (value, record.run_id))
+            note = (
+                "; its script changed, so it no longer matches its sha256: start the file anew rather than "
+                "resume it"
+                if "source" in record.damaged
+                else ""
+            )
+            lines.append(
+                f"run {record.run_id}: rewrote the damaged cells {', '.join(record.damaged)} (invalid bytes as "
+                f"U+FFFD, a non-text value as text, unreadable options as {{}}); its events are kept and the "
+                f"original cells are in {backup}{note}"
+            )
+    finally:
+        db.close()
+    return lines
+
+
 def _live_owners(db: sqlite3.Connection) -> list[ProcessIdentity]:
     try:
         rows = db.execute("SELECT pid, host, process, heartbeat_at FROM owners").fetchall()
@@ -391,6 +472,7 @@ def repair_store(path: Path) -> RepairReport:
             ) from exc
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
+        damaged = _damaged_records(db)
         report = RepairReport(backup=backup, method="vacuum", runs=0, events=0)
         if _vacuum(db, target):
             check = sqlite3.connect(target)
@@ -407,6 +489,7 @@ def repair_store(path: Path) -> RepairReport:
             found = _integrity(target)
             if found != ["ok"]:
                 raise StoreError(f"the rebuilt database {target} failed its check ({'; '.join(found)})")
+        report.problems += _rewrite_cells(target, damaged, backup)
     finally:
         db.close()
     os.chmod(target, 0o600)

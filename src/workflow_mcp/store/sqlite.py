@@ -48,7 +48,7 @@ from ._faults import is_corruption, translate
 from ._process import ProcessIdentity, owner_alive, this_process
 from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 
-__all__ = ["SqliteStore", "default_home", "migrations", "record_from_row"]
+__all__ = ["RUN_READ", "SqliteStore", "default_home", "migrations", "record_from_row"]
 
 
 def default_home() -> Path:
@@ -73,29 +73,80 @@ RUN_COLUMNS = (
     "cwd, created_at, resumed_from, resume_policy, idempotency_key, owner, owner_pid, owner_host"
 )
 
-_R_COLUMNS = ", ".join(f"r.{c.strip()}" for c in RUN_COLUMNS.split(","))
+_NAMES = [c.strip() for c in RUN_COLUMNS.split(",")]
+_NOT_NULL = frozenset(
+    {"run_id", "workflow_name", "source_hash", "source", "options_json", "provider", "profile", "created_at"}
+)
+
+
+def _reading(prefix: str = "") -> str:
+    # Each cell as its bytes and its storage class: a cell that is not valid UTF-8 text (bytes written
+    # by another program, a BLOB or a number in a TEXT column) would make sqlite3 raise for the whole
+    # row (and so for every listing of runs); read this way it is only that cell that is damaged.
+    return ", ".join(f"CAST({prefix}{c} AS BLOB), typeof({prefix}{c})" for c in _NAMES)
+
+
+RUN_READ = _reading()
+"""The columns of ``runs`` for :func:`record_from_row` (``SELECT {RUN_READ} FROM runs``)."""
+_R_READ = _reading("r.")
+RUN_READ_WIDTH = 2 * len(_NAMES)
+"""How many values of a row :data:`RUN_READ` takes (columns after it follow at this index)."""
+
+
+def _cell(column: str, raw: Any, kind: str, damaged: list[str]) -> Any:
+    """The value of one ``runs`` cell, or a stand-in (``damaged`` names the column)."""
+    if kind == "null":
+        return _damaged(column, damaged, "") if column in _NOT_NULL else None
+    if column == "owner_pid":
+        try:
+            return int(bytes(raw).decode("ascii")) if kind == "integer" else _damaged(column, damaged, None)
+        except ValueError:
+            return _damaged(column, damaged, None)
+    data = bytes(raw)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _damaged(column, damaged, data.decode("utf-8", "replace"))
+    return text if kind == "text" else _damaged(column, damaged, text)
+
+
+def _damaged(column: str, damaged: list[str], stand_in: Any) -> Any:
+    damaged.append(column)
+    return stand_in
 
 
 def record_from_row(row: tuple[Any, ...] | sqlite3.Row) -> RunRecord:
-    """The :class:`RunRecord` of one ``SELECT {RUN_COLUMNS} FROM runs`` row."""
+    """The :class:`RunRecord` of one ``SELECT {RUN_READ} FROM runs`` row. A cell that is not what its
+    column holds (not valid UTF-8, not text, null where a value is required, options that are not a
+    JSON object) is named in ``damaged`` and read as a stand-in (invalid bytes as U+FFFD), so one
+    damaged cell never hides the rest of the run, or the other runs."""
+    damaged: list[str] = []
+    v = [_cell(c, row[2 * i], row[2 * i + 1], damaged) for i, c in enumerate(_NAMES)]
+    try:
+        options = json.loads(v[6] or "{}")
+    except ValueError:
+        options = None
+    if not isinstance(options, dict):
+        options = _damaged("options_json", damaged, {}) if "options_json" not in damaged else {}
     return RunRecord(
-        run_id=row[0],
-        workflow_name=row[1],
-        workflow_path=row[2],
-        source_hash=row[3],
-        source=row[4],
-        args_json=row[5],
-        options=json.loads(row[6] or "{}"),
-        provider=row[7],
-        profile=row[8],
-        cwd=row[9],
-        created_at=row[10],
-        resumed_from=row[11],
-        resume_policy=row[12],
-        idempotency_key=row[13],
-        owner=row[14],
-        owner_pid=row[15],
-        owner_host=row[16],
+        run_id=v[0],
+        workflow_name=v[1],
+        workflow_path=v[2],
+        source_hash=v[3],
+        source=v[4],
+        args_json=v[5],
+        options=options,
+        provider=v[7],
+        profile=v[8],
+        cwd=v[9],
+        created_at=v[10],
+        resumed_from=v[11],
+        resume_policy=v[12],
+        idempotency_key=v[13],
+        owner=v[14],
+        owner_pid=v[15],
+        owner_host=v[16],
+        damaged=tuple(damaged),
     )
 
 
@@ -500,15 +551,13 @@ class SqliteStore:
         return None
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._read(
-            f"reading run {run_id}", f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
-        )
+        rows = self._read(f"reading run {run_id}", f"SELECT {RUN_READ} FROM runs WHERE run_id = ?", (run_id,))
         return record_from_row(rows[0]) if rows else None
 
     def find_idempotent(self, owner: str | None, key: str) -> RunRecord | None:
         rows = self._read(
             "looking up an idempotency key",
-            f"SELECT {RUN_COLUMNS} FROM runs WHERE owner IS ? AND idempotency_key = ?",
+            f"SELECT {RUN_READ} FROM runs WHERE owner IS ? AND idempotency_key = ?",
             (owner, key),
         )
         return record_from_row(rows[0]) if rows else None
@@ -516,7 +565,7 @@ class SqliteStore:
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         rows = self._read(
             "listing runs",
-            f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?",
+            f"SELECT {RUN_READ} FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?",
             (limit,),
         )
         return [record_from_row(r) for r in rows]
@@ -635,7 +684,7 @@ class SqliteStore:
 
     def unfinished_runs(self) -> list[RunRecord]:
         """Runs whose newest ``run.*`` event says they are still going (queued or running)."""
-        rows = self._read("listing unfinished runs", f"SELECT {RUN_COLUMNS} FROM runs r WHERE {_UNFINISHED}")
+        rows = self._read("listing unfinished runs", f"SELECT {RUN_READ} FROM runs r WHERE {_UNFINISHED}")
         return [record_from_row(r) for r in rows]
 
     # -- recovery --------------------------------------------------------------------------
@@ -646,11 +695,11 @@ class SqliteStore:
         me = this_process()
         orphans = []
         rows = self._db.execute(
-            f"SELECT {_R_COLUMNS}, c.owner_id, c.holder_run FROM runs r LEFT JOIN run_claims c ON c.run_id = r.run_id "
+            f"SELECT {_R_READ}, c.owner_id, c.holder_run FROM runs r LEFT JOIN run_claims c ON c.run_id = r.run_id "
             f"WHERE {_UNFINISHED}"
         ).fetchall()
         for row in rows:
-            record, owner_id, holder = record_from_row(row), row[17], row[18]
+            record, owner_id, holder = record_from_row(row), row[RUN_READ_WIDTH], row[RUN_READ_WIDTH + 1]
             if record.run_id in active:
                 continue
             if owner_id is None:

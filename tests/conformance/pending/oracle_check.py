@@ -53,6 +53,34 @@ def _lay_out(case: dict[str, Any], script: str, root: Path) -> tuple[Path, Path]
     return cwd, home
 
 
+def _plugin_steps(case: dict[str, Any], claude: str, cwd: Path, root: Path, env: dict[str, str]) -> list[str]:
+    """Run the case's ``plugins`` steps in the run's directory, in order: a list is a ``claude plugin …``
+    command line (``{root}`` stands for the case's directory), ``{"write": {rel: text}}`` writes files and
+    ``{"remove": [rel]}`` deletes files or folders (relative to the case's directory), ``{"cd": rel}`` runs
+    the following commands in another directory. Returns what each command printed."""
+    out: list[str] = []
+    here = cwd
+    for step in case.get("plugins", []):
+        if isinstance(step, dict):
+            if "cd" in step:
+                here = root / step["cd"]
+            for rel, text in step.get("write", {}).items():
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text(text)
+            for rel in step.get("remove", []):
+                target = root / rel
+                shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+            continue
+        argv = [claude, "plugin", *(a.replace("{root}", str(root)) for a in step)]
+        done = subprocess.run(argv, cwd=here, env=env, capture_output=True, text=True, timeout=120)
+        out.append(
+            f"$ claude plugin {' '.join(step)} -> {done.returncode}: {(done.stdout + done.stderr).strip()}"
+        )
+        if done.returncode != 0:
+            raise SystemExit("\n".join(out))
+    return out
+
+
 def _environment(home: Path, port: int, case: dict[str, Any], work: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     env.update(
@@ -73,6 +101,8 @@ def _environment(home: Path, port: int, case: dict[str, Any], work: Path) -> dic
     )
     if '"fail": "error"' in json.dumps(case.get("fake", {})):
         env["CLAUDE_ASYNC_AGENT_STALL_TIMEOUT_MS"] = os.environ.get("WORKFLOW_ORACLE_STALL_MS", "3000")
+    for name, value in case.get("env", {}).items():  # e.g. CLAUDE_CONFIG_DIR: "{root}/home/cfg"
+        env[name] = value.replace("{root}", str(work / "case"))
     concurrency = case.get("options", {}).get("concurrency")
     if concurrency is not None:
         env["CLAUDE_CODE_WORKFLOW_MAX_CONCURRENT_AGENTS"] = str(concurrency)
@@ -110,14 +140,16 @@ def run(case_dir: Path, version: str, timeout: int, keep: bool) -> dict[str, Any
     work = Path(tempfile.mkdtemp(prefix="wfpending-"))
     (work / "tmp").mkdir()
     cwd, home = _lay_out(case, script, work / "case")
-    wf_input: dict[str, Any] = {"name": run_case.meta_name(script)}
+    wf_input: dict[str, Any] = {"name": case.get("launch") or run_case.meta_name(script)}
     if "args" in case:
         wf_input["args"] = case["args"]
     log = work / "mock.jsonl"
     config = {
         "workflow_input": wf_input,
         "fake": case.get("fake", {}),
-        "config_dir": str(home / ".claude"),
+        "config_dir": case.get("env", {})
+        .get("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+        .replace("{root}", str(work / "case")),
         "default_model": MAIN_MODEL,
         "provider_fail_status": 500,
         "log": str(log),
@@ -136,6 +168,8 @@ def run(case_dir: Path, version: str, timeout: int, keep: bool) -> dict[str, Any
     assert mock.stdout is not None
     port = int(mock.stdout.readline().split()[1])
     res: dict[str, Any] = {"status": None, "result": None, "logs": None, "summary": None, "notes": []}
+    env = _environment(home, port, case, work)
+    res["plugin_steps"] = _plugin_steps(case, run_case.claude_bin(version), cwd, work / "case", env)
     cmd = [run_case.claude_bin(version), "-p", "RUNWF", "--output-format", "stream-json", "--verbose"]
     cmd += ["--allowedTools", "Workflow"]
     stream = work / "stream.jsonl"
@@ -144,7 +178,7 @@ def run(case_dir: Path, version: str, timeout: int, keep: bool) -> dict[str, Any
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
-            env=_environment(home, port, case, work),
+            env=env,
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,

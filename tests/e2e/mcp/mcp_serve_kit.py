@@ -214,11 +214,21 @@ class RawStdio:
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         await self.proc.stdin.drain()
 
+    async def send_line(self, line: str) -> None:
+        """Write one raw line (no JSON encoding: it may be anything)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
+        await self.proc.stdin.drain()
+
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request and read stdout (bounded) until its response; returns the response."""
         self._next += 1
         ident = self._next
         await self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        return await self.response(ident)
+
+    async def response(self, ident: int | str | None) -> dict[str, Any]:
+        """Read stdout (bounded) until the response to ``ident`` (``None``: an error with id null)."""
         assert self.proc.stdout is not None
         async with asyncio.timeout(BOUND_S):
             while True:

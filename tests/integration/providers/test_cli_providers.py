@@ -73,10 +73,74 @@ def test_bad_configuration_exits_2_naming_the_file_and_key_before_anything_runs(
     assert "run.started" not in p.stderr and "Traceback" not in p.stderr
 
 
-def test_the_fake_script_option_still_needs_the_fake_provider(tmp_path: Path) -> None:
+def test_the_fake_script_option_implies_the_fake_provider_and_refuses_another(tmp_path: Path) -> None:
     (tmp_path / "wf.js").write_text(WORKFLOW)
-    p = cli("run", "wf.js", "--fake-script", "s.json", cwd=tmp_path)
-    assert p.returncode == 2 and "--fake-script applies only to --provider fake" in p.stderr
+    (tmp_path / "s.json").write_text('{"default": {"text": "scripted"}}')
+    p = cli("run", "wf.js", "--fake-script", "s.json", "--events", "none", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == "scripted"
+    p = cli("run", "wf.js", "--fake-script", "s.json", "--provider", "codex", cwd=tmp_path)
+    assert (
+        p.returncode == 2
+        and "--fake-script applies only to --provider fake, not --provider codex" in p.stderr
+    )
+
+
+ALIAS = (
+    "export const meta = { name: 'a', description: 'fan-out on a Claude alias' }\n"
+    "return await parallel([() => agent('say ECHO:one', { model: 'sonnet' }), () => agent('say ECHO:two')])\n"
+)
+
+
+def test_an_unmapped_claude_alias_exits_2_naming_the_call_before_any_provider_call(codex: CodexSetup) -> None:
+    cwd = codex.cwd
+    (cwd / "wf.js").write_text(ALIAS)
+    env = {"CODEX_HOME": str(codex.home), "MOCK_API_KEY": "mock-key"}
+    p = cli("run", "wf.js", "--provider", "codex", "--events", "jsonl", cwd=cwd, env=env)
+    assert p.returncode == 2, p.stderr
+    assert f"{cwd / 'wf.js'}:2:30: this agent() call cannot run with this configuration" in p.stderr
+    assert "model 'sonnet' is a Claude model alias" in p.stderr
+    assert "there is no configuration file: create workflow-mcp.toml" in p.stderr
+    assert "run.started" not in p.stderr and codex.mock.received == []
+    # With a configuration file, the message names it and the table to add.
+    (cwd / "workflow-mcp.toml").write_text(
+        f'default = "codex"\n[providers.codex]\ncodex_home = "{codex.home}"\n'
+    )
+    p = cli("run", "wf.js", "--events", "none", cwd=cwd, env=env)
+    assert p.returncode == 2, p.stderr
+    assert f"map it in {cwd / 'workflow-mcp.toml'} under [providers.codex.models]" in p.stderr
+    assert codex.mock.received == []
+
+
+def test_a_run_whose_every_call_fails_for_one_configuration_reason_fails_with_it(codex: CodexSetup) -> None:
+    cwd = codex.cwd
+    # The model is only known at run time, so the run starts; every call is refused by routing.
+    (cwd / "wf.js").write_text(
+        "export const meta = { name: 'a', description: 'dynamic alias' }\n"
+        "const r = await parallel([1, 2].map((i) => () => agent('say ECHO:' + i, { model: args.m })))\n"
+        "return { verdict: r.every((x) => x === null) ? 'approve' : 'reject' }\n"
+    )
+    env = {"CODEX_HOME": str(codex.home), "MOCK_API_KEY": "mock-key"}
+    p = cli("run", "wf.js", '{"m": "opus"}', "--provider", "codex", "--events", "none", cwd=cwd, env=env)
+    assert p.returncode == 1, p.stderr
+    assert (
+        "failed: every agent call of this run (2) failed for one reason: model 'opus' is a Claude" in p.stderr
+    )
+    assert p.stdout == "" and codex.mock.received == []
+
+
+def test_a_logged_out_provider_exits_2_before_anything_starts(tmp_path: Path) -> None:
+    pytest.importorskip("openai_codex", reason="the codex extra is not installed")
+    (tmp_path / "wf.js").write_text(WORKFLOW)
+    (tmp_path / "codex-home").mkdir()  # no auth.json, no key, no custom model provider
+    env = {"CODEX_HOME": str(tmp_path / "codex-home")}
+    p = cli("run", "wf.js", "--provider", "codex", "--events", "jsonl", cwd=tmp_path, env=env)
+    assert p.returncode == 2, p.stderr
+    assert "provider 'codex' is not logged in: run `codex login` or set OPENAI_API_KEY" in p.stderr
+    assert "run.started" not in p.stderr
+    listed = cli("providers", cwd=tmp_path, env=env)
+    (line,) = [x for x in listed.stdout.splitlines() if x.startswith("codex\t")]
+    assert line.split("\t")[1] == "not logged in"
 
 
 def test_a_configured_codex_run_reaches_the_mock_model(codex: CodexSetup) -> None:
@@ -125,3 +189,15 @@ def test_without_the_key_name_allowlisted_the_mock_key_never_reaches_codex(codex
     )
     assert p.returncode == 1
     assert "Missing environment variable: `MOCK_API_KEY`" in p.stderr
+
+
+def test_the_configured_limits_give_calls_their_default_stall_window(tmp_path: Path) -> None:
+    (tmp_path / "wf.js").write_text(WORKFLOW)
+    (tmp_path / "s.json").write_text('{"default": {"text": "late", "delayMs": 30000}}')
+    (tmp_path / "workflow-mcp.toml").write_text("[limits]\nstall_ms = 40\nagent_timeout_ms = 20000\n")
+    p = cli("run", "wf.js", "--fake-script", "s.json", "--events", "jsonl", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    assert "agent stalled on all 6 attempts (no progress for 40 ms each)" in p.stderr
+    (tmp_path / "workflow-mcp.toml").write_text("[limits]\nstall_ms = 0\n")
+    p = cli("run", "wf.js", "--fake-script", "s.json", cwd=tmp_path)
+    assert p.returncode == 2 and "limits.stall_ms: must be an integer from 1" in p.stderr

@@ -328,7 +328,11 @@ def test_a_claude_alias_without_a_mapping_is_refused_before_codex_is_called(code
     out = arun(
         run_on_codex(codex, "try { await agent('x', { model: 'sonnet' }) } catch (e) { return e.message }")
     )
-    assert "Claude model alias" in out.result and "[providers.codex.models]" in out.result
+    # The workflow caught the rejection, but its only call failed for a configuration reason: the
+    # run fails with that reason instead of completing (issue 12).
+    assert out.status == "failed" and out.error is not None
+    assert out.error.startswith("every agent call of this run (1) failed for one reason: model 'sonnet'")
+    assert "Claude model alias" in out.error and "[providers.codex.models]" in out.error
     assert codex.mock.received == []
 
 
@@ -371,3 +375,40 @@ def test_a_failed_codex_call_falls_back_to_the_next_provider_in_the_chain(codex:
     assert out.status == "completed", out.error
     assert out.result == "from fake"
     assert len(codex.mock.received) == 1
+
+
+def test_a_codex_that_reconnects_forever_fails_within_six_stall_windows(
+    codex: CodexSetup, tmp_path: Path
+) -> None:
+    # The issue's hang: codex cannot reach its model and retries ("Reconnecting... n/5", then
+    # "waiting for network") forever. Those retries are not progress, so the stall window fires.
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home = tmp_path / "unreachable-home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        'model = "mock-model"\nmodel_provider = "mock"\napproval_policy = "never"\n'
+        '[model_providers.mock]\nname = "Unreachable"\n'
+        f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\n'
+    )
+    stall_ms = 3500  # codex reports its first reconnect about 3 s into a turn
+    body = f"try {{ return await agent('say hi', {{ label: 'hi', stallMs: {stall_ms} }}) }} catch (e) {{ return e.message }}"
+
+    async def scenario() -> tuple[Outcome, float]:
+        settings = {**codex.settings, "codex_home": str(home)}
+        async with codex.router(settings={"codex": settings}, provider="codex") as router:
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            out = await finish(start(body, provider=router, cwd=str(codex.cwd)))
+            return out, loop.time() - began
+
+    out, elapsed = arun(scenario())
+    assert out.status == "completed", out.error
+    assert out.result.startswith(f"agent stalled on all 6 attempts (no progress for {stall_ms} ms each)")
+    warnings = [e.payload["message"] for e in out.of("warning")]
+    assert len(warnings) == 5
+    assert any("the provider was retrying: codex: Reconnecting..." in w for w in warnings), warnings
+    assert elapsed < stall_ms / 1000 * 6 + 3.0, elapsed  # six windows, plus the run's own start-up

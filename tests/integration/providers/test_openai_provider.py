@@ -351,3 +351,102 @@ def test_bad_settings_are_refused_naming_the_file_and_the_key() -> None:
         OpenAIProvider.create(
             {"model": "m", "api": "completions"}, policy=DEFAULT_POLICY, source="workflow-mcp.toml"
         )
+
+
+# -- rate and usage limits, through the real SDK ------------------------------------------------
+
+
+def test_a_429_with_retry_after_is_retried_by_the_engine_after_that_wait_then_answers(chat: MockChat) -> None:
+    answers = iter(
+        [
+            Reply(status=429, message="Rate limit reached for requests", headers=(("retry-after-ms", "30"),)),
+            Reply(status=529, message="Overloaded", headers=(("retry-after", "0"),)),
+            Reply(text="finally"),
+        ]
+    )
+    chat.on("busy", lambda rec: next(answers))
+    out = arun(run_on_openai(chat, "return await agent('busy now', { label: 'busy' })"))
+    assert out.status == "completed", out.error
+    assert out.result == "finally"
+    warnings = [e.payload["message"] for e in out.of("warning")]
+    assert len(warnings) == 2
+    assert warnings[0].startswith(
+        "[busy] rate limit: openai: Rate limit reached for requests; retrying in 0.0 s"
+    )
+    assert "(Retry-After 0.03 s; 1 of 4)" in warnings[0]
+    assert warnings[1].startswith(
+        "[busy] overloaded: openai: Overloaded; retrying in 0.0 s (Retry-After 0 s; 2 of 4)"
+    )
+    assert [r.prompt for r in chat.received] == [
+        "busy now"
+    ] * 3  # max_retries = 0: the SDK itself never retried
+
+
+def test_a_spent_quota_pauses_the_run_with_usage_limit_and_the_reset_time(chat: MockChat) -> None:
+    import datetime
+
+    chat.on(
+        "work",
+        Reply(
+            status=429,
+            message="You exceeded your current quota, please check your plan and billing details.",
+            code="insufficient_quota",
+            headers=(("retry-after", "3600"),),
+        ),
+    )
+    before = datetime.datetime.now(datetime.UTC)
+    out = arun(run_on_openai(chat, "const a = await agent('work', { label: 'w' })\nreturn a"))
+    assert out.status == "paused", out.error
+    (paused,) = out.of("run.paused")
+    assert paused.payload["reason"] == "usage_limit" and paused.payload["backend"] == "openai"
+    assert "exceeded your current quota" in paused.payload["detail"]
+    resets = datetime.datetime.fromisoformat(paused.payload["resetsAt"].replace("Z", "+00:00"))
+    assert 3590 <= (resets - before).total_seconds() <= 3610
+    assert out.error is not None and out.error.startswith("openai reached its usage limit (it resets at ")
+    (failed,) = out.of("agent.failed")
+    assert failed.payload["reason"] == "usage_limit"
+    assert len(chat.received) == 1  # a spent quota is never retried
+
+
+def test_resume_wait_continues_a_usage_limited_run_after_its_reset(chat: MockChat, tmp_path: Any) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = str(Path(sys.executable).with_name("workflow-mcp"))
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text(
+        '[providers.openai]\nmodel = "mock-model"\n'
+        f'base_url = "{chat.base_url}"\napi_key_env = "MOCK_CHAT_KEY"\nmax_retries = 0\n'
+        '[policy]\nenv = ["MOCK_CHAT_KEY"]\n'
+    )
+    (tmp_path / "wf.js").write_text(
+        "export const meta = { name: 'q', description: 'quota' }\nreturn await agent('say ECHO:later')\n"
+    )
+    env = {**os.environ, "WORKFLOW_MCP_HOME": str(state), "HOME": str(tmp_path)}
+    limited = Reply(
+        status=429, message="quota spent", code="insufficient_quota", headers=(("retry-after", "1"),)
+    )
+    chat.on("later", lambda rec: limited if len(chat.received) == 1 else Reply(text="after the reset"))
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [cli, *argv, "--events", "none"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    first = run("run", "wf.js", "--provider", "openai")
+    assert first.returncode == 1, first.stderr
+    assert "paused: openai reached its usage limit (it resets at " in first.stderr
+    run_id = first.stderr.split("workflow-mcp: run ")[1].split()[0]
+    resumed = run("resume", run_id, "--wait")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == "after the reset"
+    assert len(chat.received) == 2

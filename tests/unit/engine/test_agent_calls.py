@@ -3,13 +3,17 @@ provider, stalls, schema re-asks, invalid schemas, the 1,000-call cap and budget
 
 from __future__ import annotations
 
+import asyncio
+import random
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from workflow_mcp.providers import FakeProvider
+from workflow_mcp.engine.backoff import RetryPolicy
+from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult, FakeProvider, ProviderCapabilities
+from workflow_mcp.providers.base import ProviderEvent
 
 from helpers import count, run_source
 
@@ -293,3 +297,103 @@ def test_only_output_tokens_are_charged_to_the_budget() -> None:
     assert outcome.result == [14, 86]
     (completed,) = outcome.of("run.completed")
     assert completed.payload["tokenUsage"]["spent"] == 14
+
+
+class Retrying:
+    """A provider whose backend reports that it is retrying (a ``retry`` event, as codex's
+    "Reconnecting..." becomes) and then never answers."""
+
+    def __init__(self, *, streaming: bool = True) -> None:
+        self.name = "retrying"
+        self.capabilities = ProviderCapabilities(streaming=streaming)
+        self.calls = 0
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        self.calls += 1
+        await context.emit(ProviderEvent(kind="retry", text="Reconnecting... 2/5 (no network)"))
+        await asyncio.Event().wait()  # hung: only the stall window ends this
+        raise AssertionError("unreachable")
+
+
+def test_retry_events_are_not_progress_so_a_backend_that_reconnects_forever_stalls() -> None:
+    provider = Retrying()
+    outcome = run_source(STALL_BODY, provider=provider)
+    assert re.match(r"rejected: agent stalled on all 6 attempts", outcome.result), outcome.result
+    assert "the provider was retrying: Reconnecting... 2/5 (no network)" in outcome.result
+    assert provider.calls == 6
+    warnings = [e.payload["message"] for e in outcome.of("warning")]
+    assert warnings[0] == (
+        "[slow] stalled: no progress for 50 ms; the provider was retrying: Reconnecting... 2/5 (no network); "
+        "retrying (1 of 5)"
+    )
+
+
+def test_the_stall_window_applies_to_providers_that_do_not_stream_and_its_default_is_an_option() -> None:
+    # No stallMs option: the run's default window (RunOptions.stall_ms, else the profile's 180 s).
+    provider = Retrying(streaming=False)
+    body = "try { return await agent('x', { label: 'quiet' }) } catch (e) { return 'rejected: ' + e.message }"
+    outcome = run_source(body, provider=provider, stall_ms=40)
+    assert outcome.result.startswith("rejected: agent stalled on all 6 attempts (no progress for 40 ms each)")
+    assert provider.calls == 6
+
+
+class RateLimited:
+    """Answers ``rate_limit`` (with ``retry_after_s``) ``times`` times, then text."""
+
+    def __init__(self, times: int, retry_after_s: float | None = 0.0) -> None:
+        self.name = "limited"
+        self.capabilities = ProviderCapabilities(streaming=True)
+        self.times = times
+        self.retry_after_s = retry_after_s
+        self.calls = 0
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        self.calls += 1
+        if self.calls <= self.times:
+            return AgentResult(
+                outcome="provider_failed",
+                message="429 Too Many Requests",
+                failure="rate_limit",
+                retry_after_s=self.retry_after_s,
+            )
+        return AgentResult(text=f"answered on call {self.calls}")
+
+
+def test_a_rate_limited_answer_is_retried_honouring_retry_after_then_resolves() -> None:
+    provider = RateLimited(times=2)
+    outcome = run_source("return await agent('x', { label: 'busy' })", provider=provider)
+    assert outcome.result == "answered on call 3"
+    warnings = [e.payload["message"] for e in outcome.of("warning")]
+    assert warnings == [
+        "[busy] rate limit: 429 Too Many Requests; retrying in 0.0 s (Retry-After 0 s; 1 of 4)",
+        "[busy] rate limit: 429 Too Many Requests; retrying in 0.0 s (Retry-After 0 s; 2 of 4)",
+    ]
+    assert count(outcome.events, "agent.started") == 1 and not outcome.of("agent.failed")
+
+
+def test_rate_limit_retries_are_bounded_then_the_call_resolves_null_like_a_provider_failure() -> None:
+    provider = RateLimited(times=100, retry_after_s=None)
+    policy = RetryPolicy(retries=2, base_ms=1, max_ms=2)
+    outcome = run_source("return await agent('x', { label: 'busy' })", provider=provider, retry=policy)
+    assert outcome.status == "completed" and outcome.result is None
+    assert provider.calls == 3
+    (failed,) = outcome.of("agent.failed")
+    assert failed.payload["reason"] == "provider_failed"
+    assert "retrying in" in outcome.of("warning")[0].payload["message"]
+
+
+def test_a_retry_after_longer_than_the_policy_allows_is_not_waited_for() -> None:
+    provider = RateLimited(times=1, retry_after_s=3600)
+    outcome = run_source("return await agent('x', { label: 'busy' })", provider=provider)
+    assert outcome.result is None and provider.calls == 1 and not outcome.of("warning")
+
+
+def test_the_backoff_doubles_up_to_its_bound_with_jitter_in_the_upper_half() -> None:
+    policy = RetryPolicy(retries=10, base_ms=100, max_ms=400)
+    low, high = random.Random(0), random.Random(1)
+    for retry, step in ((1, 0.1), (2, 0.2), (3, 0.4), (4, 0.4), (10, 0.4)):
+        for rng in (low, high):
+            wait = policy.delay(retry, None, rng)
+            assert wait is not None and step / 2 <= wait <= step
+    assert policy.delay(11, None) is None
+    assert 2.0 <= (policy.delay(1, 2.0) or 0) <= 2.2

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflow_mcp import FakeProvider, MemoryStore, RunOptions, WorkflowService, load_workflow
+from workflow_mcp.errors import RunFailedError
 from workflow_mcp.providers.base import (
     AgentContext,
     AgentRequest,
@@ -52,6 +53,10 @@ def test_an_auth_error_pauses_the_run_with_a_non_secret_context_and_resume_finis
         (paused,) = [e for e in service.events(first.run_id) if e.type == "run.paused"]
         assert paused.payload["backend"] == "codex" and paused.payload["loginHint"] == "codex login"
         assert paused.payload["resumable"] is True
+        try:
+            await first.result()
+        except RunFailedError as exc:  # what `workflow-mcp run` prints as "run R paused: <message>"
+            assert exc.message == "codex needs authentication. Log in (codex login), then resume this run."
         assert service.recover() == []  # a paused run is not mistaken for an interrupted one
 
         provider = FakeProvider({"default": {"echo": True}})

@@ -256,3 +256,99 @@ def test_the_serving_loops_error_handler_writes_one_line_per_message_and_never_r
         handle(loop, {"message": "with no usable stderr", "exception": OSError(24, "Too many")})
     finally:
         loop.close()
+
+
+def guard_on(inner: Inner, host: str, allowed: tuple[str, ...] = ()) -> HttpGuard:
+    tokens = load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"alice={ALICE}"})
+    return HttpGuard(inner, tokens, host=host, port=8765, allowed_hosts=allowed)
+
+
+async def request_on(app: Any, headers: dict[str, str], local: str) -> int:
+    """The status of a request that arrived on the local address ``local``."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "server": (local, 8765),
+        "headers": [
+            (k.lower().encode(), v.encode())
+            for k, v in {**headers, "authorization": f"Bearer {ALICE}"}.items()
+        ],
+        "state": {},
+    }
+    await app(scope, receive, send)
+    return int(sent[0]["status"])
+
+
+@pytest.mark.parametrize(
+    ("bind", "allowed", "host", "local", "status"),
+    [
+        # A wildcard bind answers the address the connection arrived on, and loopback names…
+        ("0.0.0.0", (), "192.0.2.7:8765", "192.0.2.7", 200),
+        ("0.0.0.0", (), "127.0.0.1:8765", "127.0.0.1", 200),
+        ("::", (), "[2001:db8::7]:8765", "2001:db8::7", 200),
+        ("::", (), "192.0.2.7:8765", "::ffff:192.0.2.7", 200),
+        # …but not another address, another port, or a name nobody configured (DNS rebinding).
+        ("0.0.0.0", (), "192.0.2.8:8765", "192.0.2.7", 403),
+        ("0.0.0.0", (), "192.0.2.7:9999", "192.0.2.7", 403),
+        ("0.0.0.0", (), "rebind.evil.example:8765", "192.0.2.7", 403),
+        # --allowed-host NAME answers NAME with the port or without one (a proxy); NAME:PORT exactly.
+        ("0.0.0.0", ("mcp.example",), "MCP.example:8765", "192.0.2.7", 200),
+        ("0.0.0.0", ("mcp.example",), "mcp.example", "192.0.2.7", 200),
+        ("0.0.0.0", ("mcp.example",), "mcp.example:9999", "192.0.2.7", 403),
+        ("127.0.0.1", ("proxy.internal:443",), "proxy.internal:443", "127.0.0.1", 200),
+        ("127.0.0.1", ("proxy.internal:443",), "proxy.internal:8765", "127.0.0.1", 403),
+        # A specific bind answers its own name; '*' answers anything (tokens still required).
+        ("mcp.example", (), "mcp.example:8765", "192.0.2.7", 200),
+        ("192.0.2.7", (), "192.0.2.7:8765", "192.0.2.7", 200),
+        ("0.0.0.0", ("*",), "anything.example:1234", "192.0.2.7", 200),
+        # A loopback bind never answers the connection's address under another name.
+        ("127.0.0.1", (), "127.0.0.2:8765", "127.0.0.2", 403),
+    ],
+)
+async def test_the_host_check_answers_the_servers_own_names_and_the_allowed_hosts(
+    bind: str, allowed: tuple[str, ...], host: str, local: str, status: int
+) -> None:
+    assert await request_on(guard_on(Inner(), bind, allowed), {"host": host}, local) == status
+
+
+@pytest.mark.parametrize(
+    ("allowed", "host", "origin", "status"),
+    [
+        (("mcp.example",), "mcp.example", "https://mcp.example", 200),
+        (("mcp.example",), "mcp.example", "https://evil.example", 403),
+        (("*",), "any.example:8765", "http://any.example:8765", 200),
+        (("*",), "any.example:8765", "http://evil.example", 403),
+    ],
+)
+async def test_origins_must_name_an_answered_host(
+    allowed: tuple[str, ...], host: str, origin: str, status: int
+) -> None:
+    app = guard_on(Inner(), "0.0.0.0", allowed)
+    assert await request_on(app, {"host": host, "origin": origin}, "192.0.2.7") == status
+
+
+@pytest.mark.parametrize(
+    ("bind", "entry", "match"),
+    [
+        ("127.0.0.1", "*", "loopback server"),
+        ("localhost", "*", "loopback server"),
+        ("0.0.0.0", "http://mcp.example", "not a host"),
+        ("0.0.0.0", "mcp.example/mcp", "not a host"),
+        ("0.0.0.0", "mcp.example:99999", "not a host"),
+        ("0.0.0.0", "", "not a host"),
+    ],
+)
+def test_malformed_allowed_hosts_and_a_wildcard_on_loopback_are_refused(
+    bind: str, entry: str, match: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        guard_on(Inner(), bind, (entry,))

@@ -37,7 +37,8 @@ async def test_a_never_approved_source_is_shown_to_the_user_once_and_runs_when_a
     (question,) = asked.asked  # type: ignore[attr-defined]
     assert "'hello' (inline script)" in question and "sha256" in question
     stored = json.loads(Path(approvals).read_text())
-    assert list(stored["approved"]) == [_sha(HELLO)]
+    assert stored["version"] == 2
+    assert [(a["sourceHash"], a["by"]) for a in stored["approvals"]] == [(_sha(HELLO), None)]
     assert stat.S_IMODE(os.stat(approvals).st_mode) == 0o600
 
 

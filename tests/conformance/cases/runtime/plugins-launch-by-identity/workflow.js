@@ -1,0 +1,2 @@
+export const meta = { name: 'main', description: 'plugin case' }
+return 'the local main workflow ran instead'
