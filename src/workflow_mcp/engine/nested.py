@@ -51,6 +51,7 @@ class ChildWorkflow:
     phase: str
     body: str
     path: str
+    source: str = ""
 
 
 class ChildResolver:
@@ -122,7 +123,7 @@ class ChildResolver:
         n = self._calls.get(wf.meta.name, 0) + 1
         self._calls[wf.meta.name] = n
         phase = f"▸ {wf.meta.name}" if n == 1 else f"▸ {wf.meta.name} #{n}"
-        return ChildWorkflow(name=wf.meta.name, phase=phase, body=wf.body, path=path)
+        return ChildWorkflow(name=wf.meta.name, phase=phase, body=wf.body, path=path, source=wf.source)
 
 
 def _reachable(check: ChildCheck) -> Callable[[str], bool]:
