@@ -462,7 +462,7 @@ class _Run:
         start: dict[str, Any] = {
             "t": "start",
             **(body.to_start() if body is not None else {"body": self.wf.body, "bodyLine": 1}),
-            "filename": self.wf.path or f"{self.wf.name}.js",
+            "filename": self.wf.path,  # where a failure's location points (None: an inline source)
             "budgetTotal": self.budget.total,
             "spent": self.budget.spent,
             "syncTimeoutMs": self.sync_timeout_ms,
