@@ -8,6 +8,11 @@ Status is never stored separately: it is whatever the events say. Shape of :clas
      replayedOutput}, result?, error?, pausedReason?}
 
 Statuses: queued, running, paused, completed, failed, cancelled, interrupted.
+
+Phases are the run's phase list as Claude Code 2.1.332 shows it: ``meta.phases`` first (``pending``
+until an agent runs in them), then each new title from phase() or an agent's ``phase`` option, in
+first-use order. ``currentPhase`` is the latest new phase() title or the phase of the latest queued
+agent call.
 """
 
 from __future__ import annotations
@@ -192,19 +197,24 @@ def project_state(
             state.ended_at = event.timestamp
         elif t == "phase.started":
             title = str(p.get("title"))
+            declared = p.get("source") == "meta"  # listed before it is entered
             found = next((ph for ph in state.phases if ph["title"] == title), None)
             if found is None:
-                state.phases.append({"title": title, "status": "running"})
-            else:
+                state.phases.append({"title": title, "status": "pending" if declared else "running"})
+            elif not declared:
                 found["status"] = "running"
-            state.current_phase = title
+            if not declared:
+                state.current_phase = title
         elif t in ("phase.completed", "phase.failed"):
             title = str(p.get("title"))
             for ph in state.phases:
                 if ph["title"] == title:
                     ph["status"] = "completed" if t == "phase.completed" else "failed"
         elif t == "agent.queued":
-            _agent(state, event).state = "queued"
+            a = _agent(state, event)
+            a.state = "queued"
+            if isinstance(a.phase, str):
+                _enter_phase(state, a.phase)
         elif t == "agent.started":
             _agent(state, event).state = "running"
         elif t == "agent.cached":
@@ -233,6 +243,13 @@ def project_state(
     if state is None:
         raise ValueError("project_state needs at least one event or a run_id")
     return state
+
+
+def _enter_phase(state: RunState, title: str) -> None:
+    for ph in state.phases:
+        if ph["title"] == title and ph["status"] == "pending":
+            ph["status"] = "running"
+    state.current_phase = title
 
 
 def _close_phases(state: RunState, status: str) -> None:
