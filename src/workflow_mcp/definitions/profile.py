@@ -66,6 +66,9 @@ class Profile:
         budget_from_turn: ``budget.total`` came from the turn's token budget (2.1.209).
         flat_cache_chain: one cache-key chain in agent() call order; parallel()/pipeline() neither
             fork nor join it (2.1.209).
+        child_error_message_is_stack: a child workflow's throw reaches the parent with the child's whole
+            stack text as its ``message`` (2.1.209, measured: ``'Error: child string'`` for a thrown
+            string); 2.1.332 keeps the bare message.
     """
 
     name: str
@@ -103,6 +106,7 @@ class Profile:
     journal_started_has_label: bool = True
     budget_from_turn: bool = False
     flat_cache_chain: bool = False
+    child_error_message_is_stack: bool = False
     max_concurrency: int = 16
     min_concurrency: int = 2
 
@@ -142,6 +146,7 @@ PROFILES: dict[str, Profile] = {
         journal_started_has_label=False,
         budget_from_turn=True,
         flat_cache_chain=True,
+        child_error_message_is_stack=True,
     ),
 }
 

@@ -470,6 +470,7 @@ class _Run:
             "boundary": {
                 "childDepth": self.profile.boundary_child_depth,
                 "finalDepth": self.profile.boundary_final_depth,
+                "childErrorMessageIsStack": self.profile.child_error_message_is_stack,
             },
             "profile": self.profile.name,
             "cacheKeyOptions": list(self.profile.cache_key_options),

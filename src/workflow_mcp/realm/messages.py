@@ -21,7 +21,8 @@ Worker → host:
 
 Host → worker:
     start     {body, bodyLine, bodyColumn, filename, args?, budgetTotal, spent, syncTimeoutMs,
-               maxFanoutItems, boundary: {childDepth, finalDepth}, profile, cacheKeyOptions}
+               maxFanoutItems, boundary: {childDepth, finalDepth, childErrorMessageIsStack}, profile,
+               cacheKeyOptions}
     result    {id, r: {ok, value? | error: {name, message, code?}, spent?}}
     child     {id, name, phase, body, bodyLine, bodyColumn, filename, spent}   a resolved nested workflow
     budget    {total, spent}

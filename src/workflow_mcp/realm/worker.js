@@ -146,6 +146,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   const PROFILE = '' + cfg.profile
   const MAX_ARRAY = +cfg.maxArray, CHILD_DEPTH = +cfg.childDepth, FINAL_DEPTH = +cfg.finalDepth
   const HOST_DEPTH = +cfg.hostDepth
+  const CHILD_MESSAGE_IS_STACK = cfg.childErrorMessageIsStack === true
   const TOTAL = cfg.budgetTotal === null ? null : +cfg.budgetTotal
   let returned = cfg.returned === true
 
@@ -723,7 +724,8 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       const entry = apply(mapGet, childCalls, [id])
       if (entry === undefined) return null
       apply(mapDelete, childCalls, [id])
-      const err = hostError('' + name, '' + message)
+      // profile claude-code/2.1.209 (measured): the message is the child's whole stack text
+      const err = hostError('' + name, CHILD_MESSAGE_IS_STACK && stack !== undefined ? '' + stack : '' + message)
       if (stack !== undefined) err.stack = '' + stack
       entry.reject(err)
       return err
@@ -1065,7 +1067,7 @@ function start(msg) {
   const b = msg.boundary || {}
   realmConfig = {
     profile: profileName, maxArray: msg.maxFanoutItems || 4096, childDepth: b.childDepth || 100000,
-    finalDepth: b.finalDepth || 28000, hostDepth: MAX_DEPTH,
+    finalDepth: b.finalDepth || 28000, hostDepth: MAX_DEPTH, childErrorMessageIsStack: b.childErrorMessageIsStack === true,
     budgetTotal: msg.budgetTotal === undefined ? null : msg.budgetTotal,
   }
   const where = { path: msg.filename || null, line: msg.bodyLine || 2, column: msg.bodyColumn || 1 }
