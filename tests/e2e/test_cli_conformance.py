@@ -54,8 +54,12 @@ def test_the_installed_cli_passes_every_shared_conformance_case() -> None:
 @pytest.mark.skipif(
     not (SHARED / "conformance").is_dir(), reason="the shared folder is not beside the repository"
 )
-def test_the_copied_cases_are_the_shared_cases() -> None:
+def test_every_shared_case_is_copied_verbatim_beside_the_project_s_own_cases() -> None:
+    # The project's own oracle-measured cases (issue 11: runtime/label-*, boundary-*, errors-*,
+    # realm-*) live in the same tree; every shared file is there byte for byte.
     shared = SHARED / "conformance"
     theirs = {p.relative_to(shared): p.read_bytes() for p in shared.rglob("*") if p.is_file()}
     ours = {p.relative_to(CASES): p.read_bytes() for p in CASES.rglob("*") if p.is_file()}
-    assert ours == theirs
+    assert {k: ours.get(k) for k in theirs} == theirs
+    own = {k.parts[1] for k in ours.keys() - theirs.keys() if k.parts[0] == "runtime"}
+    assert all((CASES / "runtime" / name / "case.json").is_file() for name in own)
