@@ -194,10 +194,17 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   let seq = 0
   const pending = new MapCtor()       // id -> resolve (agent() calls, timers)
   const inbox = new MapCtor()          // id -> JSON text of the outcome
-  const childCalls = new MapCtor()     // id -> { resolve, reject, has, args, site } (workflow() calls)
+  const childCalls = new MapCtor()     // id -> { resolve, reject, has, args } (workflow() calls)
   const budgetErrors = new WeakSetCtor()
 
-  const send = (msg) => post(JSONstringify(msg))
+  // JSON to the host; a BigInt (in agent() options: JSON has none) crosses as its digits, so String()
+  // coercions see the same text. Tried without the replacer first: it slows every value down.
+  const bigints = (k, v) => typeof v === 'bigint' ? StringCtor(v) : v
+  const send = (msg) => {
+    let text
+    try { text = JSONstringify(msg) } catch (e) { if (!(e instanceof TypeErrorCtor)) throw e; text = JSONstringify(msg, bigints) }
+    post(text)
+  }
   const coerce = (v) => (v !== null && (typeof v === 'object' || typeof v === 'function')) ? '[' + typeof v + ']' : StringCtor(v)
 
   // -------------------------------------------------------------------------------------------
@@ -213,8 +220,20 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     e.toString = function toString() { return e.name + ': ' + e.message }
     return e
   }
-  // Where a realm function was called from: captured at the call, formatted only when needed.
-  function callSite(fn) { const o = {}; try { apply(captureStack, ErrorCtor, [o, fn]) } catch (x) {} return o }
+  // Where the workflow is: its frames when an error is made synchronously in a call (fn and what it
+  // called hidden), or, in an async continuation, the awaiting workflow functions (V8's async stack
+  // frames, "at async ... workflow.js:L:C", behind the host's own frames: hence the higher limit).
+  // Captured only when an error is made, so a call costs nothing for it.
+  function callSite(fn, limit) {
+    const o = {}
+    let saved
+    try { saved = ErrorCtor.stackTraceLimit; ErrorCtor.stackTraceLimit = limit } catch (x) {}
+    try { apply(captureStack, ErrorCtor, fn === undefined ? [o] : [o, fn]) } catch (x) {}
+    try { ErrorCtor.stackTraceLimit = saved } catch (x) {}
+    return o
+  }
+  const hereFrames = (fn) => framesOf(callSite(fn, 10))
+  const awaitFrames = () => framesOf(callSite(undefined, 64))
   function frameLines(text, from) {
     let out = ''
     const lines = apply(strSplit, text, ['\n'])
@@ -267,50 +286,52 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // NaN, undefined); cycles and shared references stay. Date, Map, RegExp, Error... have no own
   // enumerable keys, so they become {}. An array longer than MAX_ARRAY or nesting deeper than
   // maxDepth objects fails with Claude's messages. Iterative: 100,000 levels need no deep stack.
-  const DESC = ObjectCreate(null)
-  DESC.value = undefined; DESC.writable = true; DESC.enumerable = true; DESC.configurable = true
-  function put(o, k, v) { DESC.value = v; ObjectDefineProperty(o, k, DESC); DESC.value = undefined }
+  // Plain assignment (defineProperty is 20 times slower): only a setter the workflow itself put on
+  // its realm's Object or Array prototype could intercept it, in a copy of its own data; '__proto__',
+  // the one key assignment would not create, is dropped anyway.
+  const put = (o, k, v) => { o[k] = v }
+  let copyDepth = 0 // the deepest nesting the last boundaryCopy met
+  function copyShell(src, depth, maxDepth, seen, work) {
+    if (depth > maxDepth) throw depthError(maxDepth)
+    if (depth > copyDepth) copyDepth = depth
+    let dst, keys, n
+    if (ArrayIsArray(src)) {
+      n = src.length
+      if (n > MAX_ARRAY) throw arrayError(n)
+      dst = []; keys = null
+    } else {
+      keys = ObjectKeys(src); n = keys.length; dst = {}
+    }
+    apply(mapSet, seen, [src, dst])
+    work[work.length] = { src, dst, keys, n, i: 0, depth }
+    return dst
+  }
   function boundaryCopy(value, maxDepth) {
+    copyDepth = 0
     if (typeof value === 'function') return undefined
     if (value === null || typeof value !== 'object') return value
     const seen = new MapCtor()
     const work = []
-    const shell = (src, depth) => {
-      if (depth > maxDepth) throw depthError(maxDepth)
-      let dst, keys, n
-      if (ArrayIsArray(src)) {
-        n = src.length
-        if (n > MAX_ARRAY) throw arrayError(n)
-        dst = []; keys = null
-      } else {
-        keys = ObjectKeys(src); n = keys.length; dst = {}
-      }
-      apply(mapSet, seen, [src, dst])
-      work[work.length] = { src, dst, keys, n, i: 0, depth }
-      return dst
-    }
-    const item = (v, depth) => {
-      if (v === null || typeof v !== 'object') return v
-      const known = apply(mapGet, seen, [v])
-      return known !== undefined ? known : shell(v, depth + 1)
-    }
-    const root = shell(value, 1)
+    const root = copyShell(value, 1, maxDepth, seen, work)
     while (work.length > 0) {
       const f = work[work.length - 1]
       if (f.i >= f.n) { work.length--; continue }
       const i = f.i++
+      let k = i, v
       if (f.keys === null) {
-        let v
         try { v = f.src[i] } catch (x) { v = undefined }
-        put(f.dst, i, typeof v === 'function' ? undefined : item(v, f.depth))
+        if (typeof v === 'function') v = undefined
       } else {
-        const k = f.keys[i]
+        k = f.keys[i]
         if (k === '__proto__') continue
-        let v
         try { v = f.src[k] } catch (x) { continue }
         if (typeof v === 'function') continue
-        put(f.dst, k, item(v, f.depth))
       }
+      if (v !== null && typeof v === 'object') {
+        const known = apply(mapGet, seen, [v])
+        v = known !== undefined ? known : copyShell(v, f.depth + 1, maxDepth, seen, work)
+      }
+      put(f.dst, k, v)
     }
     return root
   }
@@ -380,31 +401,6 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       'deeper than ' + HOST_DEPTH + ' levels, the most workflow-mcp stores (Claude Code allows ' + FINAL_DEPTH + '); flatten it'))
     return text === undefined ? 'null' : text
   }
-  // agent() options as the host reads them: JSON of their boundary copy (a BigInt as its digits,
-  // so String() coercions see the same text), at most HOST_DEPTH levels deep.
-  function wireOptions(opts) {
-    const walk = (v, depth, path) => {
-      if (typeof v === 'bigint') return StringCtor(v)
-      if (typeof v === 'number') return NumberIsFinite(v) ? v : null
-      if (v === null || typeof v !== 'object') return typeof v === 'symbol' ? undefined : v
-      if (depth > HOST_DEPTH) throw new RangeErrorCtor('agent() options are nested deeper than ' + HOST_DEPTH + ' levels')
-      if (apply(setHas, path, [v])) throw hostError('TypeError', 'agent() options hold a cycle, which JSON cannot carry to the agent')
-      apply(setAdd, path, [v])
-      let out
-      if (ArrayIsArray(v)) {
-        out = []
-        for (let i = 0; i < v.length; i++) { const x = walk(v[i], depth + 1, path); out[i] = x === undefined ? null : x }
-      } else {
-        out = ObjectCreate(null)
-        const keys = ObjectKeys(v)
-        for (let i = 0; i < keys.length; i++) { const x = walk(v[keys[i]], depth + 1, path); if (x !== undefined) out[keys[i]] = x }
-      }
-      apply(setDelete, path, [v])
-      return out
-    }
-    return walk(opts, 1, new SetCtor())
-  }
-
   // -------------------------------------------------------------------------------------------
   // Labels (measured, label-*): an explicit label is String() of its copied value with every
   // whitespace run made one space, trimmed, never cut; null/undefined fall back to the prompt's
@@ -413,6 +409,13 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   const isSpace = (c) => c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
     c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
   function collapse(s) {
+    // Most labels need nothing: no leading, trailing or repeated space and no other whitespace.
+    let plain = s.length > 0 && !isSpace(apply(strCode, s, [0])) && !isSpace(apply(strCode, s, [s.length - 1]))
+    for (let i = 1; plain && i < s.length; i++) {
+      const c = apply(strCode, s, [i])
+      if (isSpace(c) && (c !== 32 || apply(strCode, s, [i - 1]) === 32)) plain = false
+    }
+    if (plain) return s
     let out = '', run = false
     for (let i = 0; i < s.length; i++) {
       const c = apply(strCode, s, [i])
@@ -432,31 +435,30 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   }
 
   // -------------------------------------------------------------------------------------------
-  // A host request: the returned promise settles in a microtask, under the synchronous limit.
-  function request(msg, site) {
+  // A host request: the message is posted at the call; the promise settles in a microtask, under the
+  // synchronous limit. An async function, so a rejection made here names the awaiting workflow code.
+  async function request(msg) {
     const id = ++seq
     msg.id = id
     const gate = new PromiseCtor((resolve) => { apply(mapSet, pending, [id, resolve]) })
     try { send(msg) } catch (e) {
       // Nothing was sent (e.g. the message is too large): nothing will answer, so nothing waits.
       apply(mapDelete, pending, [id])
-      return reject(e)
+      throw e
     }
-    return apply(promiseThen, gate, [() => {
-      const text = apply(mapGet, inbox, [id]); apply(mapDelete, inbox, [id])
-      const r = JSONparse(text)
-      if (r.ok) {
-        const v = r.value
-        // Claude checks a structured result's arrays after the provider answered (measured).
-        if (v !== null && typeof v === 'object') checkArrays(v)
-        return v
-      }
-      throw makeError(r.error, site)
-    }])
+    await gate
+    const text = apply(mapGet, inbox, [id]); apply(mapDelete, inbox, [id])
+    const r = JSONparse(text)
+    if (r.ok) {
+      const v = r.value
+      // Claude checks a structured result's arrays after the provider answered (measured).
+      if (v !== null && typeof v === 'object') checkArrays(v)
+      return v
+    }
+    throw makeError(r.error, awaitFrames())
   }
-  function makeError(e, site) {
-    const err = hostError(typeof e.name === 'string' ? e.name : 'Error', typeof e.message === 'string' ? e.message : '',
-      site === undefined ? '' : framesOf(site))
+  function makeError(e, frames) {
+    const err = hostError(typeof e.name === 'string' ? e.name : 'Error', typeof e.message === 'string' ? e.message : '', frames)
     if (e.code === 'budget_exceeded') ws(budgetErrors, err)
     return err
   }
@@ -530,19 +532,19 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
 
   // -------------------------------------------------------------------------------------------
   let currentPhase = null
+  const EMPTY = ObjectFreeze(ObjectCreate(null))
   function agent(prompt, options) {
-    const site = callSite(agent)
     const text = coerce(prompt)
     let opts
     // Options are read from their boundary copy (measured, boundary-agent-options-copied).
-    try { opts = options !== null && typeof options === 'object' ? boundaryCopy(options, CHILD_DEPTH) : {} } catch (e) { return reject(e) }
+    try { opts = options !== null && typeof options === 'object' ? boundaryCopy(options, CHILD_DEPTH) : EMPTY } catch (e) { return reject(e) }
     const label = labelOf(opts, text)
     const phaseTitle = CHILD !== null ? CHILD.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
     // After the workflow returned, a call is never dispatched (measured: Claude drops it).
     if (returned) return never()
-    let wire
-    try { wire = wireOptions(opts) } catch (e) { return reject(e) }
-    return request({ t: 'call', fn: 'agent', prompt: text, opts: wire, label, phase: phaseTitle, child: CHILD && CHILD.name }, site)
+    // The options cross to the host as JSON of the copy; the host reads at most HOST_DEPTH levels.
+    if (copyDepth > HOST_DEPTH) return reject(new RangeErrorCtor('agent() options are nested deeper than ' + HOST_DEPTH + ' levels'))
+    return request({ t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: CHILD && CHILD.name })
   }
   function phase(title) {
     if (CHILD !== null) return undefined
@@ -558,36 +560,44 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // workflow(): the args are copied here (rejecting before the child runs when they break the
   // bounds) and stay in the realm: the child realm copies them again into its own objects.
   function workflow(target, childArgs) {
-    const site = callSite(workflow)
     if (CHILD !== null) {
       return reject(hostError('Error', 'workflow() cannot be called from within a child workflow — nesting is ' +
-        'limited to one level. Inline the inner script or call its agents directly.', framesOf(site)))
+        'limited to one level. Inline the inner script or call its agents directly.', hereFrames(workflow)))
     }
     let t
     if (typeof target === 'string') t = { name: target }
     else if (target !== null && typeof target === 'object') { const p = target.scriptPath; if (typeof p === 'string') t = { scriptPath: p } }
-    if (t === undefined) return reject(hostError('TypeError', 'workflow() expects a workflow name (string) or {scriptPath: string}', framesOf(site)))
+    if (t === undefined) return reject(hostError('TypeError', 'workflow() expects a workflow name (string) or {scriptPath: string}', hereFrames(workflow)))
     let copy
     try { copy = boundaryCopy(childArgs, CHILD_DEPTH) } catch (e) { return reject(e) }
     if (returned) return never()
     const id = ++seq
     const done = new PromiseCtor((resolve, rejectDone) => {
-      apply(mapSet, childCalls, [id, { resolve, reject: rejectDone, has: childArgs !== undefined, args: copy, site }])
+      apply(mapSet, childCalls, [id, { resolve, reject: rejectDone, has: childArgs !== undefined, args: copy }])
     })
     try { send({ t: 'call', fn: 'workflow', target: t, id }) } catch (e) { apply(mapDelete, childCalls, [id]); return reject(e) }
-    return done
+    return childOutcome(done)
+  }
+  // A refused workflow() call (not found, unreadable) is made a host error here, where the awaiting
+  // workflow code is on the async stack; a child's own throw arrives already wrapped.
+  const refusals = new WeakSetCtor()
+  async function childOutcome(done) {
+    try { return await done } catch (e) {
+      if (e !== null && typeof e === 'object' && wsh(refusals, e)) throw makeError(e, awaitFrames())
+      throw e
+    }
   }
 
   // -------------------------------------------------------------------------------------------
   // parallel() and pipeline() take their array across the boundary: more than MAX_ARRAY entries
   // fail with the boundary error; the messages are Claude Code 2.1.332's (errors-host-error-messages).
-  function fanoutArray(kind, items, site) {
+  function fanoutArray(kind, items, fn) {
     if (!ArrayIsArray(items)) {
       throw hostError('TypeError', kind === 'parallel' ? 'parallel() expects an array of functions'
-        : 'pipeline() expects an array as the first argument', framesOf(site))
+        : 'pipeline() expects an array as the first argument', hereFrames(fn))
     }
     const n = items.length
-    if (n > MAX_ARRAY) throw arrayError(n, framesOf(site))
+    if (n > MAX_ARRAY) throw arrayError(n, hereFrames(fn))
     const out = []
     for (let i = 0; i < n; i++) put(out, i, items[i])
     return out
@@ -635,12 +645,11 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     })
   }
   function parallel(thunks) {
-    const site = callSite(parallel)
     let fns
-    try { fns = fanoutArray('parallel', thunks, site) } catch (e) { return reject(e) }
+    try { fns = fanoutArray('parallel', thunks, parallel) } catch (e) { return reject(e) }
     for (let i = 0; i < fns.length; i++) {
       if (typeof fns[i] !== 'function') {
-        return reject(hostError('TypeError', 'parallel() expects an array of functions, not promises. Wrap each call: () => agent(...)', framesOf(site)))
+        return reject(hostError('TypeError', 'parallel() expects an array of functions, not promises. Wrap each call: () => agent(...)', hereFrames(parallel)))
       }
     }
     const forkId = fork('parallel', fns.length)
@@ -649,12 +658,11 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     return settleSlots('parallel', forkId, runners)
   }
   function pipeline(items, ...stages) {
-    const site = callSite(pipeline)
     let list
-    try { list = fanoutArray('pipeline', items, site) } catch (e) { return reject(e) }
+    try { list = fanoutArray('pipeline', items, pipeline) } catch (e) { return reject(e) }
     for (let s = 0; s < stages.length; s++) {
       if (typeof stages[s] !== 'function') {
-        return reject(hostError('TypeError', 'pipeline() stages must be functions: pipeline(items, item => ..., result => ...)', framesOf(site)))
+        return reject(hostError('TypeError', 'pipeline() stages must be functions: pipeline(items, item => ..., result => ...)', hereFrames(pipeline)))
       }
     }
     if (stages.length === 0) {
@@ -709,7 +717,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       if (entry === undefined) return
       apply(mapDelete, childCalls, [id])
       const r = JSONparse(text)
-      entry.reject(makeError(r.error || {}, entry.site))
+      const info = r.error !== null && typeof r.error === 'object' ? r.error : {}
+      ws(refusals, info)
+      entry.reject(info)
     },
     returned() { returned = true },
     // Claude Code 2.1.209 (measured): import() rejects with an Error reading exactly this.

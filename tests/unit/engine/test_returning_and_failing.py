@@ -101,7 +101,8 @@ def test_a_child_s_uncaught_throw_fails_the_run_naming_the_child_s_file(tmp_path
 
 def test_a_refused_agent_call_that_is_not_caught_fails_the_run_naming_the_call() -> None:
     outcome = run_source("const a = 1\n  await agent('x', { schema: 5 })")
-    assert outcome.error is not None and outcome.error.endswith("(at workflow.js:3:9)")
+    # the position of the `await` that received the rejection
+    assert outcome.error is not None and outcome.error.endswith("(at workflow.js:3:3)")
     assert outcome.failure["name"] == "TypeError"
 
 
