@@ -122,7 +122,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   const G = globalThis
   const JSONparse = JSON.parse, JSONstringify = JSON.stringify
   const ObjectFreeze = Object.freeze, ObjectCreate = Object.create, ObjectKeys = Object.keys
-  const ObjectDefineProperty = Object.defineProperty
+  const ObjectDefineProperty = Object.defineProperty, ObjectGetPrototypeOf = Object.getPrototypeOf
   const ArrayIsArray = Array.isArray, PromiseCtor = Promise, StringCtor = String, NumberCtor = Number
   const NumberIsFinite = Number.isFinite
   const promiseThen = Promise.prototype.then
@@ -255,9 +255,22 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     for (; i < lines.length && !apply(strStarts, lines[i], ['    at ']); i++) head += (i ? '\n' : '') + lines[i]
     return head + frameLines(s, i)
   }
-  const arrayError = (n, frames) => hostError('Error', 'array length ' + n + ' exceeds the maximum of ' + MAX_ARRAY +
-    ' supported across the workflow VM boundary', frames)
-  const depthError = (max) => hostError('Error', 'nesting deeper than ' + max + ' levels is not supported')
+  // The boundary's own errors always fail the copy; anything else that throws while one value is
+  // copied only loses that value (measured).
+  const boundaryErrors = new WeakSetCtor(), arrayBound = new WeakSetCtor()
+  const arrayError = (n, frames) => {
+    const e = hostError('Error', 'array length ' + n + ' exceeds the maximum of ' + MAX_ARRAY + ' supported across the workflow VM boundary', frames)
+    ws(boundaryErrors, e)
+    ws(arrayBound, e)
+    return e
+  }
+  const depthError = (max) => { const e = hostError('Error', 'nesting deeper than ' + max + ' levels is not supported'); ws(boundaryErrors, e); return e }
+  // An error thrown into workflow code by a call: the host's shape, whatever threw it.
+  const asHostError = (e) => {
+    if (e !== null && typeof e === 'object' && ObjectGetPrototypeOf(e) === null) return e
+    const w = wrapThrown(e)
+    return hostError(w.name, w.message)
+  }
 
   // A thrown value as Claude Code 2.1.332 reports it (measured, errors-child-throw-values and
   // errors-failed-run-thrown-*): an object's name and message when they are strings (an Error's
@@ -285,7 +298,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // keys are dropped, toJSON is never called; primitives stay as they are (Symbols, BigInts, -0,
   // NaN, undefined); cycles and shared references stay. Date, Map, RegExp, Error... have no own
   // enumerable keys, so they become {}. An array longer than MAX_ARRAY or nesting deeper than
-  // maxDepth objects fails with Claude's messages. Iterative: 100,000 levels need no deep stack.
+  // maxDepth objects fails with Claude's messages. Other failures (measured, NOTES.md#boundary): an
+  // object whose keys cannot be listed (a Proxy whose ownKeys throws) copies as {}; a value that
+  // cannot be copied (a revoked Proxy, a length that throws) drops its key (undefined in an array);
+  // at the root it fails the copy. Iterative: 100,000 levels need no deep stack.
   // Plain assignment (defineProperty is 20 times slower): only a setter the workflow itself put on
   // its realm's Object or Array prototype could intercept it, in a copy of its own data; '__proto__',
   // the one key assignment would not create, is dropped anyway.
@@ -300,7 +316,8 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       if (n > MAX_ARRAY) throw arrayError(n)
       dst = []; keys = null
     } else {
-      keys = ObjectKeys(src); n = keys.length; dst = {}
+      try { keys = ObjectKeys(src) } catch (x) { keys = [] }
+      n = keys.length; dst = {}
     }
     apply(mapSet, seen, [src, dst])
     work[work.length] = { src, dst, keys, n, i: 0, depth }
@@ -329,7 +346,14 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       }
       if (v !== null && typeof v === 'object') {
         const known = apply(mapGet, seen, [v])
-        v = known !== undefined ? known : copyShell(v, f.depth + 1, maxDepth, seen, work)
+        if (known !== undefined) v = known
+        else {
+          try { v = copyShell(v, f.depth + 1, maxDepth, seen, work) } catch (e) {
+            if (e !== null && typeof e === 'object' && wsh(boundaryErrors, e)) throw e
+            if (f.keys !== null) continue
+            v = undefined
+          }
+        }
       }
       put(f.dst, k, v)
     }
@@ -479,7 +503,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     if (typeof v === 'string') return v
     if (typeof v === 'function') { try { return StringCtor(v) } catch (x) { return '[function]' } }
     let copy
-    try { copy = boundaryCopy(v, FINAL_DEPTH) } catch (x) { return '[' + typeof v + ']' }
+    try { copy = boundaryCopy(v, FINAL_DEPTH) } catch (x) {
+      if (x !== null && typeof x === 'object' && wsh(arrayBound, x)) return '[' + typeof v + ': array exceeds the ' + MAX_ARRAY + '-element logging cap]'
+      return '[' + typeof v + ']'
+    }
     if (copy !== null && typeof copy === 'object' && !ArrayIsArray(copy) && ObjectKeys(copy).length === 0) {
       let s
       try { s = StringCtor(v) } catch (x) { return '{}' }
@@ -537,7 +564,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     const text = coerce(prompt)
     let opts
     // Options are read from their boundary copy (measured, boundary-agent-options-copied).
-    try { opts = options !== null && typeof options === 'object' ? boundaryCopy(options, CHILD_DEPTH) : EMPTY } catch (e) { return reject(e) }
+    try { opts = options !== null && typeof options === 'object' ? boundaryCopy(options, CHILD_DEPTH) : EMPTY } catch (e) { return reject(asHostError(e)) }
     const label = labelOf(opts, text)
     const phaseTitle = CHILD !== null ? CHILD.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
     // After the workflow returned, a call is never dispatched (measured: Claude drops it).
@@ -557,8 +584,8 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     send({ t: 'log', message: coerce(value), child: CHILD && CHILD.name })
     return undefined
   }
-  // workflow(): the args are copied here (rejecting before the child runs when they break the
-  // bounds) and stay in the realm: the child realm copies them again into its own objects.
+  // workflow(): the args stay in the realm; once the child is resolved its realm copies them into
+  // its own objects (measured: after the running line, before the body; a failed copy fails the child).
   function workflow(target, childArgs) {
     if (CHILD !== null) {
       return reject(hostError('Error', 'workflow() cannot be called from within a child workflow — nesting is ' +
@@ -568,12 +595,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     if (typeof target === 'string') t = { name: target }
     else if (target !== null && typeof target === 'object') { const p = target.scriptPath; if (typeof p === 'string') t = { scriptPath: p } }
     if (t === undefined) return reject(hostError('TypeError', 'workflow() expects a workflow name (string) or {scriptPath: string}', hereFrames(workflow)))
-    let copy
-    try { copy = boundaryCopy(childArgs, CHILD_DEPTH) } catch (e) { return reject(e) }
     if (returned) return never()
     const id = ++seq
     const done = new PromiseCtor((resolve, rejectDone) => {
-      apply(mapSet, childCalls, [id, { resolve, reject: rejectDone, has: childArgs !== undefined, args: copy }])
+      apply(mapSet, childCalls, [id, { resolve, reject: rejectDone, has: childArgs !== undefined, args: childArgs }])
     })
     try { send({ t: 'call', fn: 'workflow', target: t, id }) } catch (e) { apply(mapDelete, childCalls, [id]); return reject(e) }
     return childOutcome(done)
@@ -646,7 +671,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   }
   function parallel(thunks) {
     let fns
-    try { fns = fanoutArray('parallel', thunks, parallel) } catch (e) { return reject(e) }
+    try { fns = fanoutArray('parallel', thunks, parallel) } catch (e) { return reject(asHostError(e)) }
     for (let i = 0; i < fns.length; i++) {
       if (typeof fns[i] !== 'function') {
         return reject(hostError('TypeError', 'parallel() expects an array of functions, not promises. Wrap each call: () => agent(...)', hereFrames(parallel)))
@@ -659,7 +684,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   }
   function pipeline(items, ...stages) {
     let list
-    try { list = fanoutArray('pipeline', items, pipeline) } catch (e) { return reject(e) }
+    try { list = fanoutArray('pipeline', items, pipeline) } catch (e) { return reject(asHostError(e)) }
     for (let s = 0; s < stages.length; s++) {
       if (typeof stages[s] !== 'function') {
         return reject(hostError('TypeError', 'pipeline() stages must be functions: pipeline(items, item => ..., result => ...)', hereFrames(pipeline)))
@@ -747,7 +772,18 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       entry.resolve(value)
     },
     // -- this realm as a child --
-    adoptArgs(has, value) { setArgs(has ? boundaryCopy(value, CHILD_DEPTH) : undefined) },
+    // The child's args, copied from its parent's values; false when the copy failed (the child then
+    // failed, and its parent heard so).
+    adoptArgs(has, value) {
+      let args
+      try { args = has ? boundaryCopy(value, CHILD_DEPTH) : undefined } catch (e) {
+        const w = wrapThrown(asHostError(e))
+        end(false, undefined, w.name, w.message, w.stack)
+        return false
+      }
+      setArgs(args)
+      return true
+    },
     runChild(main) {
       apply(promiseThen, start(main), [
         (v) => {
@@ -1121,7 +1157,7 @@ function startChild(route, msg) {
   realm.parent = parent
   realm.parentId = route.id
   importRealm.set(script, realm)
-  realm.api.adoptArgs(info.has === true, info.args)
+  if (!realm.api.adoptArgs(info.has === true, info.args)) return
   chainStore.run(route.cell, () => {
     const fn = script.runInContext(realm.ctx, { timeout: syncTimeoutMs })
     realm.api.runChild(fn)
