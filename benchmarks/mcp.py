@@ -1,8 +1,11 @@
 """MCP server benchmarks against a real ``workflow-mcp serve`` process over stdio (fake provider).
 
-    python benchmarks/mcp.py [--repeat N]
+    python benchmarks/mcp.py [--repeat N] [--startup-only]
 
-Figures (targets from the MCP server issue):
+Figures (targets from the MCP server issue and issue 10):
+- spawn → `initialize` answered by the stdio server, best and median of --repeat (target ≤ 0.3 s),
+  beside its floor: the same for a bare SDK server (`MCPServer` over stdio, nothing of ours) and the
+  time of `import mcp` alone (the SDK imports its HTTP stack eagerly, python-sdk#1770)
 - initialize → first tool result over stdio, on a started server (≤ 0.5 s); also the cold figure
   from process spawn, which adds Python and SDK import time
 - workflow_run_events throughput: events per second paged through the tool (limit 1,000)
@@ -15,6 +18,9 @@ import argparse
 import asyncio
 import json
 import os
+import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,6 +73,87 @@ async def _line(stream: asyncio.StreamReader) -> bytes:
     if not line:
         raise RuntimeError("the server closed its output")
     return line
+
+
+BARE_SDK_SERVER = "from mcp.server.mcpserver import MCPServer; MCPServer('floor').run('stdio')"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def spawn_to_initialize(site: Site, argv: list[str]) -> tuple[float, float]:
+    """``(wall seconds from spawning argv to the answer to its first `initialize` over stdio, CPU
+    seconds the process used in its whole life)``. CPU time tells what load on a shared machine
+    (other processes taking the cores) does to the wall-clock figure."""
+    cpu = _children_cpu()
+    start = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=site.project,
+        env=site.env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdin and proc.stdout
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "b", "version": "0"},
+        },
+    }
+    proc.stdin.write((json.dumps(init) + "\n").encode())
+    while json.loads(await _line(proc.stdout)).get("id") != 1:
+        pass
+    elapsed = time.perf_counter() - start
+    proc.stdin.close()
+    async with asyncio.timeout(30):
+        await proc.wait()
+    return elapsed, _children_cpu() - cpu
+
+
+def import_time(statement: str) -> tuple[float, float]:
+    """``(wall seconds, CPU seconds)`` for a fresh interpreter to run ``statement`` (start-up included)."""
+    cpu = _children_cpu()
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", statement], check=True, timeout=60)
+    return time.perf_counter() - start, _children_cpu() - cpu
+
+
+def best_and_median(samples: list[tuple[float, float]]) -> str:
+    wall = [w for w, _ in samples]
+    cpu = [c for _, c in samples]
+    return (
+        f"best {min(wall) * 1000:.0f} ms, median {statistics.median(wall) * 1000:.0f} ms "
+        f"(CPU: best {min(cpu) * 1000:.0f} ms, median {statistics.median(cpu) * 1000:.0f} ms)"
+    )
+
+
+async def startup(site: Site, repeat: int) -> None:
+    """Print spawn → `initialize` of the stdio server and its floor, sampled in turns (same load)."""
+    ours: list[tuple[float, float]] = []
+    bare: list[tuple[float, float]] = []
+    sdk: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        ours.append(await spawn_to_initialize(site, site.argv()))
+        bare.append(await spawn_to_initialize(site, [sys.executable, "-c", BARE_SDK_SERVER]))
+        sdk.append(import_time("import mcp"))
+    print(
+        f"stdio spawn → initialize (workflow-mcp serve): {best_and_median(ours)} of {repeat} (target ≤ 300 ms)"
+    )
+    print(f"  floor, a bare SDK server (MCPServer over stdio): {best_and_median(bare)}")
+    print(f"  floor, a fresh interpreter running `import mcp`: {best_and_median(sdk)}")
+    print(
+        "  workflow-mcp's own share (serve − bare SDK server, best against best): "
+        f"{(min(w for w, _ in ours) - min(w for w, _ in bare)) * 1000:.0f} ms wall, "
+        f"{(min(c for _, c in ours) - min(c for _, c in bare)) * 1000:.0f} ms CPU"
+    )
 
 
 async def first_result(site: Site, tool: str, *, warm: bool) -> float:
@@ -147,9 +234,13 @@ async def events_throughput(site: Site, n: int) -> tuple[int, float]:
 
 
 async def concurrent_runs(site: Site, runs: int, steps: int) -> tuple[float, float]:
-    """(seconds to start all runs, seconds until all ended) for `runs` background runs at once."""
+    """(seconds to start all runs, seconds until all ended) for `runs` background runs at once (on a
+    server whose --max-runs admits them all)."""
     params = StdioServerParameters(
-        command=site.argv()[0], args=site.argv()[1:], env=site.env, cwd=str(site.project)
+        command=site.argv()[0],
+        args=[*site.argv()[1:], "--max-runs", str(runs)],
+        env=site.env,
+        cwd=str(site.project),
     )
     async with Client(params) as c:
         await c.list_tools()
@@ -172,8 +263,11 @@ async def concurrent_runs(site: Site, runs: int, steps: int) -> tuple[float, flo
     return started, ended
 
 
-async def main(repeat: int) -> None:
+async def main(repeat: int, startup_only: bool) -> None:
     site = Site()
+    await startup(site, repeat)
+    if startup_only:
+        return
     warm = min([await first_result(site, "workflow_list", warm=True) for _ in range(repeat)])
     warm_status = min([await first_result(site, "providers_list", warm=True) for _ in range(repeat)])
     cold = min([await first_result(site, "workflow_list", warm=False) for _ in range(repeat)])
@@ -202,4 +296,6 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=5)
-    asyncio.run(main(parser.parse_args().repeat))
+    parser.add_argument("--startup-only", action="store_true", help="only the spawn → initialize figures")
+    options = parser.parse_args()
+    asyncio.run(main(options.repeat, options.startup_only))

@@ -33,6 +33,7 @@ from .definitions.profile import get_profile
 from .engine.journal import JournalRecord, Replay, ResumePolicy, json_value_problem
 from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, new_run_id, run_workflow
+from .engine.worktree import settle_left_worktrees
 from .errors import InvalidInputError, StoreError, WorkflowMcpError, WorkflowNotFoundError
 from .events import Event, utc_now
 from .providers.base import AgentProvider
@@ -94,12 +95,23 @@ class WorkflowService:
     """Facade over definitions, runs and the store.
 
     ``store`` is any :class:`~workflow_mcp.store.RunStore`; ``cwd``/``home`` anchor discovery.
+    ``notify`` receives one line for the user whenever this service recorded something they did not
+    ask for (a recovery pass that marked runs ``interrupted``); the CLI and the MCP server write it to
+    stderr. Without it the service is silent.
     """
 
-    def __init__(self, store: RunStore, *, cwd: str | None = None, home: str | None = None) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        *,
+        cwd: str | None = None,
+        home: str | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
         self.store = store
         self.cwd = cwd or os.getcwd()
         self.home = home
+        self.notify = notify
         self.live: dict[str, RunHandle] = {}
         self._starting: set[str] = set()  # runs being created: claimed in the store, not yet live
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
@@ -520,7 +532,13 @@ class WorkflowService:
         it stopped here without storing its end); returns their ids. Safe to call from any number of
         processes at once: the store re-checks inside one write transaction, so each run is recorded
         once. Queries never need write access: on a store that cannot be written (read-only, full,
-        damaged) nothing is recorded and ``[]`` is returned."""
+        damaged) nothing is recorded and ``[]`` is returned.
+
+        The worktrees a marked run left go through the rule of
+        :func:`~workflow_mcp.engine.worktree.settle_worktree` (kept when an agent changed or committed
+        something; each kept one is recorded as an ``artifact.created`` event of the run, so ``runs
+        show`` lists it). The pass that marked runs, and only that one, says so through ``notify``:
+        which runs, how to resume them, which worktrees it kept."""
         try:
             return self._recover()
         except StoreError:
@@ -530,10 +548,53 @@ class WorkflowService:
         return self._starting | {rid for rid, h in self.live.items() if not h.done}
 
     def _recover(self) -> list[str]:
-        marked = self.store.recover(self._active(), _interrupted)
-        for run_id in marked:
-            _prune_worktrees(default_home() / "worktrees" / run_id)
+        here: set[str] = set()  # runs of this process that ended without storing their end
+
+        def interrupted(record: RunRecord, sequence: int, reason: str) -> Event:
+            if record.owner_pid == os.getpid() and record.owner_host == socket.gethostname():
+                here.add(record.run_id)
+            return _interrupted(record, sequence, reason)
+
+        marked = self.store.recover(self._active(), interrupted)
+        kept = [path for run_id in marked for path in self._settle_worktrees(run_id)]
+        if marked and self.notify is not None:
+            self.notify(_recovery_notice(marked, here, kept))
         return marked
+
+    def _settle_worktrees(self, run_id: str) -> list[str]:
+        """Judge the worktrees interrupted run ``run_id`` left; record each kept one as an
+        ``artifact.created`` event of the run (as the run would have) and return their paths."""
+        kept = [
+            (a, info)
+            for a, info in settle_left_worktrees(default_home() / "worktrees", run_id)
+            if info["kept"]
+        ]
+        if not kept:
+            return []
+        started = {
+            e.agent_id: e
+            for e in self._all_events(run_id)
+            if e.type == "agent.started" and e.agent_id in {a for a, _ in kept}
+        }
+        last = self.store.last_sequence(run_id)
+        events = []
+        for offset, (agent_id, info) in enumerate(kept, start=1):
+            call = started.get(agent_id)
+            label = call.payload.get("label", "") if call is not None else ""
+            events.append(
+                Event(
+                    run_id=run_id,
+                    sequence=last + offset,
+                    type="artifact.created",
+                    payload={"kind": "worktree", "label": label, **info},
+                    timestamp=utc_now(),
+                    phase_id=call.phase_id if call is not None else None,
+                    agent_id=agent_id,
+                )
+            )
+        with contextlib.suppress(StoreError):  # the worktrees stay either way; the notice names them
+            self.store.append_many(events)
+        return [str(info["path"]) for _, info in kept]
 
     def store_problem(self) -> StoreError | None:
         """Why the store cannot record anything now (read-only, damaged), or ``None``."""
@@ -729,32 +790,34 @@ class WorkflowService:
         return [h.run_id for h in running]
 
 
-def _prune_worktrees(folder: Path) -> None:
-    """After a crash: remove the run's worktrees that hold no change (a changed one is kept — it is
-    an agent's work), then the run's folder if it is empty."""
-    import subprocess
+def _recovery_notice(marked: list[str], here: set[str], kept: list[str]) -> str:
+    """The one line a recovery pass writes, e.g. ``marked 2 runs interrupted (their process died):
+    run_a, run_b; resume them with `workflow-mcp resume RUN_ID```. ``here``: those of ``marked`` this
+    process ran (they stopped without storing their end); ``kept``: the worktrees recovery kept. At most
+    :data:`_NOTICE_IDS` ids are named (``runs list`` shows the rest)."""
+    one = len(marked) == 1
+    if not here:
+        why = "its process died" if one else "their process died"
+    elif here.issuperset(marked):
+        why = "it stopped without recording its end" if one else "they stopped without recording their end"
+    else:
+        why = "their process died or they stopped without recording their end"
+    ids = ", ".join(marked[:_NOTICE_IDS]) + (
+        f" and {len(marked) - _NOTICE_IDS} more (`workflow-mcp runs list`)"
+        if len(marked) > _NOTICE_IDS
+        else ""
+    )
+    how = (
+        f"resume it with `workflow-mcp resume {marked[0]}`"
+        if one
+        else "resume them with `workflow-mcp resume RUN_ID`"
+    )
+    line = f"marked {len(marked)} run{'' if one else 's'} interrupted ({why}): {ids}; {how}"
+    if kept:
+        noun = "worktree" if len(kept) == 1 else "worktrees"
+        line += f"; kept {len(kept)} {noun} an agent changed or committed in: {', '.join(kept)}"
+    return line
 
-    if not folder.is_dir():
-        return
-    for tree in sorted(folder.iterdir()):
-        try:
-            status = subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=all"],
-                cwd=tree,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-            if status.returncode == 0 and not status.stdout.strip():
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", str(tree)],
-                    cwd=tree,
-                    capture_output=True,
-                    timeout=60,
-                    check=False,
-                )
-        except (OSError, subprocess.SubprocessError):
-            continue
-    with contextlib.suppress(OSError):
-        folder.rmdir()
+
+#: How many run ids a recovery notice names.
+_NOTICE_IDS = 10

@@ -5,7 +5,10 @@ Status is never stored separately: it is whatever the events say. Shape of :clas
     {runId, status, workflow, startedAt, endedAt, phases: [{title, status}], currentPhase,
      agents: [{agentId, label, phase, state, cached, tokens, preview}], counts: {queued, running,
      completed, failed, cached}, logs: [str], tokenUsage: {input, output, cacheRead, cacheWrite,
-     replayedOutput}, result?, error?, pausedReason?}
+     replayedOutput}, result?, error?, pausedReason?, worktrees?: [{agentId, label, path, head?}]}
+
+``worktrees`` lists the worktrees kept because an agent changed or committed something there
+(``artifact.created`` events of kind ``worktree``, also those recovery kept after a crash).
 
 Statuses: queued, running, paused, completed, failed, cancelled, interrupted.
 
@@ -79,6 +82,7 @@ class RunState:
     has_result: bool = False
     error: dict[str, Any] | None = None
     paused_reason: str | None = None
+    worktrees: list[dict[str, Any]] = field(default_factory=list)
     last_sequence: int = 0
 
     @property
@@ -112,6 +116,8 @@ class RunState:
             out["error"] = dict(self.error)
         if self.paused_reason is not None:
             out["pausedReason"] = self.paused_reason
+        if self.worktrees:
+            out["worktrees"] = [dict(w) for w in self.worktrees]
         return out
 
 
@@ -240,6 +246,13 @@ def project_state(
             _add_tokens(state, usage, replayed=False)
         elif t == "log":
             state.logs.append(str(p.get("message", "")))
+        elif t == "artifact.created" and p.get("kind") == "worktree" and p.get("kept"):
+            kept = {
+                "agentId": event.agent_id,
+                "label": str(p.get("label", "")),
+                "path": str(p.get("path", "")),
+            }
+            state.worktrees.append(kept | ({"head": str(p["head"])} if p.get("head") else {}))
     if state is None:
         raise ValueError("project_state needs at least one event or a run_id")
     return state

@@ -11,6 +11,7 @@ import pytest
 
 from workflow_mcp.definitions.load import load_workflow
 from workflow_mcp.engine.run import RunOptions, run_workflow
+from workflow_mcp.engine.worktree import Worktree, create_worktree, settle_left_worktrees, settle_worktree
 from workflow_mcp.providers.base import AgentContext, AgentRequest, AgentResult, ProviderCapabilities
 
 
@@ -27,6 +28,8 @@ class WritingProvider:
         self.cwds.append(request.cwd)
         if request.prompt.startswith("write"):
             Path(request.cwd, "agent-output.txt").write_text("written by the agent\n")
+        if request.prompt.startswith("commit"):
+            commit(Path(request.cwd))
         return AgentResult(text=request.prompt)
 
 
@@ -41,6 +44,22 @@ BODY = (
 
 def git(*argv: str, cwd: Path) -> str:
     return subprocess.run(["git", *argv], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def commit(tree: Path) -> None:
+    """Do what a committing agent does: write a file and commit it, leaving a clean tree."""
+    (tree / "feature.txt").write_text("the agent's feature\n")
+    git("add", "feature.txt", cwd=tree)
+    git(
+        "-c",
+        "user.name=agent",
+        "-c",
+        "user.email=agent@example.com",
+        "commit",
+        "-qm",
+        "the agent's work",
+        cwd=tree,
+    )
 
 
 @pytest.fixture
@@ -101,16 +120,61 @@ def test_a_worktree_call_outside_a_git_repository_rejects_with_a_clear_message(t
     assert provider.cwds == []  # the provider was never called
 
 
-def test_after_a_crash_recovery_removes_unchanged_worktrees_and_keeps_changed_ones(
+def test_a_worktree_whose_agent_committed_and_left_a_clean_tree_is_kept_with_its_new_head(
     repo: Path, tmp_path: Path
 ) -> None:
-    from workflow_mcp.service import _prune_worktrees
+    provider = WritingProvider()
+    body = (
+        "export const meta = { name: 'wt', description: 'a committing agent' }\n"
+        "return await agent('commit a file', { label: 'committer', isolation: 'worktree' })\n"
+    )
+    status, _, events = run(body, repo, tmp_path / "wt", provider)
+    assert status == "completed"
+    (tree,) = provider.cwds
+    assert git("status", "--porcelain", cwd=Path(tree)) == ""  # clean: only the commit says it changed
+    kept = [e.payload for e in events if e.type == "artifact.created"]
+    head = git("rev-parse", "HEAD", cwd=Path(tree)).strip()
+    assert kept == [
+        {"kind": "worktree", "label": "committer", "path": tree, "changed": True, "kept": True, "head": head}
+    ]
+    assert git("log", "-1", "--format=%s", head, cwd=repo).strip() == "the agent's work"
 
-    folder = tmp_path / "worktrees" / "run_dead"
-    clean, dirty = folder / "ag_0001", folder / "ag_0002"
-    for tree in (clean, dirty):
-        git("worktree", "add", "--detach", str(tree), "HEAD", cwd=repo)
-    (dirty / "half-done.txt").write_text("an agent's unfinished work\n")
-    _prune_worktrees(folder)
-    assert not clean.exists() and str(clean) not in git("worktree", "list", cwd=repo)
-    assert (dirty / "half-done.txt").exists() and str(dirty) in git("worktree", "list", cwd=repo)
+
+def test_after_a_crash_left_worktrees_go_through_the_same_rule_as_a_finished_call(
+    repo: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "worktrees"
+
+    async def create() -> list[Worktree]:
+        return [await create_worktree(str(repo), str(root), "run_dead", f"ag_000{i}") for i in (1, 2, 3)]
+
+    committed, dirty, clean = asyncio.run(create())
+    commit(Path(committed.path))
+    Path(dirty.path, "half-done.txt").write_text("an agent's unfinished work\n")
+    legacy = root / "run_dead" / "ag_0004"  # an older release's worktree: no record of its base commit
+    git("worktree", "add", "--detach", str(legacy), "HEAD", cwd=repo)
+
+    settled = dict(settle_left_worktrees(root, "run_dead"))
+
+    assert settled["ag_0001"]["kept"] and settled["ag_0001"]["head"] != committed.base
+    assert settled["ag_0002"]["kept"] and settled["ag_0002"]["head"] == dirty.base
+    assert settled["ag_0003"] == {"path": clean.path, "changed": False, "kept": False}
+    legacy_outcome = settled["ag_0004"]
+    assert legacy_outcome["kept"] and "whether its agent committed is unknown" in str(legacy_outcome["error"])
+    listed = git("worktree", "list", cwd=repo)
+    assert committed.path in listed and dirty.path in listed and clean.path not in listed
+    assert not Path(clean.path).exists() and Path(dirty.path, "half-done.txt").exists()
+    # A second pass (another recovery) judges nothing again: what was kept stays, unreported twice.
+    assert [a for a, _ in settle_left_worktrees(root, "run_dead")] == ["ag_0004"]
+
+
+def test_a_worktree_git_cannot_read_is_kept_not_removed(repo: Path, tmp_path: Path) -> None:
+    async def create() -> Worktree:
+        return await create_worktree(str(repo), str(tmp_path / "wt"), "run_x", "ag_0001")
+
+    tree = asyncio.run(create())
+    # The worktree's link to its repository is broken: git can say nothing about it.
+    Path(tree.path, ".git").write_text("gitdir: /nonexistent\n")
+    info = settle_worktree(tree)
+    assert info["kept"] is True and info["changed"] is True and info.get("error")
+    assert Path(tree.path).is_dir()
