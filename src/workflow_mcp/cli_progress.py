@@ -72,9 +72,12 @@ class ProgressView:
         t = event.type
         self.run_id = event.run_id
         if t == "phase.started":
-            self.phase = str(event.payload.get("title"))
+            if event.payload.get("source") != "meta":  # meta phases are listed, not entered
+                self.phase = str(event.payload.get("title"))
         elif t == "agent.started":
             self.running += 1
+            if isinstance(event.payload.get("phase"), str):
+                self.phase = str(event.payload["phase"])
             self.labels[event.agent_id or ""] = str(event.payload.get("label", ""))[:40]
         elif t == "agent.completed":
             self.running -= 1
