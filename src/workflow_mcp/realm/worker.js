@@ -117,7 +117,7 @@ function toolList(name, v) {
 // workflow() child) and returns that realm's API to this file. Nothing in it may hand workflow code a
 // value made outside its context: host functions are called through `guard`, whose errors are rebuilt
 // here, and everything the host passes in is a primitive, JSON text, or an object another realm made.
-const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hostSpent, hostEnd, cfg) {
+const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hostSpent, hostEnd, hostDrain, cfg) {
   'use strict'
   const G = globalThis
   const JSONparse = JSON.parse, JSONstringify = JSON.stringify
@@ -167,7 +167,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     try { return apply(fn, undefined, argv) } catch (e) { throw realmError(e) }
   }
   const post = guard(hostPost), fork = guard(hostFork), join = guard(hostJoin)
-  const spentNow = guard(hostSpent), end = guard(hostEnd)
+  const spentNow = guard(hostSpent), end = guard(hostEnd), drain = guard(hostDrain)
 
   // Determinism (profile claude-code/2.1.332): Date.now(), argless Date()/new Date() and
   // Math.random() throw; they would make resume identity depend on the wall clock.
@@ -747,6 +747,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       entry.reject(info)
     },
     returned() { returned = true },
+    // A job in this realm's queue that lets the host flush other realms inside this realm's flush
+    // (so under its time limit); the promise it returns is the host's to recognise.
+    queueDrain() { return apply(promiseThen, PromiseCtor.resolve(undefined), [() => { drain() }]) },
     // Claude Code 2.1.209 (measured): import() rejects with an Error reading exactly this.
     importError() { return new ErrorCtor('import() is not available in workflow scripts.') },
     setArgs(text) { setArgs(text === null ? undefined : JSONparse(text)) },
@@ -850,7 +853,7 @@ function syntaxProblem(err) {
 }
 
 let main = null            // the top-level workflow's realm
-let live = []              // realms whose microtasks a flush must run
+const children = []        // every child realm of the run (each ends before the run does)
 let syncTimeoutMs = 30000
 let profileName = ''
 let cacheKeyOptions = []
@@ -863,40 +866,73 @@ let gseq = 0
 const routes = new Map()   // id the host sees -> { realm, id, kind, cell }
 const errWhere = new WeakMap() // a child's wrapped error -> where it was thrown in the child's file
 const flushScript = new vm.Script('undefined', { filename: 'workflow-mcp:flush' })
+const promisePrototype = new vm.Script('Promise.prototype', { filename: 'workflow-mcp:realm' })
 let finished = false
 
 // Each realm has its own microtask queue (microtaskMode 'afterEvaluate'), and a job runs in the
-// queue of its handler's realm, so a flush runs every live realm's queue until a whole round ran
-// nothing. Promise hooks count what ran; they are installed with the first child realm (a run
-// without nested workflows keeps one queue and pays nothing).
+// queue of its handler's realm. Which queues can hold work after host-side code ran: the top-level
+// realm's (every child's end resolves a promise there) and those of the realms that code touched (an
+// answer, a timer, a child's start). A running child's objects reach no other realm, so nothing else
+// queues work for it; an ended child's can (its result is the parent's now), so a promise of an
+// ended child's realm that is made, settled or run marks that realm (promise hooks, installed with
+// the first child: a run without nested workflows pays nothing). Before a deadlock is declared every
+// child realm is flushed once more (a thenable of an ended child, say, queues work no hook sees).
+//
+// A flush with a time limit costs a watchdog (about 0.1 ms), so there is one per flush: the other
+// realms' queues are run from a job in the top-level realm's queue (onDrain), inside its flush and
+// under its limit; the job queues itself again while the realms it runs keep doing work, and a new
+// round starts only if work ran after its last turn.
 let activity = 0
 let hooked = false
+const protoRealm = new WeakMap()   // a child realm's Promise.prototype -> that realm
+const ownPromises = new WeakSet()  // the drain jobs' promises: their work is not the workflow's
+let quiet = false
+let marked = []                    // ended child realms a hook saw promise work in
+let drainTargets = []
+let drainEnd = -1                  // activity when the last drain job ended
 function hook() {
   if (hooked) return
   hooked = true
-  const count = () => { activity++ }
-  v8.promiseHooks.onInit(count)
-  v8.promiseHooks.onBefore(count)
-  v8.promiseHooks.onSettled(count)
+  const seen = (promise) => {
+    if (quiet || ownPromises.has(promise)) return
+    activity++
+    const r = protoRealm.get(Object.getPrototypeOf(promise))
+    if (r !== undefined && r.ended && !r.marked) { r.marked = true; marked.push(r) }
+  }
+  v8.promiseHooks.onInit(seen)
+  v8.promiseHooks.onBefore(seen)
+  v8.promiseHooks.onSettled(seen)
 }
 function timeoutError() {
   const err = new Error('Script execution timed out.')
   err.code = 'ERR_SCRIPT_EXECUTION_TIMEOUT'
   return err
 }
-function flushAll(targets) {
-  if (!hooked) { flushScript.runInContext(main.ctx, { timeout: syncTimeoutMs }); return }
+function armDrain() {
+  quiet = true
+  try { ownPromises.add(main.api.queueDrain()) } finally { quiet = false }
+}
+function onDrain() {
+  const before = activity
+  const realms = []
+  for (const t of drainTargets.concat(marked)) if (t && t !== main && !realms.includes(t)) realms.push(t)
+  for (const r of marked) r.marked = false
+  marked = []
+  for (const r of realms) flushScript.runInContext(r.ctx) // under the enclosing flush's limit
+  if (activity !== before || marked.length > 0) armDrain()
+  drainEnd = activity
+}
+function flushAll(targets, everyRealm) {
+  if (!hooked) { flushScript.runInContext(main.ctx, { timeout: syncTimeoutMs }); return false }
   const deadline = Date.now() + syncTimeoutMs
+  const start = activity
+  drainTargets = everyRealm ? targets.concat(children) : targets
   for (;;) {
-    const before = activity
-    const realms = live.slice()
-    for (const t of targets) if (t && !realms.includes(t)) realms.push(t)
-    for (const r of realms) {
-      const left = deadline - Date.now()
-      if (left <= 0) throw timeoutError()
-      flushScript.runInContext(r.ctx, { timeout: left })
-    }
-    if (activity === before) return
+    const left = deadline - Date.now()
+    if (left <= 0) throw timeoutError()
+    armDrain()
+    flushScript.runInContext(main.ctx, { timeout: left })
+    if (activity === drainEnd && marked.length === 0) return activity !== start
   }
 }
 
@@ -907,14 +943,17 @@ function fail(name, message) {
   setImmediate(exitSoon)
 }
 
-// Runs host-side work that may call into realms (fn returns the realms it touched, which may have
-// left the live list), then their microtasks.
+// Runs host-side work that may call into realms (fn returns the realms it touched), then the
+// microtasks it queued.
 function guarded(fn) {
   try {
     const touched = fn()
-    flushAll(Array.isArray(touched) ? touched : [touched])
+    const targets = Array.isArray(touched) ? touched : [touched]
+    flushAll(targets, false)
     if (heldDone !== null && workflowCalls === 0) release()
-    if (!finished && heldDone === null && outstanding === 0 && importsInFlight === 0) {
+    const stuck = () => !finished && heldDone === null && outstanding === 0 && importsInFlight === 0
+    if (stuck() && flushAll(targets, true) && heldDone !== null && workflowCalls === 0) release()
+    if (stuck()) {
       // Nothing is in flight (no agent call, nested workflow or timer) and the microtasks are done:
       // nothing can ever settle the promise the workflow is waiting on.
       fail('DeadlockError', 'the workflow is waiting on a promise that nothing will ever settle ' +
@@ -937,7 +976,7 @@ function makeRealm(child, where) {
   const ctx = vm.createContext(Object.create(null), {
     name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
   })
-  const realm = { ctx, api: null, child, where, timers: new Map(), pending: 0, ended: false, parent: null, parentId: 0 }
+  const realm = { ctx, api: null, child, where, timers: new Map(), pending: 0, ended: false, marked: false, parent: null, parentId: 0 }
   const cfg = Object.assign({}, realmConfig, {
     childName: child ? child.name : null, childPhase: child ? child.phase : null,
     returned: main !== null && main.returned === true,
@@ -946,8 +985,11 @@ function makeRealm(child, where) {
     (text) => onPost(realm, text), onFork, onRunSlot, onJoin, () => spent,
     child ? (ok, value, name, message, stack) => onChildEnd(realm, ok, value, name, message, stack)
       : (ok, value, name, message, stack, thrown) => onMainEnd(ok, value, name, message, stack, thrown),
-    cfg)
-  live.push(realm)
+    onDrain, cfg)
+  if (child) {
+    children.push(realm)
+    protoRealm.set(promisePrototype.runInContext(ctx), realm)
+  }
   return realm
 }
 let preludeScript = null
@@ -955,7 +997,6 @@ let preludeScript = null
 function settle(realm, n) {
   outstanding -= n
   realm.pending -= n
-  if (realm.ended && realm.pending === 0) live = live.filter((r) => r !== realm)
 }
 
 // Where a stack names the workflow's file: the first frame in workflow.js, as a file position.
@@ -977,7 +1018,7 @@ function locate(realm, stack) {
 function onMainEnd(ok, value, name, message, stack, thrown) {
   main.returned = true
   main.ended = true
-  for (const r of live) if (r !== main) r.api.returned()
+  for (const r of children) if (!r.ended) r.api.returned()
   let msg
   if (ok) {
     msg = { t: 'done', ok: true, value: wellFormed(value) } // JSON text: out() cannot see its escapes
@@ -1008,7 +1049,6 @@ function release() {
 
 function onChildEnd(realm, ok, value, name, message, stack) {
   realm.ended = true
-  if (realm.pending === 0) live = live.filter((r) => r !== realm)
   const parent = realm.parent
   if (!finished) out({ t: 'child', name: realm.child.name, ok, message: ok ? undefined : clip(stack, ERROR_TEXT.max, ERROR_TEXT.keep) })
   if (ok) { parent.api.childDone(realm.parentId, value); return }
@@ -1147,21 +1187,25 @@ function startChild(route, msg) {
     script = compile(WRAP_HEAD, msg.body, WRAP_TAIL, FILENAME, 0)
   } catch (err) {
     parent.api.childFailed(route.id, 'SyntaxError', 'workflow ' + JSON.stringify(msg.name) + ': ' + syntaxProblem(err).message)
-    return
+    return null
   }
   const info = parent.api.childArgs(route.id)
-  if (info === null) return
+  if (info === null) return null
   hook()
   const realm = makeRealm({ name: msg.name, phase: msg.phase },
     { path: msg.filename || null, line: msg.bodyLine || 2, column: msg.bodyColumn || 1 })
   realm.parent = parent
   realm.parentId = route.id
   importRealm.set(script, realm)
-  if (!realm.api.adoptArgs(info.has === true, info.args)) return
-  chainStore.run(route.cell, () => {
-    const fn = script.runInContext(realm.ctx, { timeout: syncTimeoutMs })
-    realm.api.runChild(fn)
-  })
+  if (realm.api.adoptArgs(info.has === true, info.args)) {
+    chainStore.run(route.cell, () => {
+      // Evaluating the script only makes the body's function (it runs in the next flush): no limit
+      // is needed, and a limit costs a watchdog.
+      const fn = script.runInContext(realm.ctx)
+      realm.api.runChild(fn)
+    })
+  }
+  return realm
 }
 
 // Answers to realm requests; workflow code runs only in the flush that follows (and a child's
@@ -1180,8 +1224,7 @@ function answer(msg) {
     return route.realm
   }
   if (typeof msg.spent === 'number') spent = msg.spent
-  startChild(route, msg)
-  return route.realm
+  return [route.realm, startChild(route, msg)]
 }
 
 function onHost(msg) {
@@ -1191,7 +1234,7 @@ function onHost(msg) {
     case 'child':
       return guarded(() => answer(msg))
     case 'batch':
-      return guarded(() => msg.items.map(answer))
+      return guarded(() => msg.items.map(answer).flat())
     case 'check': {
       const results = msg.sources.map((src) => {
         try { compile(WRAP_HEAD, src, WRAP_TAIL, 'workflow.js', -1); return null } catch (err) { return syntaxProblem(err) }
