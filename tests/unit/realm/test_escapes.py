@@ -515,6 +515,22 @@ def test_a_child_result_that_is_a_thenable_of_the_child_s_realm_still_settles_th
     assert (outcome.status, outcome.result) == ("completed", "hijacked"), outcome.error
 
 
+def test_work_queued_in_an_ended_child_s_realm_still_runs(tmp_path: Path) -> None:
+    # Array.fromAsync of the child realm (reached through its result) queues its jobs in that realm's
+    # microtask queue after the child ended: the flush must still run them.
+    (tmp_path / "list.js").write_text(
+        "export const meta = { name: 'list', description: 'd' }\nreturn [1, 2]\n"
+    )
+    body = (
+        "const r = await workflow({ scriptPath: 'list.js' })\n"
+        "await agent('later')\n"  # the child is long over: a later answer touches only this realm
+        "const got = await r.constructor.fromAsync([Promise.resolve(3), 4])\n"
+        "return [got.length, got[0], got instanceof Array]"
+    )
+    outcome = run_source(body, cwd=str(tmp_path))
+    assert (outcome.status, outcome.result) == ("completed", [2, 3, False]), outcome.error
+
+
 def test_child_args_a_child_realm_cannot_copy_fail_the_child_with_a_host_error(tmp_path: Path) -> None:
     (tmp_path / "child.js").write_text(CHILD_PROBE)
     (tmp_path / "echo.js").write_text(
