@@ -5,6 +5,7 @@
 Figures (targets from the foundation issue):
 - cold CLI `run` of a 1-agent workflow, wall time (≤ 0.4 s)
 - 1,000 zero-delay agent calls, engine time from run start to result (≤ 0.25 s)
+- the same 1,000 calls each naming a project agent type (definitions read once per run)
 - a 4,096-item 3-stage pure-JS pipeline, engine time (≤ 0.3 s)
 - `validate` of a 100 KB file: API and CLI wall time (≤ 0.15 s)
 """
@@ -33,6 +34,12 @@ THOUSAND = (
     "const r = await parallel(Array.from({ length: 1000 }, (_, i) => () => agent('n' + i)))\n"
     "return r.length\n"
 )
+TYPED = (
+    "export const meta = { name: 'typed', description: '1,000 agents of one type' }\n"
+    "const r = await parallel(Array.from({ length: 1000 }, (_, i) => () => agent('n' + i, { agentType: 'worker' })))\n"
+    "return r.length\n"
+)
+AGENT_FILE = "---\nname: worker\ndescription: does the work\ntools: Read, Grep\nmodel: haiku\n---\nWork.\n"
 PIPELINE = (
     "export const meta = { name: 'pipe', description: 'pure-JS pipeline' }\n"
     "const r = await pipeline(Array.from({ length: 4096 }, (_, i) => i),\n"
@@ -54,11 +61,13 @@ def big_source(size: int = 100_000) -> str:
     return "".join(lines)
 
 
-async def engine_time(source: str, concurrency: int = 16) -> float:
+async def engine_time(source: str, concurrency: int = 16, cwd: str | None = None) -> float:
     wf = load_workflow(source=source)
     start = time.perf_counter()
     run = run_workflow(
-        wf, provider=FakeProvider({"default": {"text": "ok"}}), options=RunOptions(concurrency=concurrency)
+        wf,
+        provider=FakeProvider({"default": {"text": "ok"}}),
+        options=RunOptions(concurrency=concurrency, cwd=cwd, home=cwd),
     )
     await run.result()
     return time.perf_counter() - start
@@ -91,6 +100,12 @@ def main() -> None:
         print(
             f"1,000 zero-delay agent calls:     {t * 1000:7.1f} ms  (target 250 ms, concurrency 16, incl. worker spawn)"
         )
+        project = Path(tmp, "project")
+        (project / ".git").mkdir(parents=True)
+        (project / ".claude" / "agents").mkdir(parents=True)
+        (project / ".claude" / "agents" / "worker.md").write_text(AGENT_FILE)
+        t = best(lambda: asyncio.run(engine_time(TYPED, cwd=str(project))), n)
+        print(f"1,000 calls naming an agent type: {t * 1000:7.1f} ms  (definitions read once per run)")
         t = best(lambda: asyncio.run(engine_time(PIPELINE)), n)
         print(f"4,096-item 3-stage JS pipeline:   {t * 1000:7.1f} ms  (target 300 ms, incl. worker spawn)")
         size = big.stat().st_size

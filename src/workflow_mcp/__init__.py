@@ -3,6 +3,7 @@
 The public API (guarded by a test; everything else is internal)::
 
     load_workflow, validate_workflow, find_workflows, resolve_workflow   definitions
+    find_agents                                                           agent definitions (agentType)
     run_workflow, RunHandle, RunOptions                                   the engine
     project_state, RunState, Event                                        events and state
     AgentProvider, AgentRequest, AgentResult, TokenUsage, FakeProvider    providers
@@ -35,6 +36,7 @@ __all__ = [
     "WorkflowMcpError",
     "WorkflowNotFoundError",
     "WorkflowService",
+    "find_agents",
     "find_workflows",
     "load_workflow",
     "project_state",
@@ -59,6 +61,7 @@ _WHERE = {
     "WorkflowService": "service",
     "SqliteStore": "store.sqlite",
     "MemoryStore": "store.memory",
+    "find_agents": "definitions.agents",
     "find_workflows": "definitions.discover",
     "resolve_workflow": "definitions.discover",
     "load_workflow": "definitions.load",
@@ -84,6 +87,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from .definitions.agents import find_agents
     from .definitions.discover import find_workflows, resolve_workflow
     from .definitions.load import load_workflow, validate_workflow
     from .engine.run import RunHandle, RunOptions, run_workflow

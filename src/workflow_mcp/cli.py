@@ -92,7 +92,8 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {valid, meta, errors, warnings} as JSON.")
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
 def validate(path: str, as_json: bool, profile: str | None) -> None:
-    """Check one workflow file against the profile's loading rules."""
+    """Check one workflow file against the profile's loading rules, and resolve the agent types it asks
+    for from the current directory (agent files that define nothing are reported too)."""
     from .definitions.load import validate_workflow
     from .definitions.profile import get_profile
 
@@ -111,12 +112,35 @@ def validate(path: str, as_json: bool, profile: str | None) -> None:
             )
         _fail(str(exc))
     doc: dict[str, Any] = dict(report.to_json())
+    from .definitions.agents import BUILTIN_AGENTS as BUILTINS
+    from .definitions.agents import check_agent_types
+
+    agents = check_agent_types(report.warnings, os.getcwd(), profile=prof)
+    doc["agentTypes"] = [u.to_json() for u in agents.uses]
+    doc["agentFileProblems"] = [p.to_json() for p in agents.problems]
     if as_json:
         click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
     else:
         if report.valid:
             meta = doc["meta"] or {}
             click.echo(f"valid: {meta.get('name')} — {meta.get('description')}")
+        for use in agents.uses:
+            d = use.definition
+            if d is not None:
+                click.echo(
+                    f"agent type {use.name!r}: {d.source}" + (f", {d.path}:{d.line}" if d.path else "")
+                )
+            else:
+                click.echo(
+                    f"{path}:{use.line}: warning: agent type {use.name!r} does not resolve from {agents.cwd} "
+                    "(agent() would reject it): add .claude/agents/<file>.md with `name: "
+                    f"{use.name}` or use one of {', '.join(sorted(BUILTINS))}",
+                    err=True,
+                )
+        for problem in agents.problems:
+            click.echo(
+                f"{problem.path}:{problem.line}: warning: agent file skipped: {problem.message}", err=True
+            )
         for e in doc["errors"]:
             where = f"{e.get('path') or path}"
             if e.get("line"):

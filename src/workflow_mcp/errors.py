@@ -8,6 +8,9 @@
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
     ├── RunFailedError               a run ended failed (carries the run id and the message)
+    ├── AgentCallRefusedError        an agent() call was refused before any provider was contacted
+    │                                (unknown agent type, zero tools, a non-string model, an unusable
+    │                                schema): the workflow's agent() rejects with ``js_name``
     └── StoreError                   the state database refused an operation (unreadable, newer release)
         ├── RunClaimedError          another live process already executes or resumes that run
         ├── SequenceConflictError    an event's sequence is not after the run's last stored one
@@ -21,6 +24,7 @@ Constructors take facts and build the message, so the text always names what to 
 from __future__ import annotations
 
 __all__ = [
+    "AgentCallRefusedError",
     "InvalidInputError",
     "PathRefusedError",
     "RealmError",
@@ -153,6 +157,20 @@ class RunFailedError(WorkflowMcpError):
         self.run_id = run_id
         self.status = status
         self.message = message
+        super().__init__(message)
+
+
+class AgentCallRefusedError(WorkflowMcpError):
+    """Raised (and turned into the rejection of the workflow's agent() call) when a call is refused
+    before any provider is contacted. ``js_name`` is the error name workflow code sees, as Claude Code
+    2.1.332 names it: ``Error``, ``TypeError`` or ``TelemetrySafeError``. Such a call still counts
+    toward the run's 1,000-call cap (measured, case ``agents-refused-calls-count-toward-cap``)."""
+
+    js_name: str = "Error"
+
+    def __init__(self, message: str, *, js_name: str | None = None) -> None:
+        if js_name is not None:
+            self.js_name = js_name
         super().__init__(message)
 
 

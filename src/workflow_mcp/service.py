@@ -15,16 +15,18 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .definitions.agents import AgentTypesReport, check_agent_types
 from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
 from .definitions.load import (
     PendingWorkflow,
     ValidationReport,
     Workflow,
+    WorkflowWarning,
     load_workflow,
     prepare_workflow,
     validate_workflow,
@@ -130,6 +132,21 @@ class WorkflowService:
         """Validate a file or inline source; never raises for an invalid workflow (see the report).
         ``check_syntax=False`` skips the V8 compile (tree-sitter only), as in :meth:`load`."""
         return validate_workflow(path, source=source, profile=get_profile(profile), check_syntax=check_syntax)
+
+    def agent_types(
+        self,
+        warnings: Iterable[WorkflowWarning],
+        *,
+        cwd: str | None = None,
+        profile: str | None = None,
+        reachable: Reachable | None = None,
+    ) -> AgentTypesReport:
+        """Resolve the agent types a workflow asks for (its loader ``warnings``) from ``cwd``, as a
+        run started there would (:func:`~workflow_mcp.definitions.agents.check_agent_types`), with
+        personal agents read from ``home``; ``reachable`` as in :meth:`list_workflows`."""
+        return check_agent_types(
+            warnings, cwd or self.cwd, self.home, profile=get_profile(profile), reachable=reachable
+        )
 
     def list_workflows(self, cwd: str | None = None, *, reachable: Reachable | None = None) -> Discovery:
         """Personal and project workflows visible from ``cwd`` (Claude's precedence and order).

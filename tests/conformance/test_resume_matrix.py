@@ -52,7 +52,7 @@ HASHED = {
     "schema": (f"'b', {{ schema: {SCHEMA} }}", f"'b', {{ schema: {SCHEMA2} }}"),
     "model": ("'b', { model: 'sonnet' }", "'b', { model: 'opus' }"),
     "effort": ("'b', { effort: 'low' }", "'b', { effort: 'high' }"),
-    "agentType": ("'b', { agentType: 'reviewer' }", "'b', { agentType: 'auditor' }"),
+    "agentType": ("'b', { agentType: 'Explore' }", "'b', { agentType: 'Plan' }"),  # two built-in types
     "disallowedTools": ("'b', { disallowedTools: ['Bash'] }", "'b', { disallowedTools: ['Write'] }"),
     "bashCommandClamp": (
         "'b', { bashCommandClamp: ['Bash(ls)'] }",

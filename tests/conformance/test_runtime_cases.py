@@ -2,7 +2,9 @@
 
 Each case is materialized in a fresh temporary directory exactly as ``shared/tools/conformance.py``
 does for the CLI (``files`` relative to the run's working directory, ``workflow.js`` copied next to
-them, ``HOME`` at ``<tmp>/home``) and run with :class:`WorkflowService` over a :class:`MemoryStore`.
+them, ``HOME`` at ``<tmp>/home``) and run with :class:`WorkflowService` over a :class:`MemoryStore`. Two
+layout fields place the run: ``cwd`` (relative to the temporary directory: the run starts there and
+``workflow.js`` is placed there) and ``gitDirs`` (directories to ``git init`` first).
 The checks mirror the tool's: status, exact result, ``error_matches``, ``provider_calls`` (count of
 ``agent.started``), ``log_messages``, ``log_matches`` and ``phase_started_titles``. One difference
 makes the check stricter, not looser: the tool searches ``error_matches`` in the CLI's whole stderr
@@ -15,6 +17,7 @@ import asyncio
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +37,26 @@ def materialize(case_dir: Path, case: dict[str, Any], tmp: Path) -> Path:
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+    for rel in case.get("gitDirs", []):
+        (tmp / rel).mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(tmp / rel)], check=True, timeout=30)
     (tmp / "home").mkdir(exist_ok=True)
-    workflow = tmp / "workflow.js"
+    cwd = run_dir(case, tmp)
+    cwd.mkdir(parents=True, exist_ok=True)
+    workflow = cwd / "workflow.js"
     shutil.copy(case_dir / "workflow.js", workflow)
     return workflow
+
+
+def run_dir(case: dict[str, Any], tmp: Path) -> Path:
+    """The directory a case's run starts in (its ``cwd`` layout field, else the temporary directory)."""
+    return tmp / case.get("cwd", "")
 
 
 def options_for(case: dict[str, Any], tmp: Path) -> RunOptions:
     opts = case.get("options", {})
     return RunOptions(
-        cwd=str(tmp),
+        cwd=str(run_dir(case, tmp)),
         home=str(tmp / "home"),
         concurrency=opts.get("concurrency"),
         token_budget=opts.get("tokenBudget"),
@@ -55,7 +68,7 @@ async def run_case(case_dir: Path, tmp: Path) -> tuple[str, Any, str | None, lis
     """Run one case; returns (status, result, failure message, live events, stored events)."""
     case = json.loads((case_dir / "case.json").read_text())
     path = materialize(case_dir, case, tmp)
-    service = WorkflowService(MemoryStore(), cwd=str(tmp), home=str(tmp / "home"))
+    service = WorkflowService(MemoryStore(), cwd=str(run_dir(case, tmp)), home=str(tmp / "home"))
     handle = service.start_run(
         load_workflow(path),
         provider=FakeProvider(case.get("fake")),

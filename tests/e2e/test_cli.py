@@ -143,6 +143,33 @@ def test_validate_prints_json_and_exit_codes(tmp_path: Path) -> None:
     assert p.returncode == 1 and "bad.js:1:" in p.stderr
 
 
+def test_validate_resolves_each_agent_type_from_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    definition = write(
+        tmp_path / ".claude/agents/auditor.md", "---\nname: auditor\ndescription: d\n---\nAudit.\n"
+    )
+    broken = write(tmp_path / ".claude/agents/broken.md", "---\nname: broken\n---\nB\n")
+    source = (
+        "export const meta = { name: 'typed', description: 'asks for agent types' }\n"
+        "await agent('a', { agentType: 'auditor' })\n"
+        "return await agent('b', { agentType: 'nobody' })\n"
+    )
+    path = write(tmp_path / "typed.js", source)
+    p = cli("validate", str(path), "--json", cwd=tmp_path)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["valid"] is True
+    assert [(a["name"], a["resolves"], a["path"]) for a in doc["agentTypes"]] == [
+        ("auditor", True, str(definition)),
+        ("nobody", False, None),
+    ]
+    assert [(e["path"], e["line"]) for e in doc["agentFileProblems"]] == [(str(broken), 2)]
+    p = cli("validate", str(path), cwd=tmp_path)
+    assert p.returncode == 0
+    assert f"agent type 'auditor': project, {definition}:2" in p.stdout
+    assert f"{path}:3: warning: agent type 'nobody' does not resolve from {tmp_path}" in p.stderr
+    assert f"{broken}:2: warning: agent file skipped: its frontmatter has no `description`" in p.stderr
+
+
 def test_runs_list_show_and_events_read_the_store(tmp_path: Path) -> None:
     wf = write(tmp_path / "ok.js", OK)
     p = cli("run", str(wf), "--provider", "fake", "--events", "jsonl", cwd=tmp_path)

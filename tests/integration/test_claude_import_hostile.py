@@ -149,7 +149,7 @@ def test_a_result_of_the_wrong_shape_is_checked_against_the_schema_and_runs_live
     assert resumed.live == ["facts", "summary", "review"]  # the prefix ends at the refused record
     (warning,) = [w for w in resumed.warnings if "[facts]" in w]
     assert "the recorded result is not replayed: it does not match the call's schema" in warning
-    assert "at facts" in warning and "the call runs live" in warning
+    assert "(/facts: must be array)" in warning and "the call runs live" in warning
 
 
 def test_a_text_call_whose_record_holds_an_object_runs_live(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ CURATED = [
     "WorkflowMcpError",
     "WorkflowNotFoundError",
     "WorkflowService",
+    "find_agents",
     "find_workflows",
     "load_workflow",
     "project_state",

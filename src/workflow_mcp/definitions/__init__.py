@@ -1,11 +1,12 @@
-"""Workflow definitions: load and validate one file, discover what is visible from a directory, and the
-compatibility profiles whose measured rules both follow.
+"""Workflow definitions: load and validate one file, discover what is visible from a directory, the
+agent definitions ``agentType`` names, and the compatibility profiles whose measured rules all follow.
 
 Importing this package is cheap: tree-sitter and the Node realm are loaded on first use.
 """
 
 from __future__ import annotations
 
+from workflow_mcp.definitions.agents import AgentCatalog, AgentDefinition, AgentFileProblem, find_agents
 from workflow_mcp.definitions.discover import (
     Diagnostic,
     DiscoveredWorkflow,
@@ -27,6 +28,9 @@ from workflow_mcp.definitions.profile import DEFAULT_PROFILE, PROFILES, Profile,
 __all__ = [
     "DEFAULT_PROFILE",
     "PROFILES",
+    "AgentCatalog",
+    "AgentDefinition",
+    "AgentFileProblem",
     "Diagnostic",
     "DiscoveredWorkflow",
     "Discovery",
@@ -36,6 +40,7 @@ __all__ = [
     "Workflow",
     "WorkflowMeta",
     "WorkflowWarning",
+    "find_agents",
     "find_workflows",
     "get_profile",
     "load_workflow",

@@ -15,7 +15,7 @@ import re
 import stat
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from workflow_mcp.definitions._js import Source, parse
@@ -54,13 +54,16 @@ class WorkflowWarning:
     """A portability or dependency note about a loadable workflow (never a reason to refuse it).
 
     ``rule`` is a stable id (``agent-type``, ``nested-workflow``, ``absolute-path``, …); ``line`` and
-    ``column`` are 1-based (column in UTF-16 code units) or ``None``.
+    ``column`` are 1-based (column in UTF-16 code units) or ``None``. ``subject`` is what a dependency
+    warning is about, as data (the ``agentType`` value, the nested workflow name or script path), or
+    ``None``; it is not part of :meth:`to_json` (the message names it).
     """
 
     rule: str
     message: str
     line: int | None = None
     column: int | None = None
+    subject: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, object]:
         """``{"rule", "message", "line", "column"}``."""
@@ -373,7 +376,9 @@ def _analyze_text(analysis: Analysis, data: bytes) -> None:
             )
         else:
             analysis.warnings.append(
-                WorkflowWarning(finding.rule, finding.message, finding.line, finding.column)
+                WorkflowWarning(
+                    finding.rule, finding.message, finding.line, finding.column, finding.key or None
+                )
             )
     _sort(analysis)
 

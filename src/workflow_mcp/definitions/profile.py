@@ -109,6 +109,19 @@ class Profile:
     child_error_message_is_stack: bool = False
     max_concurrency: int = 16
     min_concurrency: int = 2
+    # Agent definitions (measured 2026-12-01, NOTES.md#agent-frontmatter, #2.1.209-extra): an agent
+    # file may start with a UTF-8 BOM; a frontmatter name holding ':' is not loaded.
+    agent_file_bom: bool = True
+    agent_colon_names: bool = False
+    # agent() schemas (measured 2026-12-01, cases schema-*): refused unless the root declares
+    # type 'object'; Ajv strict mode refuses unknown keywords; a top-level string property is
+    # converted to the type its schema asks for.
+    schema_object_root: bool = True
+    schema_strict_keywords: bool = True
+    schema_coercion: bool = True
+    # Claude's own refusals (invalid or unusable schemas, the StructuredOutput retry cap, tool lists)
+    # are named TelemetrySafeError; 2.1.209 named an invalid schema TypeError, the rest Error.
+    telemetry_safe_errors: bool = True
 
 
 PROFILES: dict[str, Profile] = {
@@ -147,6 +160,12 @@ PROFILES: dict[str, Profile] = {
         budget_from_turn=True,
         flat_cache_chain=True,
         child_error_message_is_stack=True,
+        agent_file_bom=False,
+        agent_colon_names=True,
+        schema_object_root=False,
+        schema_strict_keywords=False,
+        schema_coercion=False,
+        telemetry_safe_errors=False,
     ),
 }
 

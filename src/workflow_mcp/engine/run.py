@@ -7,9 +7,14 @@ the 1,000-call cap, budget admission), optionally replayed from a journal, execu
 provider, and answered.
 
 Semantics follow profile claude-code/2.1.332 (PROFILE-FACTS):
-- agent(): invalid ``effort`` ignored; unknown options ignored; an invalid JSON Schema rejects
-  before the provider is called (TypeError for a non-object schema) and still counts toward the cap;
-  structured output is validated with ``jsonschema`` and re-asked up to 5 times, then rejects; a
+- agent(): options are checked in Claude's order — ``disallowedTools``/``bashCommandClamp``, then
+  ``agentType`` (resolved to an agent definition, :mod:`~workflow_mcp.definitions.agents`; an unknown
+  type or a definition without usable tools rejects), then ``schema`` (:mod:`.structured`), then
+  ``model`` (a non-string is a TypeError) — and every refusal happens before the provider is called
+  and still counts toward the cap. ``model`` and ``effort`` are normalized as Claude normalizes them
+  (:mod:`~workflow_mcp.definitions.models`; an option wins over the definition's); unknown options
+  are ignored. Structured output is converted at the top level where Claude converts it, validated
+  with ``jsonschema`` and re-asked up to 5 times, then rejects; a
   provider failure or a user skip resolves ``null`` (a failure also logs ``[label] failed: …``); an
   execution error rejects; a stall (no progress for ``stallMs``, default 180 s) retries up to 5 times,
   then rejects.
@@ -30,8 +35,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..definitions.agents import AgentCatalog, AgentDefinition, find_agents
+from ..definitions.models import is_numeric_effort, js_string, normalize_effort, normalize_model
 from ..definitions.profile import Profile, default_concurrency, get_profile
-from ..errors import RealmError, RunFailedError, WorkflowMcpError
+from ..errors import AgentCallRefusedError, RealmError, RunFailedError, WorkflowMcpError
 from ..events import Event, EventLog
 from ..providers.base import (
     AgentContext,
@@ -57,6 +64,7 @@ from ..realm.worker import (
 from .budget import Budget
 from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildCheck, ChildResolver
+from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
 __all__ = ["MISSING", "RunHandle", "RunOptions", "new_run_id", "run_workflow"]
@@ -249,6 +257,9 @@ class _Run:
             tempfile.gettempdir(), "workflow-mcp-worktrees"
         )
         self.children = ChildResolver(self.cwd, options.home, self.profile)
+        # Agent definitions, read once per run (when the script names agentType, at the start).
+        self.agents: AgentCatalog | None = None
+        self.agents_lock = asyncio.Lock()
         # One child resolution at a time, in call order (asyncio.Lock is FIFO), off the event loop.
         self.children_lock = asyncio.Lock()
         self.admitted = 0
@@ -457,6 +468,8 @@ class _Run:
         worker = self.worker
         if self.cancel_reason is not None or self.pause_context is not None:
             return  # cancelled while the worker was starting: nothing has run
+        if "agentType" in self.wf.body:
+            await self._agent_catalog()  # read before the first call, so its warnings come first
 
         body = run_body(self.wf.source, self.wf.body) if self.wf.source is not None else None
         start: dict[str, Any] = {
@@ -757,16 +770,69 @@ class _Run:
 
     def _normalize(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         known = {k: opts[k] for k in self.profile.agent_options if k in opts}
-        effort = known.get("effort")
-        if effort is not None and effort not in self.profile.efforts:
-            known.pop("effort")  # profile claude-code/2.1.332: an invalid effort is ignored
-        for k in ("agentType", "isolation"):
-            if k in known and not isinstance(known[k], str):
-                known.pop(k)
+        if "isolation" in known and not isinstance(known["isolation"], str):
+            known.pop("isolation")
         stall = known.get("stallMs")
         if stall is not None and (not isinstance(stall, int | float) or stall <= 0):
             known.pop("stallMs")
         return known
+
+    async def _agent_catalog(self) -> AgentCatalog:
+        """The agent definitions visible from the run's directory, read once (off the event loop);
+        each agent file that defines nothing is reported once, as a ``warning`` naming file and line."""
+        if self.agents is not None:
+            return self.agents
+        async with self.agents_lock:
+            if self.agents is None:
+                catalog = await asyncio.to_thread(
+                    find_agents, self.cwd, self.options.home, profile=self.profile
+                )
+                for problem in catalog.problems:
+                    self.emit(
+                        "warning",
+                        {
+                            "message": f"agent file {problem}; it is skipped (Claude Code skips it silently)",
+                            "path": problem.path,
+                            "line": problem.line,
+                        },
+                    )
+                self.agents = catalog
+        return self.agents
+
+    async def _resolve(self, msg: Mapping[str, Any], opts: dict[str, Any]) -> _Resolved:
+        """The checks and resolutions of one agent() call, in Claude Code 2.1.332's order (case
+        ``agents-option-check-order``): tool lists, ``agentType``, ``schema``, ``model``; then effort.
+
+        Raises:
+            AgentCallRefusedError: the call rejects before any provider (unknown agent type, zero
+                tools, an unusable or invalid schema, a non-string model, a malformed tool list).
+        """
+        _check_options(opts, self.profile)
+        definition: AgentDefinition | None = None
+        # The realm sends String(agentType) of the option (null/undefined: none).
+        agent_type = msg["agentType"] if "agentType" in msg else _coerced(opts.get("agentType"))
+        if isinstance(agent_type, str):
+            definition = (await self._agent_catalog()).resolve(agent_type)
+            if definition.tools_error is not None:  # a fresh error per call: calls run concurrently
+                raise AgentCallRefusedError(
+                    str(definition.tools_error), js_name=definition.tools_error.js_name
+                )
+        schema = check_schema(opts.get("schema"), self.profile)
+        # null, undefined and '' leave the definition's model; 'inherit' means the run's default
+        # (measured, cases agents-options-override-definition, agents-option-fallbacks).
+        given = opts.get("model")
+        model = normalize_model(given) if given not in (None, "") else None
+        if given in (None, "") and definition is not None:
+            model = definition.model
+        effort = normalize_effort(opts.get("effort"), self.profile.efforts)
+        if effort is None and definition is not None and not is_numeric_effort(opts.get("effort")):
+            effort = definition.effort
+        option_denied = tuple(opts.get("disallowedTools") or ())
+        denied = tuple(dict.fromkeys((*(definition.disallowed_tools if definition else ()), *option_denied)))
+        tools = definition.tools if definition is not None else None
+        if tools is not None and denied:
+            tools = tuple(t for t in tools if t not in denied)
+        return _Resolved(schema, model, effort, definition, tools, denied)
 
     async def _agent(self, msg: dict[str, Any]) -> Any:
         if self.cancel_reason is not None or self.pause_context is not None or self.store_error is not None:
@@ -779,8 +845,8 @@ class _Run:
         ckey = content_key(prompt, str(msg.get("canon", "{}")))
         if self.admitted >= self.cap:
             raise _RejectCall(
-                f"agent() call limit reached: a run admits at most {self.cap:,} agent calls "
-                f"(profile {self.profile.name})"
+                f"agent() call cap reached: a run admits at most {self.cap:,} agent calls, refused ones "
+                f"included (profile {self.profile.name}); do the work in fewer calls or split it into several runs"
             )
         if not self.budget.admits():
             raise _RejectCall(
@@ -791,12 +857,19 @@ class _Run:
         self.admitted += 1
         if msg.get("child") and isinstance(phase, str):
             self._phase(phase, "child")  # a child's synthetic phase appears with its first agent
-        _check_options(opts, self.profile)
-        schema = opts.get("schema")
-        if schema is not None:
-            _check_schema(schema)
-        else:
-            opts.pop("schema", None)  # schema: null runs as a plain text call (it is still keyed)
+        try:
+            resolved = await self._resolve(msg, opts)
+        except AgentCallRefusedError as exc:
+            raise _RejectCall(str(exc), name=exc.js_name) from None
+        schema = resolved.schema
+        if schema is None:
+            opts.pop("schema", None)  # schema: null or false runs as a plain text call (still keyed)
+        for name, value in (("model", resolved.model), ("effort", resolved.effort)):
+            # What a provider finds in ``options`` is what the call resolved to.
+            if value is None:
+                opts.pop(name, None)
+            else:
+                opts[name] = value
         self.agent_seq += 1
         agent_id = f"ag_{self.agent_seq:04d}"
         side_effects = opts.get("isolation") == "worktree"
@@ -835,7 +908,9 @@ class _Run:
                 )
                 return record.result
         async with self.semaphore:
-            return await self._execute(agent_id, prompt, label, phase, opts, key, ckey, side_effects)
+            return await self._execute(
+                agent_id, prompt, label, phase, opts, resolved, key, ckey, side_effects
+            )
 
     async def _execute(
         self,
@@ -844,13 +919,21 @@ class _Run:
         label: str,
         phase: str | None,
         opts: dict[str, Any],
+        resolved: _Resolved,
         key: str,
         ckey: str,
         side_effects: bool,
     ) -> Any:
-        schema = opts.get("schema")
+        schema = resolved.schema
         base = {"label": label, "phase": phase}
-        self.emit("agent.started", {**base, "model": opts.get("model")}, agent_id=agent_id, phase_id=phase)
+        definition = resolved.definition
+        started: dict[str, Any] = {**base, "model": resolved.model}
+        if definition is not None:
+            started["agentType"] = definition.name
+            started["agentSource"] = definition.source
+            if definition.path is not None:
+                started["agentFile"] = definition.path
+        self.emit("agent.started", started, agent_id=agent_id, phase_id=phase)
         signal = CancelSignal()
         self.signals[agent_id] = signal
         totals = TokenUsage()
@@ -886,10 +969,13 @@ class _Run:
                     agent_id=agent_id,
                     phase=phase,
                     schema=schema,
-                    model=opts.get("model"),
-                    effort=opts.get("effort"),
+                    model=resolved.model,
+                    effort=resolved.effort,
                     isolation=opts.get("isolation"),
-                    agent_type=opts.get("agentType"),
+                    agent_type=definition.name if definition is not None else None,
+                    instructions=definition.instructions if definition is not None else None,
+                    tools=resolved.tools,
+                    disallowed_tools=resolved.disallowed_tools,
                     stall_ms=opts.get("stallMs"),
                     cwd=cwd,
                     options={k: v for k, v in opts.items() if k not in ("label", "phase")},
@@ -937,23 +1023,36 @@ class _Run:
                     self._agent_done(agent_id, base, value, totals, key, ckey, side_effects)
                     return value
                 if not result.has_structured:
-                    message = "the agent finished without the structured output its schema requires" + (
-                        f": {well_formed(result.message)}" if result.message else ""
-                    )
+                    # Claude Code 2.1.332's words, then the provider's own reason when it gave one.
+                    message = "agent({schema}): subagent completed without calling StructuredOutput (after in-conversation nudge)"
+                    if result.message:
+                        message += f": {well_formed(result.message)}"
                     self._agent_failed(agent_id, base, message, totals, "no_structured_output")
                     raise _RejectCall(message)
-                problem = json_value_problem(result.structured) or _validate(schema, result.structured)
+                value = (
+                    coerce_top_level(schema, result.structured)
+                    if self.profile.schema_coercion
+                    else result.structured
+                )
+                problem = json_value_problem(value) or validate(schema, value)
                 if problem is None:
-                    self._agent_done(agent_id, base, result.structured, totals, key, ckey, side_effects)
-                    return result.structured
+                    self._agent_done(agent_id, base, value, totals, key, ckey, side_effects)
+                    return value
                 failures += 1
                 if failures >= self.profile.schema_retries:
+                    n = self.profile.schema_retries
                     message = (
-                        f"structured output failed schema validation {failures} times "
-                        f"(profile {self.profile.name}: at most {self.profile.schema_retries}); last error: {problem}"
+                        f"agent({{schema}}): StructuredOutput retry cap ({n}) exceeded — {failures} failed calls "
+                        "with no valid output"
                     )
+                    if self.profile.telemetry_safe_errors:
+                        message += f" — last StructuredOutput error: Output does not match required schema: {problem}"
+                    else:
+                        message += f"; last error: {problem}"
                     self._agent_failed(agent_id, base, message, totals, "schema_validation")
-                    raise _RejectCall(message)
+                    raise _RejectCall(
+                        message, name="TelemetrySafeError" if self.profile.telemetry_safe_errors else "Error"
+                    )
                 feedback = f"Your structured output did not match the schema: {problem}. Answer again."
         finally:
             self.signals.pop(agent_id, None)
@@ -1135,71 +1234,64 @@ def _add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
     )
 
 
-_VALIDATORS: dict[str, Any] = {}
+@dataclass(frozen=True)
+class _Resolved:
+    """What one agent() call resolved to before it is queued: the schema (``None``: a text call),
+    the normalized model and effort, the agent definition and its effective tool lists."""
 
-
-def _validator(schema: Mapping[str, Any]) -> Any:
-    from jsonschema import Draft202012Validator
-
-    cache_key = json.dumps(schema, sort_keys=True)
-    v = _VALIDATORS.get(cache_key)
-    if v is None:
-        v = Draft202012Validator(schema)
-        if len(_VALIDATORS) > 256:
-            _VALIDATORS.clear()
-        _VALIDATORS[cache_key] = v
-    return v
+    schema: Mapping[str, Any] | None
+    model: str | None
+    effort: str | None
+    definition: AgentDefinition | None
+    tools: tuple[str, ...] | None
+    disallowed_tools: tuple[str, ...]
 
 
 _CLAMP = re.compile(r"^Bash\(\S(?:[\s\S]*\S)?\)$")
 
 
+def _coerced(value: Any) -> str | None:
+    """``String(value)`` of an option that crossed the realm as JSON (``null``: none)."""
+    return None if value is None else js_string(value)
+
+
+def _typeof(value: Any) -> str:
+    """JavaScript's ``typeof`` of a JSON value (arrays and ``null`` are objects)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "object"
+
+
 def _check_options(opts: Mapping[str, Any], profile: Profile) -> None:
-    """Options Claude Code refuses before launch (profile claude-code/2.1.332, measured with the
-    oracle): a non-string ``model``; tool lists that are not arrays of non-empty strings; a
-    ``bashCommandClamp`` entry not written ``Bash(<command>)``."""
-    model = opts.get("model")
-    if model is not None and not isinstance(model, str):
-        raise _RejectCall("agent() option model must be a string, e.g. 'sonnet'", name="TypeError")
+    """Tool lists Claude Code 2.1.332 refuses before launch (measured with the oracle): anything but
+    an array of non-empty strings (``null`` too), and a ``bashCommandClamp`` entry not written
+    ``Bash(<command>)``. The messages are Claude's; the error is named ``TelemetrySafeError``.
+
+    Raises:
+        AgentCallRefusedError: the call rejects.
+    """
     for name in ("disallowedTools", "bashCommandClamp"):
         if name not in opts or name not in profile.agent_options:
             continue
         value = opts[name]
+        example = "['Bash', 'Write']" if name == "disallowedTools" else "['Bash(git status)']"
         if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
-            raise _RejectCall(
-                f"agent() option {name} must be an array of non-empty strings", name="TypeError"
+            raise AgentCallRefusedError(
+                f"agent() opts.{name} must be an array of non-empty tool-name strings (e.g. {example}); "
+                f"got {_typeof(value)}. Refusing the spawn rather than running it un-narrowed.",
+                js_name="TelemetrySafeError",
             )
         if name == "bashCommandClamp":
             bad = [x for x in value if not _CLAMP.match(x)]
             if bad:
-                raise _RejectCall(
-                    f"agent() option bashCommandClamp entries must read Bash(<command>); got {bad[0]!r}",
-                    name="TypeError",
+                raise AgentCallRefusedError(
+                    f"agent() opts.bashCommandClamp entries must read Bash(<command>); got {bad[0]!r}",
+                    js_name="TelemetrySafeError",
                 )
-
-
-def _check_schema(schema: Any) -> None:
-    """profile claude-code/2.1.332: a non-object schema is a TypeError; an object schema that fails
-    the meta-schema is an Error; both reject before the provider is called."""
-    if not isinstance(schema, dict):
-        raise _RejectCall("agent() schema must be a JSON Schema object", name="TypeError")
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    if not schema:
-        # profile claude-code/2.1.332: an empty schema cannot describe a structured output.
-        raise _RejectCall("agent() schema is unusable: an empty JSON Schema describes no structured output")
-    try:
-        Draft202012Validator.check_schema(schema)
-    except RecursionError:
-        # jsonschema checks a schema against the meta-schema recursively, several frames a level.
-        raise _RejectCall(
-            "agent() schema is nested too deeply to check against the JSON Schema meta-schema; "
-            "flatten it (name repeated parts under $defs and use $ref)"
-        ) from None
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise _RejectCall(f"agent() schema is not a valid JSON Schema at {where}: {exc.message}") from None
 
 
 def _replay_problem(result: Any, schema: Any) -> str | None:
@@ -1211,7 +1303,7 @@ def _replay_problem(result: Any, schema: Any) -> str | None:
         if not isinstance(result, str):
             return f"a call without a schema resolves to a string, but the record holds {_json_kind(result)}"
         return None
-    problem = _validate(schema, result)
+    problem = validate(schema, result)
     return None if problem is None else f"it does not match the call's schema ({problem})"
 
 
@@ -1228,20 +1320,6 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "an array"
     return "an object"
-
-
-def _validate(schema: Mapping[str, Any], value: Any) -> str | None:
-    from jsonschema.exceptions import best_match
-
-    validator = _validator(schema)
-    try:
-        error = best_match(validator.iter_errors(value))
-    except RecursionError:
-        return "the value is nested too deeply to validate against the schema"
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-    return f"at {where}: {error.message}"
 
 
 def records_from_events(events: list[Event], source_run_id: str = "") -> list[JournalRecord]:

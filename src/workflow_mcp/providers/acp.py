@@ -17,6 +17,12 @@ Each agent() call is one ACP *session* and one prompt turn (protocol version 1):
   through the session's config options of category ``model`` and ``thought_level`` when the agent
   offers them (a model the agent does not list is an execution error naming what it offers; an
   agent without a model choice runs its own default and the call reports that as progress).
+- **Agent definitions.** An ``agentType``'s instructions are the session's system prompt where the
+  agent takes one (``_meta.systemPrompt`` of ``session/new``: claude-agent-acp; the
+  ``system_prompt_meta`` setting says so for another agent), otherwise a clearly framed preamble of
+  the first prompt (``<agent-instructions>`` … ``</agent-instructions>``, then the task). Its model
+  and effort arrive as the request's. Tool lists are each agent's own business, but an agent whose
+  tools include none that edits files has its edit, delete and move permission requests refused.
 - **Events.** ``agent_message_chunk`` → ``output.delta``; tool calls, their updates, plans and
   thoughts → ``progress`` (the engine's stall watchdog counts them). The answer is the agent's
   *last* message: the text streamed after its last tool call, thought or plan.
@@ -52,7 +58,8 @@ default the agent's own), ``login_hint`` (how to log in), ``model``, ``effort``,
 ``session_config`` (table: config option id → value, set on every session), ``mode`` (a session
 mode id), ``max_sessions`` (per process, default 8), ``reuse`` (default true), ``json_retries``
 (default 2), ``rpc_timeout_s`` (bound on each protocol request, default 60),
-``cancel_timeout_s`` (bound on a cancelled turn ending, default 15).
+``cancel_timeout_s`` (bound on a cancelled turn ending, default 15), ``system_prompt_meta`` (bool:
+the agent takes ``_meta.systemPrompt``; default from the known agent).
 """
 
 from __future__ import annotations
@@ -119,6 +126,8 @@ class KnownAgent:
     login_hint: str | None = None
     install: str | None = None
     policy_args: Callable[[Policy], tuple[str, ...]] | None = None
+    system_prompt_meta: bool = False
+    """Whether ``session/new`` takes a system prompt as ``_meta.systemPrompt`` (claude-agent-acp)."""
 
 
 def codex_policy_args(policy: Policy) -> tuple[str, ...]:
@@ -162,8 +171,9 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
         env=_CLAUDE_ENV,
         login_hint="claude /login",
         install="npm install -g @agentclientprotocol/claude-agent-acp",
+        system_prompt_meta=True,
     ),
-    KnownAgent("claude-code-acp", env=_CLAUDE_ENV, login_hint="claude /login"),
+    KnownAgent("claude-code-acp", env=_CLAUDE_ENV, login_hint="claude /login", system_prompt_meta=True),
     KnownAgent(
         "gemini",
         ("--experimental-acp",),
@@ -199,6 +209,7 @@ _SETTINGS: Final[Mapping[str, tuple[type, ...]]] = {
     "json_retries": (int,),
     "rpc_timeout_s": (int, float),
     "cancel_timeout_s": (int, float),
+    "system_prompt_meta": (bool,),
 }
 # Upstream error kinds (codex_error_info, normalised: lower case, no separators) that are API or
 # transport failures after the agent's own retries: agent() resolves null.
@@ -237,6 +248,11 @@ JSON_REASK: Final = (
     "the JSON Schema given before: no prose and no code fence."
 )
 FEEDBACK_SUFFIX: Final = "\n\nReply with only the corrected JSON value: no prose and no code fence."
+AGENT_PREAMBLE: Final = (
+    "You act as the agent described by the instructions between the two <agent-instructions> lines; "
+    "they are your system prompt for this session, not part of the task.\n"
+    "<agent-instructions>\n{instructions}\n</agent-instructions>\n\nThe task:\n{prompt}"
+)
 
 
 # -- permissions ------------------------------------------------------------------------------------
@@ -388,6 +404,7 @@ class ACPProvider:
         json_retries: int = 2,
         rpc_timeout_s: float = 60.0,
         cancel_timeout_s: float = 15.0,
+        system_prompt_meta: bool | None = None,
         policy: Policy = DEFAULT_POLICY,
         source: str = "provider settings",
     ) -> None:
@@ -422,6 +439,9 @@ class ACPProvider:
         self.json_retries = json_retries
         self.rpc_timeout_s = float(rpc_timeout_s)
         self.cancel_timeout_s = float(cancel_timeout_s)
+        self.system_prompt_meta = (
+            system_prompt_meta if system_prompt_meta is not None else bool(known and known.system_prompt_meta)
+        )
         self.policy = policy
         self.source = source
         self._procs: list[_AgentProcess] = []  # the pool: processes taking new sessions
@@ -581,6 +601,8 @@ class ACPProvider:
                 proc.active += 1
                 return _Lease(proc, session_id, request.feedback + FEEDBACK_SUFFIX)
         prompt = request.prompt + schema_text
+        if request.instructions and not self.system_prompt_meta:
+            prompt = AGENT_PREAMBLE.format(instructions=request.instructions, prompt=prompt)
         if request.feedback:
             prompt += "\n\n" + request.feedback
         if request.session:
@@ -639,6 +661,7 @@ class ACPProvider:
         """Close an idle session the agent keeps in memory (when it can close sessions)."""
         self._idle.pop(session_id, None)
         proc.session_cwds.pop(session_id, None)
+        proc.read_only_sessions.discard(session_id)
         if proc.can_close and proc.usable:
             self._background_task(
                 self._bounded(proc.conn.close_session(session_id=session_id), "session/close", proc)
@@ -667,9 +690,18 @@ class ACPProvider:
     async def _new_session(
         self, sdk: Any, proc: _AgentProcess, request: AgentRequest, cwd: str, context: AgentContext
     ) -> str:
-        response = await self._rpc(proc.conn.new_session(cwd=cwd, mcp_servers=[]), "session/new", proc)
+        meta = (
+            {"systemPrompt": request.instructions}
+            if request.instructions is not None and self.system_prompt_meta
+            else {}
+        )
+        response = await self._rpc(
+            proc.conn.new_session(cwd=cwd, mcp_servers=[], **meta), "session/new", proc
+        )
         session_id = str(response.session_id)
         proc.session_cwds[session_id] = cwd
+        if request.read_only:
+            proc.read_only_sessions.add(session_id)
         options = [_plain(o) for o in (getattr(response, "config_options", None) or [])]
         try:
             await self._configure(proc, session_id, options, request, context)
@@ -1079,7 +1111,10 @@ class _Client:
                 False, None, "the turn is being cancelled" if turn else "no turn runs here"
             )
         else:
-            decision = decide_permission(self._proc.policy, ask, cwd=self._proc.cwd_of(session_id))
+            policy = self._proc.policy
+            if session_id in self._proc.read_only_sessions:
+                policy = policy.narrow({"sandbox": "read-only"})  # an agent without edit tools
+            decision = decide_permission(policy, ask, cwd=self._proc.cwd_of(session_id))
         if turn is not None:
             verdict = "allowed" if decision.allow else "denied"
             turn.events.put_nowait(
@@ -1110,6 +1145,7 @@ class _AgentProcess:
         self.policy = policy
         self.turns: dict[str, _Turn] = {}
         self.session_cwds: dict[str, str] = {}
+        self.read_only_sessions: set[str] = set()  # sessions of agents that may not edit files
         self.active = 0
         self.retired = False
         self.broken = False

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..errors import WorkflowMcpError
 
 __all__ = [
+    "EDIT_TOOLS",
     "AgentContext",
     "AgentExecutionError",
     "AgentProvider",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 Outcome = Literal["completed", "provider_failed", "skipped"]
+EDIT_TOOLS: frozenset[str] = frozenset({"Edit", "Write", "NotebookEdit"})
+"""Claude Code's tools that change files: an agent allowed none of them is read-only."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,21 @@ class AgentRequest:
     """One agent() call as a provider sees it.
 
     ``prompt`` is already coerced to a string; ``label`` is the explicit label or the fallback label;
-    ``phase`` is the effective phase title (``None`` before the first phase()). ``effort`` is ``None``
-    when absent or invalid. ``schema`` is a JSON Schema (draft 2020-12) when structured output is
-    required. ``feedback`` carries the validation error of the previous attempt on a schema re-ask
-    (``attempt`` counts from 1). ``options`` holds every other recognised option, unchanged.
+    ``phase`` is the effective phase title (``None`` before the first phase()). ``model`` is the
+    normalized model name (``haiku``/``sonnet``/``opus`` for Claude's aliases, ``None`` for the run's
+    default; :mod:`workflow_mcp.definitions.models`), from the option or else the agent definition;
+    ``effort`` likewise, ``None`` when absent or invalid. ``schema`` is a JSON Schema (draft-07
+    semantics, object root) when structured output is required. ``feedback`` carries the validation
+    error of the previous attempt on a schema re-ask (``attempt`` counts from 1). ``options`` holds
+    every other recognised option, unchanged.
+
+    The agent definition ``agentType`` resolved to (:mod:`workflow_mcp.definitions.agents`):
+    ``agent_type`` is its name; ``instructions`` its Markdown body (the agent's system prompt; ``None``
+    without a definition, or for a built-in without instructions); ``tools`` the tool names it may use,
+    Claude Code's names, already without ``disallowed_tools`` (``None``: the provider's defaults;
+    ``()``: none); ``disallowed_tools`` the names the definition and the ``disallowedTools`` option
+    remove. Each provider maps these through its own SDK (system prompt, developer instructions, tool
+    lists, a narrower sandbox when no tool may edit files).
     """
 
     prompt: str
@@ -78,12 +92,23 @@ class AgentRequest:
     effort: str | None = None
     isolation: str | None = None
     agent_type: str | None = None
+    instructions: str | None = None
+    tools: tuple[str, ...] | None = None
+    disallowed_tools: tuple[str, ...] = ()
     stall_ms: int | None = None
     cwd: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     attempt: int = 1
     feedback: str | None = None
     session: str | None = None
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the agent may not change files: none of its tools edits one (``Edit``, ``Write``,
+        ``NotebookEdit``), counting ``disallowed_tools`` against the provider's defaults."""
+        if self.tools is None:
+            return set(self.disallowed_tools) >= EDIT_TOOLS
+        return not (set(self.tools) - set(self.disallowed_tools)) & EDIT_TOOLS
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ Each agent() call is one ``ClaudeSDKClient`` query: one CLI process, one Claude 
   (routing has already applied ``[providers.claude.models]``): Claude's own aliases ``sonnet``,
   ``opus`` and ``haiku`` are native here. ``effort`` maps through the ``efforts`` setting (default:
   the same name when Claude knows it: low, medium, high, xhigh, max), else the ``effort`` setting.
+- **Agent definitions.** An ``agentType``'s instructions are the session's system prompt
+  (``system_prompt``, as Claude Code gives a workflow agent its definition's body), its tool list the
+  session's tools (``tools``; ``StructuredOutput`` added for a schema call) and its disallowed tools
+  join ``disallowed_tools``; its model and effort arrive as the request's.
 - **Structured output.** The portable schema goes unchanged to the CLI's JSON-schema output format
   (``--json-schema``; Claude answers through its ``StructuredOutput`` tool and validates the value
   itself); ``ResultMessage.structured_output`` is the result. The engine validates it against the
@@ -339,9 +343,19 @@ class ClaudeProvider:
             "effort": self._effort(request.effort),
             "include_partial_messages": True,
             "add_dirs": list(self.policy.writable_roots) if self.policy.sandbox == "workspace-write" else [],
-            "disallowed_tools": [] if self.policy.network else ["WebFetch", "WebSearch"],
+            "disallowed_tools": [
+                *request.disallowed_tools,
+                *(() if self.policy.network else ("WebFetch", "WebSearch")),
+            ],
             "stderr": _ignore,
         }
+        if request.instructions is not None:
+            options["system_prompt"] = request.instructions
+        if request.tools is not None:
+            # The agent's tools are Claude Code's own names; a schema call also needs the tool
+            # Claude Code answers through (as a workflow agent gets it).
+            tools = list(request.tools)
+            options["tools"] = [*tools, "StructuredOutput"] if request.schema is not None else tools
         if request.schema is not None:
             options["output_format"] = {"type": "json_schema", "schema": dict(request.schema)}
         if self.max_turns is not None:

@@ -9,6 +9,10 @@ concurrent call; each agent() call is one Codex *thread* and one *turn*:
   already applied ``[providers.codex.models]``); a bare Claude alias (``sonnet``, ``opus``,
   ``haiku``) is refused, never guessed. ``effort`` maps through the ``efforts`` setting (default:
   the same name: low, medium, high, xhigh, max).
+- **Agent definitions.** An ``agentType``'s instructions become the thread's developer instructions
+  (after the ``developer_instructions`` setting); its model and effort arrive as the request's. Codex
+  has no per-tool switches: an agent whose tools include none that edits files (Explore, Plan, a
+  definition listing ``Read, Grep``) runs in a read-only sandbox, whatever the policy allows.
 - **Structured output.** The portable schema goes through :func:`~.schema.to_strict` as the turn's
   ``output_schema``; the final message is parsed as JSON and projected back. The engine validates
   the result against the portable schema; a re-ask (``attempt > 1``) continues the same thread
@@ -413,13 +417,20 @@ class CodexProvider:
             argv = [env_tool, *unset, *argv]
         return config_cls(launch_args_override=tuple(argv), env=env, cwd=None)
 
-    def _sandbox(self) -> Any:
+    def _sandbox(self, *, read_only: bool = False) -> Any:
+        """The thread's sandbox: the policy's, narrowed to read-only for an agent that may not edit
+        files (an agent definition without Edit, Write or NotebookEdit; never widened)."""
         sandbox = _sdk().Sandbox
         return {
             "read-only": sandbox.read_only,
             "workspace-write": sandbox.workspace_write,
             "danger-full-access": sandbox.full_access,
-        }[self.policy.sandbox]
+        }["read-only" if read_only else self.policy.sandbox]
+
+    def _developer_instructions(self, request: AgentRequest) -> str | None:
+        """The ``developer_instructions`` setting, then the agent definition's instructions."""
+        parts = [p for p in (self.developer_instructions, request.instructions) if p]
+        return "\n\n".join(parts) if parts else None
 
     def _approvals(self) -> Any:
         mode = _sdk().ApprovalMode
@@ -448,10 +459,10 @@ class CodexProvider:
         common: dict[str, Any] = {
             "model": model,
             "cwd": request.cwd,
-            "sandbox": self._sandbox(),
+            "sandbox": self._sandbox(read_only=request.read_only),
             "approval_mode": self._approvals(),
             "config": self._thread_config(),
-            "developer_instructions": self.developer_instructions,
+            "developer_instructions": self._developer_instructions(request),
         }
         note = None
         thread: Thread | None = None

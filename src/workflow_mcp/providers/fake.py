@@ -11,11 +11,17 @@ neither, the call behaves as ``{"synthesize": true}``.
     ``label``      glob over the whole label, case-sensitive; ``*`` any run, ``?`` one character
                    (no other wildcard: ``[`` is literal).
     ``prompt``     Python regular expression, searched (``re.search``) in the prompt.
-    ``phase``, ``model``, ``agentType``  exact string; ``null`` matches a call without one.
+    ``instructions``  Python regular expression, searched in the agent definition's instructions
+                   (a call without instructions never matches).
+    ``phase``, ``model``, ``agentType``  exact string; ``null`` matches a call without one. ``model``
+                   is the normalized name (``haiku``, ``sonnet``, ``opus`` for Claude's aliases);
+                   ``agentType`` the agent definition the call resolved to.
 
 ``respond`` — at most one answer key (``text``, ``echo``, ``result``, ``fail``, ``synthesize``):
     ``text``       plain text; ``{prompt}``, ``{label}``, ``{phase}``, ``{model}``, ``{effort}``,
-                   ``{agentType}``, ``{isolation}`` become the call's values ("" when absent). Any
+                   ``{agentType}``, ``{isolation}``, ``{instructions}`` become the call's values ("" when
+                   absent); ``{tools}`` the agent's tool names joined by ``,`` (``*`` for the
+                   provider's defaults) and ``{disallowedTools}`` the names it may not use. Any
                    other brace is literal; substituted values are not re-substituted.
     ``echo: true`` the text is the prompt.
     ``result``     any JSON value. On a schema call it is the structured output (the engine
@@ -80,7 +86,7 @@ __all__ = ["FakeProvider"]
 
 _TOP_KEYS: Final = ("rules", "default")
 _RULE_KEYS: Final = ("match", "respond")
-_MATCH_KEYS: Final = ("label", "prompt", "phase", "model", "agentType")
+_MATCH_KEYS: Final = ("label", "prompt", "instructions", "phase", "model", "agentType")
 _RESPOND_KEYS: Final = (
     "text",
     "echo",
@@ -102,7 +108,9 @@ _TOKEN_KEYS: Final = {
 }
 # match key -> AgentRequest attribute, for the exact-match keys
 _EXACT_KEYS: Final = {"phase": "phase", "model": "model", "agentType": "agent_type"}
-_PLACEHOLDER: Final = re.compile(r"\{(prompt|label|phase|model|effort|agentType|isolation)\}")
+_PLACEHOLDER: Final = re.compile(
+    r"\{(prompt|label|phase|model|effort|agentType|isolation|instructions|tools|disallowedTools)\}"
+)
 _PLACEHOLDER_ATTRS: Final = {
     "prompt": "prompt",
     "label": "label",
@@ -111,6 +119,9 @@ _PLACEHOLDER_ATTRS: Final = {
     "effort": "effort",
     "agentType": "agent_type",
     "isolation": "isolation",
+    "instructions": "instructions",
+    "tools": "tools",
+    "disallowedTools": "disallowed_tools",
 }
 
 
@@ -132,12 +143,17 @@ class _Respond:
 class _Match:
     label: re.Pattern[str] | None = None
     prompt: re.Pattern[str] | None = None
+    instructions: re.Pattern[str] | None = None
     exact: tuple[tuple[str, str | None], ...] = ()
 
     def holds(self, request: AgentRequest) -> bool:
         if self.label is not None and self.label.fullmatch(request.label) is None:
             return False
         if self.prompt is not None and self.prompt.search(request.prompt) is None:
+            return False
+        if self.instructions is not None and (
+            request.instructions is None or self.instructions.search(request.instructions) is None
+        ):
             return False
         return all(getattr(request, attr) == expected for attr, expected in self.exact)
 
@@ -290,7 +306,12 @@ async def _answer(respond: _Respond, request: AgentRequest, context: AgentContex
 
 def _render(template: str, request: AgentRequest) -> str:
     def value(match: re.Match[str]) -> str:
-        found = getattr(request, _PLACEHOLDER_ATTRS[match.group(1)])
+        name = match.group(1)
+        found = getattr(request, _PLACEHOLDER_ATTRS[name])
+        if name == "tools":
+            return "*" if found is None else ",".join(found)
+        if name == "disallowedTools":
+            return ",".join(found)
         return "" if found is None else str(found)
 
     return _PLACEHOLDER.sub(value, template)
@@ -333,7 +354,7 @@ def _parse_match(raw: Any, path: str, where: str) -> _Match:
     if not isinstance(raw, Mapping):
         raise _invalid(where, path, f"must be an object, got {_kind(raw)}")
     _check_keys(raw, _MATCH_KEYS, path, where)
-    label = prompt = None
+    label = prompt = instructions = None
     if "label" in raw:
         if not isinstance(raw["label"], str):
             raise _invalid(where, f"{path}.label", f"must be a string (a glob), got {_kind(raw['label'])}")
@@ -345,13 +366,22 @@ def _parse_match(raw: Any, path: str, where: str) -> _Match:
             prompt = re.compile(raw["prompt"])
         except re.error as exc:
             raise _invalid(where, f"{path}.prompt", f"invalid regular expression: {exc}") from exc
+    if "instructions" in raw:
+        if not isinstance(raw["instructions"], str):
+            raise _invalid(
+                where, f"{path}.instructions", f"must be a string (a regex), got {_kind(raw['instructions'])}"
+            )
+        try:
+            instructions = re.compile(raw["instructions"])
+        except re.error as exc:
+            raise _invalid(where, f"{path}.instructions", f"invalid regular expression: {exc}") from exc
     exact: list[tuple[str, str | None]] = []
     for key, attr in _EXACT_KEYS.items():
         if key in raw:
             if raw[key] is not None and not isinstance(raw[key], str):
                 raise _invalid(where, f"{path}.{key}", f"must be a string or null, got {_kind(raw[key])}")
             exact.append((attr, raw[key]))
-    return _Match(label=label, prompt=prompt, exact=tuple(exact))
+    return _Match(label=label, prompt=prompt, instructions=instructions, exact=tuple(exact))
 
 
 def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> tuple[_Respond, ...]:

@@ -18,6 +18,9 @@ one request:
   (servers that ignore ``response_format``) is asked again up to ``json_retries`` times, then
   returned with ``has_structured=False``. The engine validates the value and re-asks with its
   feedback, which continues the same conversation.
+- **Agent definitions.** An ``agentType``'s instructions are a system message after the
+  ``system_prompt`` setting (Responses: joined into ``instructions``); its model and effort arrive as
+  the request's. A model has no tools, so tool lists change nothing.
 - **Usage.** ``prompt_tokens`` less cached → ``input``, ``completion_tokens`` → ``output`` (charged to
   the budget), ``cached_tokens`` → ``cache_read``.
 - **Cancellation.** When ``context.signal`` fires, the request task is cancelled (the HTTP
@@ -326,7 +329,9 @@ class OpenAIProvider:
             if known is not None:
                 return [*known, {"role": "user", "content": request.feedback}]
         prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
-        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        system = [
+            {"role": "system", "content": text} for text in (self.system_prompt, request.instructions) if text
+        ]
         return [*system, {"role": "user", "content": prompt}]
 
     def _remember(self, key: tuple[str, str], messages: list[dict[str, str]], request: AgentRequest) -> None:
@@ -388,8 +393,9 @@ class OpenAIProvider:
                 params["input"] = messages[-1:]
             else:
                 params["input"] = [m for m in messages if m["role"] != "system"]
-                if self.system_prompt:
-                    params["instructions"] = self.system_prompt
+                system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+                if system:
+                    params["instructions"] = system
             if schema is not None:
                 params["text"] = {
                     "format": {

@@ -13,6 +13,7 @@
 const vm = require('node:vm')
 const crypto = require('node:crypto')
 const readline = require('node:readline')
+const { types } = require('node:util')
 const v8 = require('node:v8')
 const { AsyncLocalStorage } = require('node:async_hooks')
 
@@ -560,6 +561,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // -------------------------------------------------------------------------------------------
   let currentPhase = null
   const EMPTY = ObjectFreeze(ObjectCreate(null))
+  function agentTypeName(v) {
+    try { return StringCtor(v) } catch (e) { return '[object Object]' }
+  }
   function agent(prompt, options) {
     const text = coerce(prompt)
     let opts
@@ -571,7 +575,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     if (returned) return never()
     // The options cross to the host as JSON of the copy; the host reads at most HOST_DEPTH levels.
     if (copyDepth > HOST_DEPTH) return reject(new RangeErrorCtor('agent() options are nested deeper than ' + HOST_DEPTH + ' levels'))
-    return request({ t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: CHILD && CHILD.name })
+    const call = { t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: CHILD && CHILD.name }
+    // The host looks agentType up as String() of the options' copy (Claude Code 2.1.332, measured).
+    if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = agentTypeName(opts.agentType)
+    return request(call)
   }
   function phase(title) {
     if (CHILD !== null) return undefined
@@ -726,7 +733,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     ObjectDefineProperty(G, gkeys[i], { value: v, writable: true, configurable: true, enumerable: true })
   }
   const setArgs = (v) => ObjectDefineProperty(G, 'args', { value: v, writable: true, configurable: true, enumerable: true })
-  const start = (main) => apply(promiseThen, PromiseCtor.resolve(undefined), [() => apply(main, undefined, [])])
+  // this at the top level of a workflow is its global object (Claude Code 2.1.332, measured): the
+  // body's function runs with the global object as this and returns the async arrow, which keeps it
+  const start = (main) => apply(promiseThen, PromiseCtor.resolve(undefined), [() => apply(apply(main, G, []), undefined, [])])
 
   return {
     deliver(id, text) {
@@ -814,11 +823,17 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
 
 // ---------------------------------------------------------------------------------------------
 // Host side of the worker.
-// An arrow, so top-level `this` is the context's global object, as in Claude Code 2.1.332. The body
-// starts on line 2 and is named workflow.js: stack positions count as Claude counts them (the host
-// sends the body as Claude runs it, see realm/_body.py, with where it starts in the file).
-const WRAP_HEAD = "(async () => {'use strict';\n"
-const WRAP_TAIL = '\n})'
+// A workflow body is compiled with vm.compileFunction, which parses it as the body of one strict
+// function: no text in the body can close that function early and run code outside it (string
+// concatenation into a `(async () => {…})` wrapper could be escaped, e.g. by text tree-sitter reads as
+// a regular expression and V8 as a division). Inside it an async arrow carries top-level await; the
+// function is called with the realm's global object as `this` and returns the arrow, which the prelude
+// then calls, so top-level `this` is the global object, as in Claude Code 2.1.332, and no frame of
+// workflow.js is the wrapper's own call. A run's body starts on line 2 of workflow.js (BODY_HEAD is line 1): stack
+// positions count as Claude counts them (the host sends the body as Claude runs it, see
+// realm/_body.py, with where it starts in the file); a syntax check counts in the file (lineOffset -1).
+const BODY_HEAD = "'use strict'; return (async () => {\n"
+const BODY_TAIL = '\n})'
 const FILENAME = 'workflow.js'
 
 // Dynamic import() (profile claude-code/2.1.209 launches files that use it; 2.1.332 refuses them at
@@ -836,20 +851,94 @@ function refuseImport(specifier, referrer) {
   throw realm.api.importError()
 }
 
-function compile(head, body, tail, filename, lineOffset) {
-  return new vm.Script(head + body + tail, { filename, lineOffset, importModuleDynamically: refuseImport })
+function compile(body, context, lineOffset) {
+  return vm.compileFunction(BODY_HEAD + body + BODY_TAIL, [], {
+    filename: FILENAME, lineOffset, parsingContext: context, importModuleDynamically: refuseImport,
+  })
 }
 
+// Does V8 read the whole body as the body of the workflow's async function? A body can be valid
+// JavaScript and still close that function early (`return 1 }); (async () => {`), which tree-sitter
+// reports as a parse error and V8 accepts. To know what V8 reads, the function is built without being
+// called — `return (async () => {BODY})` — in a throwaway realm, under a short time limit: when the
+// body is whole, nothing of it runs and the returned function's source text is exactly the body;
+// otherwise the text after the early close ran (contained in that empty realm) and the source differs.
+// Returns null, or a problem whose position is where the function closed when that can be told.
+const ESCAPE_TAIL = '\n})'
+const FN_HEAD = 'async () => {\n'
+const functionToString = Function.prototype.toString
+function escapeProblem(body) {
+  const probe = vm.createContext(vm.constants.DONT_CONTEXTIFY, {
+    codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
+  })
+  const ProbeError = vm.runInContext('Error', probe)
+  const fn = vm.compileFunction(BODY_HEAD + body + ESCAPE_TAIL, [], {
+    parsingContext: probe,
+    importModuleDynamically: () => { throw new ProbeError('import() is not available in workflow scripts.') },
+  })
+  Object.defineProperty(probe, '__wfmcp_probe', { value: fn })
+  const expected = FN_HEAD + body + '\n}'
+  let source = null
+  try {
+    const r = vm.runInContext('__wfmcp_probe()', probe, { timeout: 250 })
+    if (typeof r === 'function' && !types.isProxy(r)) source = Reflect.apply(functionToString, r, [])
+  } catch (err) { source = null }
+  if (source === expected) return null
+  const problem = {
+    message: 'the code closes the workflow\'s body early: a `}` or `)` that V8 reads as code ends the async ' +
+      'function the workflow runs in before the end of the file, and what follows would run outside it; ' +
+      'check the brackets (tree-sitter and V8 may read a construct before it differently)',
+    line: 1, column: 1,
+  }
+  if (typeof source === 'string' && source.length > FN_HEAD.length && expected.startsWith(source.slice(0, -1))) {
+    const before = body.slice(0, source.length - 1 - FN_HEAD.length)
+    const lines = before.split(/\r\n|[\r\n\u2028\u2029]/)
+    problem.line = lines.length
+    problem.column = lines[lines.length - 1].length + 1
+  }
+  return problem
+}
+let scratch = null  // a context for syntax checks: compiling there runs nothing
+const scratchContext = () => scratch || (scratch = newContext())
+function newContext() {
+  // DONT_CONTEXTIFY: the global object is the new realm's own, with no host "sandbox" object behind
+  // it (a contextified sandbox is a host-realm object, and Node hands it to global setters as their
+  // receiver).
+  return vm.createContext(vm.constants.DONT_CONTEXTIFY, {
+    name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
+  })
+}
+
+// Host code never runs workflow code outside runInContext's timeout: a value workflow code may have
+// made (a thrown object) is read only through own data properties, never through a getter, a Proxy
+// trap or a toString.
+function ownData(v, key) {
+  if (v === null || (typeof v !== 'object' && typeof v !== 'function') || types.isProxy(v)) return undefined
+  const d = Reflect.getOwnPropertyDescriptor(v, key)
+  return d !== undefined && 'value' in d ? d.value : undefined
+}
+function safeText(v, key = 'message') {
+  if (typeof v === 'string') return v
+  if (v === null || (typeof v !== 'object' && typeof v !== 'function')) return typeof v === 'symbol' ? v.toString() : String(v)
+  const text = ownData(v, key)
+  return typeof text === 'string' ? text : 'a thrown ' + typeof v
+}
+
+// Only for errors of compiles in the scratch context, where no workflow code ever runs (so reading
+// `stack` cannot call a workflow's Error.prepareStackTrace).
 function syntaxProblem(err) {
   // V8 puts "file:LINE" and a caret line at the top of a SyntaxError's stack.
-  const stack = String(err && err.stack || '')
+  let stack = ''
+  try { stack = String(err.stack) } catch (e) { stack = '' }
   const lines = stack.split('\n')
   let line = null, column = null
   const m = /:(\d+)$/.exec(lines[0] || '')
   if (m) line = Number(m[1])
   if (lines.length > 2 && /^\s*\^+/.test(lines[2])) column = lines[2].indexOf('^') + 1
   if (line !== null && line < 1) line = 1
-  return { message: String(err && err.message || err), line, column }
+  let message = 'syntax error'
+  try { message = String(err.message) } catch (e) { message = 'syntax error' }
+  return { message, line, column }
 }
 
 let main = null            // the top-level workflow's realm
@@ -960,8 +1049,8 @@ function guarded(fn) {
         '(no agent call, nested workflow or timer is pending); every awaited promise must be able to resolve')
     }
   } catch (err) {
-    const msg = String(err && err.message || err)
-    if (err && err.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' || /timed out/i.test(msg)) {
+    const msg = safeText(err)
+    if (ownData(err, 'code') === 'ERR_SCRIPT_EXECUTION_TIMEOUT' || /timed out/i.test(msg)) {
       fail('TimeoutError', 'workflow JavaScript ran synchronously for more than ' + syncTimeoutMs +
         ' ms without yielding (synchronous time limit, profile ' + profileName + '); make long loops await something')
     } else {
@@ -973,9 +1062,7 @@ function guarded(fn) {
 // A realm: its own context, globals and microtask queue. `where` maps the positions V8 reports
 // (line 2 is the body's first line) back to the file: { path, line, column } of that first line.
 function makeRealm(child, where) {
-  const ctx = vm.createContext(Object.create(null), {
-    name: 'workflow', codeGeneration: { strings: false, wasm: false }, microtaskMode: 'afterEvaluate',
-  })
+  const ctx = newContext()
   const realm = { ctx, api: null, child, where, timers: new Map(), pending: 0, ended: false, marked: false, parent: null, parentId: 0 }
   const cfg = Object.assign({}, realmConfig, {
     childName: child ? child.name : null, childPhase: child ? child.phase : null,
@@ -1157,9 +1244,8 @@ function start(msg) {
     budgetTotal: msg.budgetTotal === undefined ? null : msg.budgetTotal,
   }
   const where = { path: msg.filename || null, line: msg.bodyLine || 2, column: msg.bodyColumn || 1 }
-  let script
   try {
-    script = compile(WRAP_HEAD, msg.body, WRAP_TAIL, FILENAME, 0)
+    compile(msg.body, scratchContext(), 0) // its errors are read where no workflow code runs
   } catch (err) {
     const p = syntaxProblem(err)
     const line = p.line === null ? null : (p.line <= 2 ? where.line : where.line + p.line - 2)
@@ -1169,22 +1255,18 @@ function start(msg) {
   }
   preludeScript = new vm.Script(PRELUDE, { filename: 'workflow-mcp:prelude' })
   main = makeRealm(null, where)
-  importRealm.set(script, main)
+  const fn = compile(msg.body, main.ctx, 0)
+  importRealm.set(fn, main)
   main.api.setArgs(msg.args === undefined ? null : msg.args)
-  guarded(() => {
-    const fn = script.runInContext(main.ctx, { timeout: syncTimeoutMs })
-    main.api.runMain(fn)
-    return main
-  })
+  guarded(() => { main.api.runMain(fn); return main })
 }
 
 // A resolved nested workflow: its own realm, its args copied in from the parent's copy, its agent
 // calls on the cache-key chain the workflow() call was made on.
 function startChild(route, msg) {
   const parent = route.realm
-  let script
   try {
-    script = compile(WRAP_HEAD, msg.body, WRAP_TAIL, FILENAME, 0)
+    compile(msg.body, scratchContext(), 0) // its errors are read where no workflow code runs
   } catch (err) {
     parent.api.childFailed(route.id, 'SyntaxError', 'workflow ' + JSON.stringify(msg.name) + ': ' + syntaxProblem(err).message)
     return null
@@ -1196,14 +1278,11 @@ function startChild(route, msg) {
     { path: msg.filename || null, line: msg.bodyLine || 2, column: msg.bodyColumn || 1 })
   realm.parent = parent
   realm.parentId = route.id
-  importRealm.set(script, realm)
+  const fn = compile(msg.body, realm.ctx, 0)
+  importRealm.set(fn, realm)
   if (realm.api.adoptArgs(info.has === true, info.args)) {
-    chainStore.run(route.cell, () => {
-      // Evaluating the script only makes the body's function (it runs in the next flush): no limit
-      // is needed, and a limit costs a watchdog.
-      const fn = script.runInContext(realm.ctx)
-      realm.api.runChild(fn)
-    })
+    // The body runs in the flush that follows, on the chain the workflow() call was made on.
+    chainStore.run(route.cell, () => realm.api.runChild(fn))
   }
   return realm
 }
@@ -1237,7 +1316,8 @@ function onHost(msg) {
       return guarded(() => msg.items.map(answer).flat())
     case 'check': {
       const results = msg.sources.map((src) => {
-        try { compile(WRAP_HEAD, src, WRAP_TAIL, 'workflow.js', -1); return null } catch (err) { return syntaxProblem(err) }
+        try { compile(src, scratchContext(), -1) } catch (err) { return syntaxProblem(err) }
+        return escapeProblem(src)
       })
       return out({ t: 'checked', id: msg.id, results })
     }
@@ -1254,7 +1334,7 @@ function onHost(msg) {
 
 // A rejection the workflow handles later (or never) is the workflow's business, not a crash.
 process.on('unhandledRejection', () => {})
-process.on('uncaughtException', (err) => fail('Error', 'realm worker error: ' + String(err && err.stack || err)))
+process.on('uncaughtException', (err) => fail('Error', 'realm worker error: ' + safeText(err, 'stack')))
 const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
 rl.on('line', (line) => {
   if (!line) return

@@ -16,6 +16,8 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "EVENT_ENVELOPE_SCHEMA",
     "AgentCall",
+    "AgentFileProblemOut",
+    "AgentTypeOut",
     "CancelOutcome",
     "Dependencies",
     "DiagnosticOut",
@@ -86,18 +88,48 @@ class WarningOut(_Model):
     column: int | None = None
 
 
+class AgentTypeOut(_Model):
+    name: str = Field(description="The agentType string, as the workflow passes it to agent().")
+    line: int | None = None
+    column: int | None = None
+    resolves: bool = Field(description="Whether it names a built-in or an agent definition visible from cwd.")
+    source: Literal["built-in", "project", "personal"] | None = None
+    path: str | None = Field(default=None, description="The .claude/agents/*.md file that defines it.")
+    definition_line: int | None = Field(default=None, description="Line of the definition's `name:`.")
+
+
+class AgentFileProblemOut(_Model):
+    path: str
+    line: int
+    message: str = Field(description="Why the file defines no agent (Claude Code skips it silently).")
+
+
 class WorkflowValidation(_Model):
     valid: bool
     meta: dict[str, Any] | None = Field(description="Normalized meta when the meta statement itself is fine.")
     errors: list[ProblemOut]
     warnings: list[WarningOut]
     source_hash: str | None = Field(default=None, description="SHA-256 of the source bytes.")
+    agents: list[AgentTypeOut] = Field(
+        default_factory=list,
+        description="Each agentType it asks for, whether it resolves from cwd (or the server's directory) and from which file.",
+    )
+    agent_file_problems: list[AgentFileProblemOut] = Field(
+        default_factory=list, description="Agent files that define no agent (file and line)."
+    )
 
 
 class Dependencies(_Model):
     workflows: list[str] = Field(description="Nested workflow names it calls (must be discoverable).")
     script_paths: list[str] = Field(description="Nested workflow({scriptPath}) files it calls.")
     agent_types: list[str] = Field(description="agentType values it asks for.")
+    agents: list[AgentTypeOut] = Field(
+        default_factory=list,
+        description="Each agentType it asks for, whether it resolves from cwd (or the server's directory) and from which file.",
+    )
+    agent_file_problems: list[AgentFileProblemOut] = Field(
+        default_factory=list, description="Agent files that define no agent (file and line)."
+    )
 
 
 class WorkflowDescription(_Model):

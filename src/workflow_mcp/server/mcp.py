@@ -85,6 +85,8 @@ from ..service import WorkflowService
 from ..state import RunState, project_state
 from ._files import ChildGate, FileScope
 from ._models import (
+    AgentFileProblemOut,
+    AgentTypeOut,
     CancelOutcome,
     Dependencies,
     DiagnosticOut,
@@ -432,7 +434,13 @@ class WorkflowMcpServer(MCPServer[Any]):
             workflow, origin = await self._load(name, path, script, cwd)
         except WorkflowMcpError as exc:
             return _load_error(exc)
+        base = self._base(cwd)
+        agents = await anyio.to_thread.run_sync(
+            lambda: self.service.agent_types(workflow.warnings, cwd=base, reachable=self.scope.allows)
+        )
         deps = _dependencies(workflow)
+        deps.agents = [AgentTypeOut.model_validate(u.to_json()) for u in agents.uses]
+        deps.agent_file_problems = [AgentFileProblemOut.model_validate(p.to_json()) for p in agents.problems]
         out = WorkflowDescription(
             name=workflow.meta.name,
             description=workflow.meta.description,
@@ -450,6 +458,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             f"{out.name} ({origin}{', ' + out.path if out.path else ''}): {preview(out.description, 300)}\n"
             f"sha256 {out.source_hash[:16]}…; {len(out.warnings)} warning(s); "
             f"nested workflows: {', '.join(deps.workflows) or 'none'}; "
+            f"agent types: {', '.join(_agent_line(a) for a in deps.agents) or 'none'}; "
             f"{'approved to run' if out.approved else 'not approved yet (workflow_run will ask)'}."
         )
         return _result(text, out)
@@ -472,12 +481,17 @@ class WorkflowMcpServer(MCPServer[Any]):
         except WorkflowMcpError as exc:
             return _error_result(f"{exc}. Call workflow_list to see the workflows visible from {base!r}.")
         report = redacted(checked)  # a file that is not a workflow source is not quoted, nor hashed
+        agents = await anyio.to_thread.run_sync(
+            lambda: self.service.agent_types(report.warnings, cwd=base, reachable=self.scope.allows)
+        )
         out = WorkflowValidation(
             valid=report.valid,
             meta=dict(report.meta.to_json()) if report.meta is not None else None,
             errors=[ProblemOut.model_validate(e.to_json()) for e in report.errors],
             warnings=[WarningOut.model_validate(w.to_json()) for w in report.warnings],
             source_hash=source_hash if report is checked else None,
+            agents=[AgentTypeOut.model_validate(u.to_json()) for u in agents.uses],
+            agent_file_problems=[AgentFileProblemOut.model_validate(p.to_json()) for p in agents.problems],
         )
         label = file or "<inline>"
         if report.valid:
@@ -488,6 +502,8 @@ class WorkflowMcpServer(MCPServer[Any]):
                 f"{e.path or label}:{e.line or '?'}:{e.column or '?'}: {e.message} [{e.rule}]"
                 for e in out.errors
             )
+        if out.agents:
+            text += "\nagent types: " + ", ".join(_agent_line(a) for a in out.agents)
         if out.warnings:
             text += f"\n{len(out.warnings)} warning(s): " + "; ".join(
                 f"[{w.rule}] line {w.line}" for w in out.warnings
@@ -1403,6 +1419,12 @@ _DEPENDENCY_PATTERNS = {
     "nested-script-path": re.compile(r"^workflow\(\{ scriptPath: " + _QUOTED + r" \}\)"),
     "agent-type": re.compile(r"agentType " + _QUOTED),
 }
+
+
+def _agent_line(agent: AgentTypeOut) -> str:
+    if not agent.resolves:
+        return f"{agent.name!r} (not found: agent() would reject it)"
+    return f"{agent.name!r} ({agent.source}{', ' + agent.path if agent.path else ''})"
 
 
 def _dependencies(workflow: Workflow) -> Dependencies:

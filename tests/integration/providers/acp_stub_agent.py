@@ -18,7 +18,8 @@ expired, then came back). Each prompt's first word chooses the behaviour:
 - ``model`` replies with the session's model and effort (config options ``model`` and
   ``reasoning_effort``);
 - ``child`` starts a long-lived child process and replies with its pid; ``pid`` replies with its own;
-- ``json <text>`` replies with ``<text>`` verbatim; anything else is echoed back.
+- ``json <text>`` replies with ``<text>`` verbatim; ``system`` replies with the system prompt
+  ``session/new`` gave as ``_meta.systemPrompt`` (``none`` without one); anything else is echoed back.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class StubAgent:
         self.conn: Any = None
         self.cancelled: dict[str, asyncio.Event] = {}
         self.config: dict[str, dict[str, str]] = {}
+        self.system: dict[str, str] = {}
         self.children: list[subprocess.Popen[bytes]] = []
 
     def on_connect(self, conn: Any) -> None:
@@ -57,6 +59,9 @@ class StubAgent:
         session_id = str(uuid.uuid4())
         self.cancelled[session_id] = asyncio.Event()
         self.config[session_id] = {"model": "stub-small", "reasoning_effort": "medium"}
+        meta = kwargs.get("field_meta") or kwargs
+        if isinstance(meta.get("systemPrompt"), str):
+            self.system[session_id] = meta["systemPrompt"]
         return schema.NewSessionResponse(
             session_id=session_id,
             config_options=[
@@ -116,6 +121,8 @@ class StubAgent:
             reply = str(os.getpid())
         elif word == "json":
             reply = rest
+        elif word == "system":
+            reply = self.system.get(session_id, "none")
         else:
             reply = text
         await self.say(session_id, reply)

@@ -93,7 +93,7 @@ def test_an_answer_that_is_never_json_rejects_the_call(agent: AcpSetup) -> None:
     body = SCHEMA + "\ntry { return await agent('review c.ts', { schema }) } catch (e) { return e.message }"
     out = arun(run_on_acp(agent, body))
     assert out.status == "completed", out.error
-    assert "without the structured output its schema requires" in out.result
+    assert out.result.startswith("agent({schema}): subagent completed without calling StructuredOutput")
     assert "not a JSON value" in out.result
     assert len(agent.mock.received) == 3  # the first answer and two format re-asks
 

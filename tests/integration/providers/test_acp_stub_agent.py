@@ -235,6 +235,40 @@ def test_an_effort_the_agent_does_not_offer_is_reported_and_left_at_its_default(
     assert any(e.data.get("ignored") == "effort" for e in events)
 
 
+def test_an_agent_that_takes_a_system_prompt_gets_the_definitions_instructions_in_session_new(
+    tmp_path: Path,
+) -> None:
+    request = ask("system", tmp_path, agent_type="auditor", instructions="You audit code.")
+    result, _ = arun(one(stub(system_prompt_meta=True), request))
+    assert result.text == "You audit code."
+
+
+def test_other_agents_get_the_instructions_as_a_framed_preamble_of_the_prompt(tmp_path: Path) -> None:
+    request = ask("json said", tmp_path, agent_type="auditor", instructions="You audit code.")
+    result, _ = arun(one(stub(), request))
+    assert result.text is not None
+    assert result.text.startswith("You act as the agent described by the instructions between")
+    assert "<agent-instructions>\nYou audit code.\n</agent-instructions>" in result.text
+    assert result.text.endswith("The task:\njson said")
+
+
+def test_a_call_without_a_definition_has_no_system_prompt_and_no_preamble(tmp_path: Path) -> None:
+    result, _ = arun(one(stub(system_prompt_meta=True), ask("system", tmp_path)))
+    assert result.text == "none"
+    plain, _ = arun(one(stub(), ask("json said", tmp_path)))
+    assert plain.text == "said"
+
+
+@pytest.mark.parametrize(("tools", "chosen"), [(("Read", "Grep"), "reject_once"), (None, "allow_once")])
+def test_an_agent_without_edit_tools_has_its_edit_permission_requests_refused(
+    tools: tuple[str, ...] | None, chosen: str, tmp_path: Path
+) -> None:
+    target = str(tmp_path / "a.txt")
+    request = ask(f"permission edit {target}", tmp_path, agent_type="auditor", tools=tools)
+    result, _ = arun(one(stub(), request))
+    assert result.text is not None and result.text.endswith(chosen)
+
+
 def test_a_fenced_json_answer_is_the_structured_result(tmp_path: Path) -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     result, _ = arun(one(stub(), ask('json ```json\n{"a": 1}\n```', tmp_path, schema=schema)))

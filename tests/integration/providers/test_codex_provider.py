@@ -87,12 +87,16 @@ def test_a_schema_call_sends_a_strict_schema_and_returns_the_projected_validated
 def test_a_top_level_array_schema_is_wrapped_for_codex_and_unwrapped_for_the_workflow(
     codex: CodexSetup,
 ) -> None:
-    out = arun(
-        run_on_codex(
-            codex,
-            "return await agent('list ECHO:n', { schema: { type: 'array', items: { type: 'integer' } } })",
-        )
-    )
+    # Profile claude-code/2.1.209 lets a non-object root reach the provider (2.1.332 refuses it first).
+    body = "return await agent('list ECHO:n', { schema: { type: 'array', items: { type: 'integer' } } })"
+
+    async def scenario() -> Outcome:
+        async with codex.router() as router:
+            return await finish(
+                start(body, provider=router, cwd=str(codex.cwd), profile="claude-code/2.1.209")
+            )
+
+    out = arun(scenario())
     assert out.status == "completed", out.error
     assert out.result == [1]
     (sent,) = codex.mock.received

@@ -125,8 +125,14 @@ def test_a_schema_call_sends_a_strict_json_schema_and_returns_the_projected_valu
 def test_a_top_level_array_schema_is_wrapped_for_the_endpoint_and_unwrapped_for_the_workflow(
     chat: MockChat,
 ) -> None:
+    # Profile claude-code/2.1.209 lets a non-object root reach the provider (2.1.332 refuses it first).
     body = "return await agent('list ECHO:n', { schema: { type: 'array', items: { type: 'integer' } } })"
-    out = arun(run_on_openai(chat, body))
+
+    async def scenario() -> Outcome:
+        async with router(chat) as provider:
+            return await finish(start(body, provider=provider, profile="claude-code/2.1.209"))
+
+    out = arun(scenario())
     assert out.status == "completed", out.error
     assert out.result == [1]
     assert chat.received[0].schema is not None and chat.received[0].schema["required"] == ["value"]
@@ -153,7 +159,7 @@ def test_a_reply_that_is_not_json_is_asked_again_once_then_has_no_structured_out
     chat.on("", Reply(text="I cannot do JSON."))
     body = SCHEMA + "\ntry { return await agent('review a.ts', { schema }) } catch (e) { return e.message }"
     out = arun(run_on_openai(chat, body))
-    assert "without the structured output its schema requires" in out.result
+    assert out.result.startswith("agent({schema}): subagent completed without calling StructuredOutput")
     assert "not a JSON value" in out.result
     assert [r.prompt.startswith("Your last reply was not a JSON value") for r in chat.received] == [
         False,
@@ -296,7 +302,7 @@ def test_a_refusal_is_the_text_of_a_text_call_and_no_structured_output_for_a_sch
     )
     out = arun(run_on_openai(chat, body))
     assert out.result["text"] == "I can't help with that."
-    assert "without the structured output" in out.result["structured"]
+    assert "completed without calling StructuredOutput" in out.result["structured"]
 
 
 def test_unmapped_efforts_are_not_sent_and_mapped_ones_are(chat: MockChat) -> None:

@@ -744,6 +744,9 @@ def test_the_definitions_package_exports_exactly_its_curated_public_names() -> N
     assert set(definitions.__all__) == {
         "DEFAULT_PROFILE",
         "PROFILES",
+        "AgentCatalog",
+        "AgentDefinition",
+        "AgentFileProblem",
         "Diagnostic",
         "DiscoveredWorkflow",
         "Discovery",
@@ -753,6 +756,7 @@ def test_the_definitions_package_exports_exactly_its_curated_public_names() -> N
         "Workflow",
         "WorkflowMeta",
         "WorkflowWarning",
+        "find_agents",
         "find_workflows",
         "get_profile",
         "load_workflow",

@@ -48,7 +48,7 @@ def test_every_recognised_option_reaches_the_provider_and_unknown_ones_do_not() 
     assert "label" not in request.options and "phase" not in request.options
 
 
-@pytest.mark.parametrize("effort", ["'ludicrous'", "42", "''", "'HIGH'"])
+@pytest.mark.parametrize("effort", ["'ludicrous'", "42", "''", "' low'", "{}", "null"])
 def test_an_invalid_effort_is_ignored_and_the_call_still_runs(effort: str) -> None:
     provider = FakeProvider({"default": {"text": "effort={effort}"}})
     outcome = run_source(f"return await agent('p', {{ effort: {effort} }})", provider=provider)
@@ -63,6 +63,14 @@ def test_each_valid_effort_reaches_the_provider(effort: str) -> None:
     provider = FakeProvider()
     run_source(f"return await agent('p', {{ effort: '{effort}' }})", provider=provider)
     assert provider.calls[0].effort == effort
+
+
+@pytest.mark.parametrize(("effort", "reaches"), [("'HIGH'", "high"), ("'Low'", "low"), ("['max']", "max")])
+def test_an_effort_is_read_as_its_lower_case_string_as_claude_reads_it(effort: str, reaches: str) -> None:
+    provider = FakeProvider()
+    run_source(f"return await agent('p', {{ effort: {effort} }})", provider=provider)
+    assert provider.calls[0].effort == reaches
+    assert provider.calls[0].options["effort"] == reaches
 
 
 def test_the_provider_sees_the_coerced_prompt_and_the_fallback_label() -> None:
@@ -150,7 +158,7 @@ def test_an_answer_that_passes_the_schema_on_a_re_ask_resolves_with_it() -> None
     assert len(provider.calls) == 3
 
 
-@pytest.mark.parametrize("schema", ["5", "'object'", "[1]", "true"])
+@pytest.mark.parametrize("schema", ["5", "'object'", "true"])
 def test_a_non_object_schema_rejects_with_a_type_error_before_the_provider_is_called(schema: str) -> None:
     provider = FakeProvider()
     body = (
@@ -163,19 +171,23 @@ def test_a_non_object_schema_rejects_with_a_type_error_before_the_provider_is_ca
     assert count(outcome.events, "agent.started") == 0
 
 
-@pytest.mark.parametrize("schema", ["{ type: 'bogus-type' }", "{ required: 'n' }", "{}"])
+@pytest.mark.parametrize(
+    "schema", ["{ type: 'bogus-type' }", "{ type: 'object', required: 'n' }", "{}", "[1]"]
+)
 def test_an_object_schema_that_fails_the_meta_schema_rejects_with_an_error_before_the_provider(
     schema: str,
 ) -> None:
     provider = FakeProvider()
     body = (
         f"try {{ await agent('x', {{ schema: {schema} }}); return 'resolved' }}\n"
-        "catch (e) { return [e.name === 'TypeError', Object.getPrototypeOf(e) === null, e.message] }"
+        "catch (e) { return [e.name, Object.getPrototypeOf(e) === null, e.message] }"
     )
     outcome = run_source(body, provider=provider)
-    is_type_error, is_host_error, message = outcome.result
-    assert (is_type_error, is_host_error) == (False, True)
-    assert "schema" in message
+    name, is_host_error, message = outcome.result
+    assert (name, is_host_error) == ("TelemetrySafeError", True)
+    assert message.startswith(
+        ("agent({schema}) received an invalid JSON Schema: ", "agent({schema}) received an unusable")
+    )
     assert provider.calls == []
 
 
@@ -199,7 +211,7 @@ def test_a_call_rejected_for_its_schema_still_counts_toward_the_call_cap() -> No
     first, second, third = outcome.result
     assert "schema" in first
     assert second == "ok"
-    assert "limit" in third
+    assert "call cap" in third
     assert len(provider.calls) == 1
 
 

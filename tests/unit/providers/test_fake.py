@@ -158,6 +158,23 @@ def test_phase_model_and_agent_type_match_exactly(key: str, field: str) -> None:
     assert text_of(provider) == "hello"
 
 
+def test_an_instructions_regex_is_searched_in_the_agent_definitions_instructions() -> None:
+    provider = FakeProvider(
+        {"rules": [{"match": {"instructions": "security audit"}, "respond": {"text": "hit"}}]}
+    )
+    assert text_of(provider, instructions="You do a security audit.") == "hit"
+    assert text_of(provider, instructions="You write docs.") == "hello"
+    assert text_of(provider) == "hello"
+
+
+def test_agent_definition_placeholders_render_its_instructions_and_tool_lists() -> None:
+    provider = FakeProvider({"default": {"text": "{instructions}|{tools}|{disallowedTools}"}})
+    defined = request("p", "lab", instructions="Audit.", tools=("Read", "Grep"), disallowed_tools=("Bash",))
+    assert run(execute(provider, defined)).text == "Audit.|Read,Grep|Bash"
+    assert run(execute(provider, request("p", "lab", tools=()))).text == "||"
+    assert text_of(provider, "p", "lab") == "|*|"
+
+
 def test_a_null_exact_match_selects_calls_without_that_option() -> None:
     provider = FakeProvider({"rules": [{"match": {"phase": None}, "respond": {"text": "no phase"}}]})
     assert text_of(provider) == "no phase"

@@ -83,8 +83,48 @@ async def test_workflow_describe_gives_meta_hash_dependencies_and_whether_it_may
     assert out["meta"] == {"name": "parent", "description": "calls a child", "whenToUse": "tests"}
     assert out["origin"] == "project" and out["path"] == str(parent)
     assert len(out["sourceHash"]) == 64
-    assert out["dependencies"] == {"workflows": ["child"], "scriptPaths": [], "agentTypes": ["reviewer"]}
+    deps = out["dependencies"]
+    assert {k: deps[k] for k in ("workflows", "scriptPaths", "agentTypes")} == {
+        "workflows": ["child"],
+        "scriptPaths": [],
+        "agentTypes": ["reviewer"],
+    }
+    assert [(a["name"], a["resolves"]) for a in deps["agents"]] == [("reviewer", False)]
     assert out["approved"] is True
+
+
+async def test_workflow_describe_and_validate_say_where_each_agent_type_resolves_from(env: Env) -> None:
+    agents = env.project / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: reviews\n---\nReview.\n")
+    (agents / "broken.md").write_text("no frontmatter here\n")
+    source = (
+        "export const meta = { name: 'uses-agents', description: 'asks for agent types' }\n"
+        "await agent('a', { agentType: 'reviewer' })\n"
+        "await agent('b', { agentType: 'Explore' })\n"
+        "return await agent('c', { agentType: 'missing' })\n"
+    )
+    env.workflow("uses-agents", source)
+    async with Client(env.trusted_server()) as c:
+        described = await call(c, "workflow_describe", {"name": "uses-agents"})
+        validated = await call(c, "workflow_validate", {"name": "uses-agents"})
+    deps = data(described)["dependencies"]
+    found = [(a["name"], a["resolves"], a["source"], a["path"], a["line"]) for a in deps["agents"]]
+    assert found == [
+        ("reviewer", True, "project", str(agents / "reviewer.md"), 2),
+        ("Explore", True, "built-in", None, 3),
+        ("missing", False, None, None, 4),
+    ]
+    assert deps["agentFileProblems"] == [
+        {
+            "path": str(agents / "broken.md"),
+            "line": 1,
+            "message": "does not start with a `---` line, so it has no frontmatter and defines no agent",
+        }
+    ]
+    assert "'missing' (not found: agent() would reject it)" in text(described)
+    assert data(validated)["agents"] == deps["agents"]
+    assert data(validated)["agentFileProblems"] == deps["agentFileProblems"]
 
 
 async def test_workflow_validate_reports_each_error_with_its_rule_and_position(env: Env) -> None:
@@ -256,4 +296,4 @@ async def test_agent_run_reports_an_answer_that_never_fits_the_schema_as_an_erro
             c, "agent_run", {"prompt": "count", "provider": "fake", "fakeScript": script, "schema": schema}
         )
     assert result.is_error
-    assert "schema validation" in text(result)
+    assert "StructuredOutput retry cap (5) exceeded" in text(result)

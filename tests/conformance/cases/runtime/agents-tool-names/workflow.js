@@ -1,0 +1,4 @@
+export const meta = { name: 'agents-tool-names', description: 'which tool names a definition may list' }
+const out = {}
+for (const t of ["t-LS", "t-MultiEdit", "t-NotebookEdit", "t-NotebookRead", "t-WebSearch", "t-BashOutput", "t-KillShell", "t-KillBash", "t-ExitPlanMode", "t-EnterPlanMode", "t-SlashCommand", "t-TodoRead", "t-Task", "t-Agent", "t-TodoWrite", "t-Glob", "t-Grep", "t-WebFetch", "t-mcp__x__y", "t-Skill", "t-ToolSearch", "t-ListAgents", "t-ReportFindings", "t-DeferredToolPlaceholder", "t-StructuredOutput", "t-LSP", "t-AskUserQuestion", "t-TaskOutput", "t-TaskStop", "t-Workflow", "t-Bash", "t-Edit", "t-Read", "t-Write", "t-Monitor", "t-SendMessage", "t-ListMcpResourcesTool", "t-ReadMcpResourceTool", "fm-dis-all", "fm-dis-only", "star-list", "task-read"]) { try { out[t] = await agent('probe ' + t, { label: t, agentType: t }) } catch (e) { out[t] = 'ERR ' + e.name + ': ' + e.message } }
+return out
