@@ -69,6 +69,10 @@ class Profile:
         child_error_message_is_stack: a child workflow's throw reaches the parent with the child's whole
             stack text as its ``message`` (2.1.209, measured: ``'Error: child string'`` for a thrown
             string); 2.1.332 keeps the bare message.
+        child_parse_error_at_call: a child workflow whose meta reads but whose code does not parse is
+            listed among the available workflows, and ``workflow()`` of it rejects with the parse error
+            (2.1.332, measured, ``errors-child-resolution-messages``); 2.1.209 does not see it (``no
+            workflow with that name``).
     """
 
     name: str
@@ -107,6 +111,7 @@ class Profile:
     budget_from_turn: bool = False
     flat_cache_chain: bool = False
     child_error_message_is_stack: bool = False
+    child_parse_error_at_call: bool = True
     max_concurrency: int = 16
     min_concurrency: int = 2
     # Agent definitions (measured 2026-12-01, NOTES.md#agent-frontmatter, #2.1.209-extra): an agent
@@ -160,6 +165,7 @@ PROFILES: dict[str, Profile] = {
         budget_from_turn=True,
         flat_cache_chain=True,
         child_error_message_is_stack=True,
+        child_parse_error_at_call=False,
         agent_file_bom=False,
         agent_colon_names=True,
         schema_object_root=False,
