@@ -1179,21 +1179,63 @@ function onPost(realm, text) {
     if (route.kind === 'workflow') workflowCalls++
     return
   } else if (msg.t === 'timer') {
-    const handle = setTimeout(() => {
-      if (!realm.timers.delete(msg.id)) return
-      settle(realm, 1)
-      guarded(() => { realm.api.deliver(msg.id, null); return realm })
-    }, msg.ms)
-    realm.timers.set(msg.id, handle)
+    const entry = addTimer(realm, msg.id, msg.ms)
+    realm.timers.set(msg.id, entry)
     outstanding++
     realm.pending++
     return
   } else if (msg.t === 'clear') {
-    const h = realm.timers.get(msg.id)
-    if (h !== undefined) { clearTimeout(h); realm.timers.delete(msg.id); settle(realm, 1) }
+    const entry = realm.timers.get(msg.id)
+    if (entry !== undefined) { entry.cleared = true; realm.timers.delete(msg.id); settle(realm, 1) }
     return
   }
   out(msg)
+}
+
+// Timers of every realm, in one queue ordered by due time, then by creation. Due times count from
+// the start of the host turn that made them, so timers made together fire in the order of their
+// delays however long the turn took (one Node timer per delay would count each from the moment it
+// was made, and under load a 2 ms timer made first could fire before a 1 ms one made after it). A
+// delay is at least 1 ms, as Node's setTimeout has it. One Node timer waits for the earliest entry.
+const timerQueue = []
+let timerSeq = 0
+let timerTurn = null       // performance.now() at the start of this host turn, once a timer asks
+let timerHandle = null
+let timerAt = Infinity
+function addTimer(realm, id, ms) {
+  if (timerTurn === null) {
+    timerTurn = performance.now()
+    process.nextTick(() => { timerTurn = null })
+  }
+  const delay = ms >= 1 && ms <= 2147483647 ? ms : 1
+  const entry = { realm, id, due: timerTurn + delay, seq: ++timerSeq, cleared: false }
+  let i = timerQueue.length
+  while (i > 0 && timerQueue[i - 1].due > entry.due) i--
+  timerQueue.splice(i, 0, entry)
+  armTimer()
+  return entry
+}
+function armTimer() {
+  while (timerQueue.length > 0 && timerQueue[0].cleared) timerQueue.shift()
+  if (timerQueue.length === 0 || timerQueue[0].due >= timerAt) return
+  if (timerHandle !== null) clearTimeout(timerHandle)
+  timerAt = timerQueue[0].due
+  timerHandle = setTimeout(fireTimers, Math.max(1, Math.ceil(timerAt - performance.now())))
+}
+function fireTimers() {
+  timerHandle = null
+  timerAt = Infinity
+  // Only the entries due now and made before this round: a timer a callback makes waits its turn.
+  const now = performance.now(), last = timerSeq
+  const due = []
+  while (timerQueue.length > 0 && timerQueue[0].due <= now && timerQueue[0].seq <= last) due.push(timerQueue.shift())
+  for (const entry of due) {
+    const realm = entry.realm
+    if (entry.cleared || !realm.timers.delete(entry.id)) continue
+    settle(realm, 1)
+    guarded(() => { realm.api.deliver(entry.id, null); return realm })
+  }
+  armTimer()
 }
 
 // Profile claude-code/2.1.209 keeps one chain for the whole run, advanced in agent() call order:

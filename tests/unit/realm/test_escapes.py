@@ -731,6 +731,23 @@ def test_timers_fire_in_delay_order_and_equal_delays_in_creation_order() -> None
     assert run_source(body).result == ["0", "neg", "10a", "10b", "30"]
 
 
+def test_timers_made_in_one_synchronous_stretch_fire_in_delay_order_however_long_it_runs() -> None:
+    # Due times count from the start of the stretch, not from each call: the runtime's own work
+    # between two calls (or a slow machine) never reorders them.
+    body = (
+        "const order = []\n"
+        "await new Promise((resolve) => {\n"
+        "  setTimeout(() => order.push('2 ms'), 2)\n"
+        "  let x = 0\n"
+        "  for (let i = 0; i < 2e7; i++) x += i\n"
+        "  setTimeout(() => order.push('1 ms'), 1)\n"
+        "  setTimeout(resolve, 3)\n"
+        "})\n"
+        "return order"
+    )
+    assert run_source(body).result == ["1 ms", "2 ms"]
+
+
 def test_clear_timeout_cancels_a_pending_timer_and_ignores_unknown_ids() -> None:
     body = (
         "const order = []\n"
