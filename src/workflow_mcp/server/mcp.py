@@ -875,6 +875,10 @@ class WorkflowMcpServer(MCPServer[Any]):
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
         events = await self.service.wait_events(runId, after, limit, min(waitMs, self.policy.max_wait_ms))
+        # The status is read before `hasMore` is: a run's events are stored before its status is
+        # terminal, so a terminal page with no more events stored really is the last one (read after,
+        # the run could end in between, and the page say terminal with its last events unread).
+        status = self.service.run_status(runId)
 
         def render() -> tuple[list[dict[str, Any]], int, bool]:
             page: list[dict[str, Any]] = []
@@ -889,7 +893,6 @@ class WorkflowMcpServer(MCPServer[Any]):
             return page, cursor, bool(self.service.events(runId, cursor, 1))
 
         page, cursor, has_more = await anyio.to_thread.run_sync(render)
-        status = self.service.run_status(runId)
         out = EventsPage(
             run_id=runId,
             events=page,
