@@ -61,7 +61,8 @@ class WorkflowLoadError(WorkflowMcpError):
     """Raised when a workflow source breaks a loading rule.
 
     ``rule`` is a short stable identifier (e.g. ``meta-first-statement``), ``path`` the file (or
-    ``<inline>``), ``line``/``column`` are 1-based where known.
+    ``<inline>``), ``line``/``column`` are 1-based where known. A ``syntax`` error also keeps V8's own
+    words (``engine_message``) and the text of the line at ``line`` (``excerpt``).
     """
 
     def __init__(
@@ -72,12 +73,16 @@ class WorkflowLoadError(WorkflowMcpError):
         path: str | None = None,
         line: int | None = None,
         column: int | None = None,
+        engine_message: str | None = None,
+        excerpt: str | None = None,
     ) -> None:
         self.rule = rule
         self.detail = message
         self.path = path
         self.line = line
         self.column = column
+        self.engine_message = engine_message
+        self.excerpt = excerpt
         where = path or "<inline>"
         if line is not None:
             where += f":{line}" + (f":{column}" if column is not None else "")
@@ -95,7 +100,25 @@ class WorkflowLoadError(WorkflowMcpError):
 
 
 class WorkflowNotFoundError(WorkflowMcpError):
-    """Raised when a workflow name or path does not resolve to a readable file."""
+    """Raised when a workflow name or path does not resolve to a readable file.
+
+    Discovery's own (a name nothing visible declares) also carries ``name``, ``available`` (the names
+    that do resolve, in JavaScript ``localeCompare`` order) and ``invalid`` (the load error of a file
+    that declares the name but breaks a rule, else ``None``); elsewhere they are empty.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str | None = None,
+        available: tuple[str, ...] = (),
+        invalid: WorkflowLoadError | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.name = name
+        self.available = available
+        self.invalid = invalid
 
 
 class RunNotFoundError(WorkflowNotFoundError):

@@ -27,6 +27,11 @@ that run id (a resume runs it again).
 :class:`StateProjector` keeps a state current one event at a time (what a live run's service does as
 its events are committed); :func:`project_state` folds a whole log through it, so both give the same
 state for the same events.
+
+Phases are the run's phase list as Claude Code 2.1.332 shows it: ``meta.phases`` first (``pending``
+until an agent runs in them), then each new title from phase() or an agent's ``phase`` option, in
+first-use order. ``currentPhase`` is the latest new phase() title or the phase of the latest queued
+agent call.
 """
 
 from __future__ import annotations
@@ -317,12 +322,14 @@ class StateProjector:
     def _phase_started(self, event: Event) -> None:
         state = self.state
         title = str(event.payload.get("title"))
+        declared = event.payload.get("source") == "meta"  # listed before it is entered
         found = next((ph for ph in state.phases if ph["title"] == title), None)
         if found is None:
-            state.phases.append({"title": title, "status": "running"})
-        else:
+            state.phases.append({"title": title, "status": "pending" if declared else "running"})
+        elif not declared:
             found["status"] = "running"
-        state.current_phase = title
+        if not declared:
+            state.current_phase = title
 
     def _phase_ended(self, event: Event) -> None:
         title = str(event.payload.get("title"))
@@ -346,6 +353,9 @@ class StateProjector:
     # -- agent calls ---------------------------------------------------------------------------------
     def _agent_queued(self, event: Event) -> None:
         self._agent(event, "queued")
+        phase = event.payload.get("phase")
+        if isinstance(phase, str):
+            _enter_phase(self.state, phase)
 
     def _agent_started(self, event: Event) -> None:
         self._agent(event, "running")
@@ -450,6 +460,13 @@ def project_state(
     else:
         projector = StateProjector(RunState(run_id=run_id))
     return projector.apply_all(it)
+
+
+def _enter_phase(state: RunState, title: str) -> None:
+    for ph in state.phases:
+        if ph["title"] == title and ph["status"] == "pending":
+            ph["status"] = "running"
+    state.current_phase = title
 
 
 def _close_phases(state: RunState, status: str) -> None:

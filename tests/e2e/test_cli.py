@@ -185,6 +185,22 @@ def test_runs_list_show_and_events_read_the_store(tmp_path: Path) -> None:
     assert len(events) == len(p.stderr.splitlines()) - 2
 
 
+def test_runs_show_lists_the_phase_list_meta_phases_first(tmp_path: Path) -> None:
+    wf = write(
+        tmp_path / "phases.js",
+        "export const meta = { name: 'phases', description: 'd', phases: [{ title: 'Plan' }, { title: 'Never' }] }\n"
+        "phase('Plan')\nawait agent('p')\nawait agent('q', { phase: 'Adhoc' })\nreturn 1\n",
+    )
+    p = cli("run", str(wf), "--provider", "fake", "--events", "jsonl", cwd=tmp_path)
+    run_id = json.loads(p.stderr.splitlines()[0])["runId"]
+    shown = cli("runs", "show", run_id, cwd=tmp_path).stdout.splitlines()
+    assert [line for line in shown if line.startswith("  phase ")] == [
+        "  phase Plan: completed",
+        "  phase Never: pending",
+        "  phase Adhoc: completed",
+    ]
+
+
 def test_resume_replays_a_finished_run_without_calling_the_provider(tmp_path: Path) -> None:
     wf = write(tmp_path / "ok.js", OK)
     first = cli("run", str(wf), "--provider", "fake", "--events", "jsonl", cwd=tmp_path)

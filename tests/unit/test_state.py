@@ -320,3 +320,40 @@ def test_the_status_vocabulary_says_which_statuses_have_ended_and_which_resume()
     assert TERMINAL - {"completed"} == RESUMABLE
     assert {t for t, s in STATUS_OF_EVENT.items() if s in TERMINAL} == TERMINAL_EVENTS
     assert "run.paused" in TERMINAL_EVENTS and "run.cancellation_requested" not in STATUS_OF_EVENT
+
+
+PHASE_LIST = """export const meta = {
+  name: 'phase-list', description: 'meta phases, phase() and agent phase options',
+  phases: [{ title: 'Scan' }, { title: 'Fix' }, { title: 'Unused' }],
+}
+phase('Scan')
+await agent('in scan')
+await agent('adhoc', { phase: 'Adhoc' })
+phase('New')
+const pending = agent('in new')
+return await pending
+"""
+
+
+def test_the_phase_list_holds_meta_phases_first_then_new_titles_from_phase_and_agent_options() -> None:
+    state = project_state(run_events(PHASE_LIST)).to_json()
+    # a meta phase no agent ran in is still listed, and never entered
+    assert state["phases"] == [
+        {"title": "Scan", "status": "completed"},
+        {"title": "Fix", "status": "pending"},
+        {"title": "Unused", "status": "pending"},
+        {"title": "Adhoc", "status": "completed"},
+        {"title": "New", "status": "completed"},
+    ]
+    assert state["currentPhase"] == "New"
+
+
+def test_a_meta_phase_is_pending_until_an_agent_runs_in_it_and_then_current() -> None:
+    events = run_events(PHASE_LIST)
+    first_agent = next(i for i, e in enumerate(events) if e.type == "agent.queued")
+    before = project_state(events[:first_agent]).to_json()
+    assert [p["status"] for p in before["phases"]] == ["pending", "pending", "pending"]
+    assert before["currentPhase"] is None
+    entered = project_state(events[: first_agent + 1]).to_json()
+    assert entered["phases"][0] == {"title": "Scan", "status": "running"}
+    assert entered["currentPhase"] == "Scan"

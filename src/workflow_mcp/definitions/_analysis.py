@@ -505,6 +505,7 @@ def syntax_error(body: str, path: str | None, problem: SyntaxProblem) -> Workflo
     """The ``syntax`` load error for V8's ``problem`` with ``body`` (positions in the file)."""
     message, line, column = problem.message, problem.line, problem.column
     lines = _LINE_BREAK.split(body)
+    engine_message = message
     if "Maximum call stack size exceeded" in message:
         # V8's parser recurses too: a body nested thousands of brackets deep overflows its stack,
         # wherever V8 happened to be when it gave up.
@@ -518,6 +519,7 @@ def syntax_error(body: str, path: str | None, problem: SyntaxProblem) -> Workflo
         # The realm wraps the body in a function; an error in the wrapper's closing text means the
         # file ended in the middle of something (an unclosed bracket, string or comment).
         message = f"the file ends in the middle of a statement or bracket (V8: {message})"
+        engine_message = "Unexpected end of input"
         line, column = len(lines), len(lines[-1].encode("utf-16-le", "surrogatepass")) // 2 + 1
     return WorkflowLoadError(
         "syntax",
@@ -526,6 +528,8 @@ def syntax_error(body: str, path: str | None, problem: SyntaxProblem) -> Workflo
         path=path,
         line=line,
         column=column,
+        engine_message=engine_message,
+        excerpt=lines[line - 1] if line is not None and 0 < line <= len(lines) else None,
     )
 
 

@@ -46,13 +46,14 @@ from workflow_mcp.definitions._analysis import (
     Workflow,
     analyze_file,
     check_analyses,
+    check_and_collate_bodies,
     finish_unchecked,
     pending_bodies,
 )
 from workflow_mcp.definitions._meta import WorkflowMeta
 from workflow_mcp.definitions.plugins import Plugin, PluginProblem, claude_config_dir, find_plugins
 from workflow_mcp.definitions.profile import Profile, get_profile
-from workflow_mcp.errors import WorkflowNotFoundError
+from workflow_mcp.errors import WorkflowLoadError, WorkflowNotFoundError
 
 __all__ = [
     "Diagnostic",
@@ -207,20 +208,32 @@ def resolve_workflow(
     winner = found.winners.get(name)
     if winner is not None:
         return winner
-    raise WorkflowNotFoundError(_not_found_message(name, Path(cwd), found))
+    resolvable = set(found.winners)
+    if found.profile.child_parse_error_at_call:
+        resolvable.update(n for n, e in found.invalid_errors.items() if e.rule == "syntax")
+    available = check_and_collate_bodies([], sorted(resolvable))[1] or []
+    raise WorkflowNotFoundError(
+        _not_found_message(name, Path(cwd), found),
+        name=name,
+        available=tuple(available),
+        invalid=found.invalid_errors.get(name),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 
 
 class _Found:
-    __slots__ = ("diagnostics", "invalid_names", "ordered", "winners")
+    __slots__ = ("diagnostics", "invalid_errors", "invalid_names", "ordered", "profile", "winners")
 
-    def __init__(self) -> None:
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
         self.winners: dict[str, DiscoveredWorkflow] = {}
         self.ordered: list[DiscoveredWorkflow] = []
         self.diagnostics: list[Diagnostic] = []
         self.invalid_names: dict[str, Diagnostic] = {}
+        # The load error of the first invalid file declaring each name (a syntax error if it has one).
+        self.invalid_errors: dict[str, WorkflowLoadError] = {}
 
 
 class _Candidate:
@@ -259,7 +272,7 @@ def _discover(
         raise WorkflowNotFoundError(f"cannot discover workflows from {os.fspath(cwd)}: it is not a directory")
     config = claude_config_dir(home, environ).resolve()
     plugins = find_plugins(here, home, environ=environ, reachable=reachable)
-    found = _Found()
+    found = _Found(profile)
     found.diagnostics.extend(_plugin_diagnostic(p) for p in plugins.problems)
     candidates: list[_Candidate] = []
     dirs: list[tuple[Source, int, Path, Plugin | None]] = [
@@ -301,6 +314,8 @@ def _discover(
             found.diagnostics.append(diagnostic)
             if analysis.meta is not None:
                 found.invalid_names.setdefault(analysis.meta.name, diagnostic)
+                syntax = next((e for e in analysis.errors if e.rule == "syntax"), error)
+                found.invalid_errors.setdefault(analysis.meta.name, syntax)
             continue
         assert analysis.meta is not None
         by_name.setdefault(candidate.identity(), []).append(candidate)

@@ -30,7 +30,16 @@ class Profile:
         max_file_bytes: file size limit, checked on raw bytes before decoding.
         max_inline_code_units: inline source limit in UTF-16 code units.
         max_agent_calls: agent() calls admitted per run (the child workflows included).
-        max_fanout_items: entries allowed in one parallel()/pipeline() call.
+        max_fanout_items: the longest array that crosses Claude Code's workflow VM boundary: the
+            array given to parallel()/pipeline(), and every array in child workflow args and results,
+            structured agent results, agent() options and the final value (measured, 2.1.332: 4,097
+            entries fail with "array length 4097 exceeds the maximum of 4096 supported across the
+            workflow VM boundary"; the run's own args are not bounded).
+        boundary_child_depth, boundary_final_depth: the deepest nesting (objects, arrays counted) the
+            boundary copy passes for child workflow args and results (and agent() options), and for
+            the final value (measured, 2.1.332: 100,000 and 28,000; one more fails with "nesting
+            deeper than N levels is not supported"). Values read by the host (the final value,
+            agent() options) are further bounded by workflow-mcp's own 256 levels.
         max_meta_depth: nesting depth of the meta literal (arrays, objects and parentheses, the meta
             object included). Claude Code's parser recurses: measured with the oracle, 2.1.332 loads
             meta nested 6,000 deep and fails at 7,000 ("Script parse error: Maximum call stack size
@@ -65,6 +74,13 @@ class Profile:
         budget_from_turn: ``budget.total`` came from the turn's token budget (2.1.209).
         flat_cache_chain: one cache-key chain in agent() call order; parallel()/pipeline() neither
             fork nor join it (2.1.209).
+        child_error_message_is_stack: a child workflow's throw reaches the parent with the child's whole
+            stack text as its ``message`` (2.1.209, measured: ``'Error: child string'`` for a thrown
+            string); 2.1.332 keeps the bare message.
+        child_parse_error_at_call: a child workflow whose meta reads but whose code does not parse is
+            listed among the available workflows, and ``workflow()`` of it rejects with the parse error
+            (2.1.332, measured, ``errors-child-resolution-messages``); 2.1.209 does not see it (``no
+            workflow with that name``).
     """
 
     name: str
@@ -72,6 +88,8 @@ class Profile:
     max_inline_code_units: int = 524_288
     max_agent_calls: int = 1_000
     max_fanout_items: int = 4_096
+    boundary_child_depth: int = 100_000
+    boundary_final_depth: int = 28_000
     max_meta_depth: int = 4_000
     sync_timeout_ms: int = 30_000
     log_line_max_chars: int = 11_024
@@ -100,6 +118,8 @@ class Profile:
     journal_started_has_label: bool = True
     budget_from_turn: bool = False
     flat_cache_chain: bool = False
+    child_error_message_is_stack: bool = False
+    child_parse_error_at_call: bool = True
     max_concurrency: int = 16
     min_concurrency: int = 2
     # Agent definitions (measured 2026-12-01, NOTES.md#agent-frontmatter, #2.1.209-extra): an agent
@@ -152,6 +172,8 @@ PROFILES: dict[str, Profile] = {
         journal_started_has_label=False,
         budget_from_turn=True,
         flat_cache_chain=True,
+        child_error_message_is_stack=True,
+        child_parse_error_at_call=False,
         agent_file_bom=False,
         agent_colon_names=True,
         schema_object_root=False,

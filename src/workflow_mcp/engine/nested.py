@@ -51,6 +51,7 @@ class ChildWorkflow:
     phase: str
     body: str
     path: str
+    source: str = ""
 
 
 class ChildResolver:
@@ -111,9 +112,10 @@ class ChildResolver:
                     reachable=None if check is None else _reachable(check),
                 )
             except WorkflowNotFoundError as exc:
+                error = _not_found(exc, self.profile)
                 if check is None:
-                    raise
-                raise check.not_found(exc) from None
+                    raise error from None
+                raise check.not_found(error) from None
             # A plugin's workflow logs and groups under its visible name, `<plugin>:<name>` (measured).
             wf, visible = found.workflow, found.name
             path = str(wf.path)
@@ -125,7 +127,45 @@ class ChildResolver:
         n = self._calls.get(visible, 0) + 1
         self._calls[visible] = n
         phase = f"▸ {visible}" if n == 1 else f"▸ {visible} #{n}"
-        return ChildWorkflow(name=visible, phase=phase, body=wf.body, path=path)
+        return ChildWorkflow(name=visible, phase=phase, body=wf.body, path=path, source=wf.source)
+
+
+_PARSE_HINT = (
+    "Workflow scripts must be plain JavaScript — common causes are TypeScript syntax (type annotations, "
+    "interfaces, generics) and broken string quoting or escaping."
+)
+
+
+def _not_found(exc: WorkflowNotFoundError, profile: Profile) -> WorkflowNotFoundError:
+    """How ``workflow(name)`` rejects when discovery does not resolve ``name``, in Claude's words
+    (profile claude-code/2.1.332, measured: case ``errors-child-resolution-messages``):
+    ``workflow('<name>'): no workflow with that name. Available: <names in localeCompare order>``, or,
+    for a file whose meta reads but whose code does not parse, ``workflow('<name>'): Script parse error:
+    <message> (<line>:<column from 0>)``, the line, a caret under the column and Claude's hint. The
+    parser's message is V8's (Claude's parser words some errors differently); Claude's list also starts
+    with its bundled workflows, which do not exist here. A file that declares the name but breaks
+    another loading rule adds a line saying so."""
+    name = exc.name if exc.name is not None else ""
+    head = f"workflow('{name}'): "
+    invalid = exc.invalid
+    if profile.child_parse_error_at_call and invalid is not None and invalid.rule == "syntax":
+        message = f"{head}Script parse error: {invalid.engine_message or invalid.detail}"
+        if invalid.line is not None:
+            column = max((invalid.column or 1) - 1, 0)
+            message += f" ({invalid.line}:{column})"
+            if invalid.excerpt is not None:
+                message += f"\n\n{invalid.excerpt}\n{' ' * column}^"
+        message += "\n\n" + _PARSE_HINT
+    else:
+        listed = (
+            ", ".join(exc.available)
+            if exc.available
+            else "none (put .js files in .claude/workflows or ~/.claude/workflows)"
+        )
+        message = f"{head}no workflow with that name. Available: {listed}"
+        if invalid is not None and invalid.rule != "syntax":
+            message += f"\n{invalid.path} declares it but is invalid: {invalid.detail} [{invalid.rule}]"
+    return WorkflowNotFoundError(message, name=exc.name, available=exc.available, invalid=invalid)
 
 
 def _reachable(check: ChildCheck) -> Callable[[str], bool]:

@@ -55,6 +55,7 @@ from ..providers.base import (
     ProviderUsageLimitError,
     TokenUsage,
 )
+from ..realm._body import run_body
 from ..realm.worker import (
     DEFAULT_HEAP_MB,
     MAX_MESSAGE_BYTES,
@@ -127,6 +128,7 @@ class _Workflow:
     path: str | None
     source_hash: str
     phases: list[str] = field(default_factory=list)
+    source: str | None = None
 
 
 class RunHandle:
@@ -246,6 +248,7 @@ def run_workflow(
         path=workflow.path,
         source_hash=workflow.source_hash,
         phases=[p.title for p in (workflow.meta.phases or ())],
+        source=workflow.source,
     )
     run = _Run(
         run_id or new_run_id(),
@@ -319,6 +322,8 @@ class _Run:
         self.seen_phases: set[str] = set()
         self.signals: dict[str, CancelSignal] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        self.agent_tasks: set[asyncio.Task[None]] = set()
+        self.returned = False  # the workflow returned: no agent call is dispatched any more
         self.worker: RealmWorker | None = None
         self.task: asyncio.Task[None]
         self.status: RunStatus = "running"
@@ -495,6 +500,8 @@ class _Run:
         self.emit("run.started", started)
         for note in self.replay.notes if self.replay is not None else ():
             self.emit("warning", {"message": note})
+        for title in self.wf.phases:
+            self._phase(title, "meta")  # Claude lists meta.phases first, before any agent (measured)
         try:
             await self._drive()
         except asyncio.CancelledError:
@@ -534,15 +541,21 @@ class _Run:
         if "agentType" in self.wf.body:
             await self._agent_catalog()  # read before the first call, so its warnings come first
 
+        body = run_body(self.wf.source, self.wf.body) if self.wf.source is not None else None
         start: dict[str, Any] = {
             "t": "start",
-            "body": self.wf.body,
-            "filename": self.wf.path or f"{self.wf.name}.js",
+            **(body.to_start() if body is not None else {"body": self.wf.body, "bodyLine": 1}),
+            "filename": self.wf.path,  # where a failure's location points (None: an inline source)
             "budgetTotal": self.budget.total,
             "spent": self.budget.spent,
             "syncTimeoutMs": self.sync_timeout_ms,
             "maxFanoutItems": self.profile.max_fanout_items,
             "maxValueDepth": MAX_VALUE_DEPTH,
+            "boundary": {
+                "childDepth": self.profile.boundary_child_depth,
+                "finalDepth": self.profile.boundary_final_depth,
+                "childErrorMessageIsStack": self.profile.child_error_message_is_stack,
+            },
             "profile": self.profile.name,
             "cacheKeyOptions": list(self.profile.cache_key_options),
             "flatCacheChain": self.profile.flat_cache_chain,
@@ -584,9 +597,19 @@ class _Run:
             t = msg["t"]
             if t == "call":
                 self._calls_since_ping += 1
-                self._spawn(self._answer(msg))
+                if msg.get("fn") == "agent":
+                    if self.returned:
+                        continue  # never dispatched: the workflow has returned
+                    phase = msg.get("phase")
+                    if not msg.get("child") and isinstance(phase, str):
+                        self._phase(phase, "agent")  # an agent's phase joins the list (measured)
+                    self._spawn(self._answer(msg), agent=True)
+                else:
+                    self._spawn(self._answer(msg))
             elif t == "collated":
                 self._probed(msg)
+            elif t == "returned":
+                self._stop_agents()
             elif t == "log":
                 child = msg.get("child")
                 text = str(msg.get("message", ""))
@@ -614,7 +637,23 @@ class _Run:
             return _memory_message(worker)
         return f"the realm worker exited unexpectedly (exit {worker.returncode}): {tail[-500:]}"
 
+    def _stop_agents(self) -> None:
+        """The workflow returned (profile claude-code/2.1.332, measured: realm-unawaited-*): agent()
+        calls it left pending are never dispatched and running ones are cancelled; the run does not
+        wait for them. workflow() resolutions still answer, so an unawaited child starts."""
+        if self.returned:
+            return
+        self.returned = True
+        reason = _RETURNED
+        for agent_id in [a for a, _ in self.signals.items()]:
+            self.signals[agent_id].cancel(reason)
+        for task in list(self.agent_tasks):
+            task.cancel()
+
     async def _done(self, msg: dict[str, Any]) -> None:
+        self._stop_agents()
+        if self.agent_tasks:
+            await asyncio.gather(*self.agent_tasks, return_exceptions=True)
         if self.pause_context is not None:
             self._finish_paused()
             return
@@ -630,11 +669,8 @@ class _Run:
             except (TypeError, ValueError, RecursionError):
                 self._finish_failed("Error", "the realm returned a final value that is not JSON")
                 return
-            # Let in-flight calls that nobody awaits finish (Claude: calls already running finish).
             if self.order is not None:
                 self.order.release_all()  # nothing will ask for the results they wait behind
-            if self.tasks:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
             if self.limit_error is not None:
                 self._finish_failed("LimitError", self.limit_error)
                 return
@@ -655,7 +691,8 @@ class _Run:
         else:
             err = msg.get("error") or {}
             name = str(err.get("name") or "Error")
-            message = str(err.get("message") or "the workflow failed")
+            message = str(err.get("message") if err.get("message") is not None else "the workflow failed")
+            location = err.get("location") if isinstance(err.get("location"), dict) else None
             if (
                 name == "RangeError"
                 and "Array buffer allocation failed" in message
@@ -663,22 +700,41 @@ class _Run:
             ):
                 # An ArrayBuffer over the worker's memory limit (RLIMIT_DATA): the same failure as
                 # a heap exhausted by strings or arrays, so the same message.
-                name, message = "Error", _memory_message(self.worker)
-            self._finish_failed(name, message, stack=str(err.get("stack") or ""))
+                name, message, location = "Error", _memory_message(self.worker), None
+            self._finish_failed(
+                name,
+                message,
+                stack=str(err.get("stack") or ""),
+                location=location,
+                summary=_thrown_summary(name, message, location) if "stack" in err else None,
+            )
 
     def _usage(self) -> dict[str, Any]:
         return {"spent": self.budget.spent, "replayed": self.budget.replayed, "total": self.budget.total}
 
-    def _finish_failed(self, name: str, message: str, stack: str = "") -> None:
+    def _finish_failed(
+        self,
+        name: str,
+        message: str,
+        stack: str = "",
+        *,
+        location: dict[str, Any] | None = None,
+        summary: str | None = None,
+    ) -> None:
         if self._terminal_emitted:
             return
         self._note_dropped_logs()
         self._terminal_emitted = True
         self.status = "failed"
-        self.error_message = f"{name}: {message}" if name not in ("Error", "") else message
+        if summary is not None:
+            self.error_message = summary
+        else:
+            self.error_message = f"{name}: {message}" if name not in ("Error", "") else message
         payload: dict[str, Any] = {"error": {"name": name, "message": message}, "tokenUsage": self._usage()}
         if stack:
             payload["error"]["stack"] = stack[-4000:]
+        if location is not None:
+            payload["error"]["location"] = location
         self.emit("run.failed", payload)
 
     def _finish_cancelled(self) -> None:
@@ -690,10 +746,13 @@ class _Run:
         self.error_message = self.cancel_reason or "cancelled"
         self.emit("run.cancelled", {"reason": self.cancel_reason, "tokenUsage": self._usage()})
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any, *, agent: bool = False) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        if agent:
+            self.agent_tasks.add(task)
+            task.add_done_callback(self.agent_tasks.discard)
         if self.order is not None:
             task.add_done_callback(lambda _: self._check_quiet())
 
@@ -746,11 +805,14 @@ class _Run:
         else:
             self._check_quiet()
 
-    def _phase(self, title: str) -> None:
+    def _phase(self, title: str, source: str = "phase") -> None:
+        """Add ``title`` to the run's phase list, once (profile claude-code/2.1.332, measured:
+        ``meta.phases`` first, then each new title from phase() or an agent's ``phase`` option, or a
+        child's synthetic phase). ``source`` is ``meta``, ``phase``, ``agent`` or ``child``."""
         if title in self.seen_phases:
             return
         self.seen_phases.add(title)
-        self.emit("phase.started", {"title": title}, phase_id=title)
+        self.emit("phase.started", {"title": title, "source": source}, phase_id=title)
 
     # -- calls from the realm -----------------------------------------------------------------
     async def _answer(self, msg: dict[str, Any]) -> None:
@@ -852,12 +914,10 @@ class _Run:
             "id": msg["id"],
             "name": child.name,
             "phase": child.phase,
-            "body": child.body,
+            **run_body(child.source, child.body).to_start(),
             "filename": child.path,
             "spent": self.budget.spent,
         }
-        if "args" in msg:
-            out["args"] = msg["args"]
         return out
 
     def _normalize(self, opts: Mapping[str, Any]) -> dict[str, Any]:
@@ -950,7 +1010,7 @@ class _Run:
             )
         self.admitted += 1
         if msg.get("child") and isinstance(phase, str):
-            self._phase(phase)  # a child's synthetic phase appears with its first agent
+            self._phase(phase, "child")  # a child's synthetic phase appears with its first agent
         try:
             resolved = await self._resolve(msg, opts)
         except AgentCallRefusedError as exc:
@@ -1105,7 +1165,8 @@ class _Run:
                     self._agent_failed(agent_id, base, message, totals, "stalled")
                     raise _RejectCall(message) from None
                 except asyncio.CancelledError:
-                    self._agent_failed(agent_id, base, self.cancel_reason or "cancelled", totals, "cancelled")
+                    reason = self.cancel_reason or (_RETURNED if self.returned else "cancelled")
+                    self._agent_failed(agent_id, base, reason, totals, "cancelled")
                     raise
                 totals = _add_usage(totals, result.usage)
                 self.budget.charge(result.usage.output)
@@ -1307,10 +1368,26 @@ class _Run:
 
 
 _BATCH_BYTES = MAX_MESSAGE_BYTES - 64  # room for the batch envelope
+_RETURNED = "the workflow returned before this agent() call finished"
 
 
 def _batch(texts: list[str]) -> str:
     return '{"t":"batch","items":[' + ",".join(texts) + "]}"
+
+
+def _thrown_summary(name: str, message: str, location: Mapping[str, Any] | None) -> str:
+    """A failed run's message for what the workflow threw: ``Name: message`` as Claude Code 2.1.332
+    reports it (a thrown string ``s`` is ``Error: s``, a thrown object or null bare ``Error``), then
+    where it was thrown: the file's own line and column, and the position Claude Code's stack shows
+    (it counts in the body after the meta statement, see realm/_body.py) when that differs."""
+    text = f"{name}: {message}" if message else name
+    if not location:
+        return text
+    where = f"{location.get('path') or 'workflow.js'}:{location.get('line')}:{location.get('column')}"
+    reported = str(location.get("reported") or "")
+    if reported and not where.endswith(reported.rpartition("workflow.js")[2]):
+        return f"{text} (at {where}; Claude Code reports {reported})"
+    return f"{text} (at {where})"
 
 
 def _memory_message(worker: RealmWorker) -> str:

@@ -1,25 +1,31 @@
 """The closed, versioned message protocol between the host and the realm worker (JSON lines).
 
-Protocol version 1. Every line is one JSON object with a ``t`` (type) field.
+Protocol version 2. Every line is one JSON object with a ``t`` (type) field.
 
 Worker → host:
     hello     {protocol, node}                                   first line after spawn
     call      {id, fn: "agent", prompt, opts, label, phase, child, key, canon}
-              {id, fn: "workflow", target: {name}|{scriptPath}, args?}   (args as JSON text)
+              {id, fn: "workflow", target: {name}|{scriptPath}}  (the args stay in the realm)
     phase     {title}                                            phase() in the top-level workflow
     log       {message, child}                                   log(), child = child workflow name
     console   {level, message}                                   reserved (console.* lines arrive as ``log``)
-    child     {name, ok, message?}                               a nested workflow ended
+    child     {name, ok, message?}                               a nested workflow ended (message: its stack)
     dropped   {lines}                                            log lines past the run's log limit
-    done      {ok, value?, error?: {name, message, stack?}}      the run's final value (JSON text)
+    returned  {}                                                 the workflow returned while workflow()
+                                                                 calls still resolve: dispatch no agent
+                                                                 call any more; ``done`` follows
+    done      {ok, value?, error?: {name, message, stack?, location?}}   the run's end (value: JSON
+                                                                 text); location {path, line, column,
+                                                                 reported} names the throw in the file
     checked   {id, results: [null | {message, line, column}]}    answer to ``check``
     collated  {id, names}                                        answer to ``collate``
 
 Host → worker:
-    start     {body, filename, args?, budgetTotal, spent, syncTimeoutMs, maxFanoutItems, profile,
+    start     {body, bodyLine, bodyColumn, filename, args?, budgetTotal, spent, syncTimeoutMs,
+               maxFanoutItems, boundary: {childDepth, finalDepth, childErrorMessageIsStack}, profile,
                cacheKeyOptions, flatCacheChain, logLine, logLimit, maxValueDepth}
     result    {id, r: {ok, value? | error: {name, message, code?}, spent?}}
-    child     {id, name, phase, body, filename, args?, spent}    a resolved nested workflow
+    child     {id, name, phase, body, bodyLine, bodyColumn, filename, spent}   a resolved nested workflow
     budget    {total, spent}
     batch     {items: [result | child | budget]}             several answers, one microtask flush
     check     {id, sources}
@@ -33,10 +39,22 @@ from typing import Any, Final
 
 __all__ = ["HOST_MESSAGE_TYPES", "PROTOCOL_VERSION", "WORKER_MESSAGE_TYPES", "check_worker_message"]
 
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2
 
 WORKER_MESSAGE_TYPES: Final = frozenset(
-    {"hello", "call", "phase", "log", "console", "child", "dropped", "done", "checked", "collated"}
+    {
+        "hello",
+        "call",
+        "phase",
+        "log",
+        "console",
+        "child",
+        "dropped",
+        "returned",
+        "done",
+        "checked",
+        "collated",
+    }
 )
 HOST_MESSAGE_TYPES: Final = frozenset(
     {"start", "result", "child", "budget", "batch", "check", "collate", "stop"}

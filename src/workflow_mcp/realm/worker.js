@@ -1,20 +1,23 @@
 'use strict'
 // workflow-mcp realm worker: runs one workflow body in a restricted V8 context.
 //
-// The host (Python) and this process talk in JSON lines over stdio (protocol version 1, see
+// The host (Python) and this process talk in JSON lines over stdio (protocol version 2, see
 // messages.py). Nothing from this file's realm is ever handed to workflow code: every global the
 // workflow sees is created by PRELUDE inside the context, and values cross as JSON strings that the
-// realm parses itself. All workflow code (the body, promise continuations, timer callbacks) runs
-// inside `runInContext(..., {timeout})` calls, so the synchronous limit also holds after an await.
-// Node's vm is not a security boundary; see the README's security section.
+// realm parses itself. A nested workflow() child runs in a realm of its own (as in Claude Code), and
+// values pass between two realms only through PRELUDE's boundary copy. All workflow code (the body,
+// promise continuations, timer callbacks) runs inside `runInContext(..., {timeout})` calls, so the
+// synchronous limit also holds after an await. Node's vm is not a security boundary; see the
+// README's security section.
 
 const vm = require('node:vm')
 const crypto = require('node:crypto')
 const readline = require('node:readline')
 const { types } = require('node:util')
+const v8 = require('node:v8')
 const { AsyncLocalStorage } = require('node:async_hooks')
 
-const PROTOCOL = 1
+const PROTOCOL = 2
 // Output is buffered and written once per turn of Node's event loop: a fan-out of 1,000 agent()
 // calls becomes one write, not 1,000.
 let outBuf = []
@@ -38,11 +41,10 @@ function sizeError(msg, size) {
   const what = msg.t === 'done' ? "the workflow's final value"
     : msg.t === 'phase' ? 'the phase() title'
       : msg.t === 'call' && msg.fn === 'agent' ? 'this agent() prompt with its options'
-        : msg.t === 'call' ? 'the workflow() args' : 'a ' + JSON.stringify(String(msg.t)) + ' message'
+        : msg.t === 'call' ? 'this workflow() call' : 'a ' + JSON.stringify(String(msg.t)) + ' message'
   const fix = msg.t === 'done' ? 'return less (let agents write large data to files and return their paths)'
     : 'pass less data (let agents read large inputs from files)'
-  const verb = msg.t === 'call' && msg.fn !== 'agent' ? ' are ' : ' is '
-  const err = new RangeError(what + verb + MB(size) + ' as a realm message; the realm passes at most ' +
+  const err = new RangeError(what + ' is ' + MB(size) + ' as a realm message; the realm passes at most ' +
     MB(MAX_MESSAGE) + ' per message (workflow-mcp limit); ' + fix)
   err.code = SIZE_ERROR
   return err
@@ -115,24 +117,42 @@ function toolList(name, v) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The realm. PRELUDE is evaluated inside the context and returns the realm-side API to this file.
-const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
+// The realm. PRELUDE is evaluated inside each context (the top-level workflow's, and one per nested
+// workflow() child) and returns that realm's API to this file. Nothing in it may hand workflow code a
+// value made outside its context: host functions are called through `guard`, whose errors are rebuilt
+// here, and everything the host passes in is a primitive, JSON text, or an object another realm made.
+const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hostSpent, hostEnd, hostDrain, cfg) {
   'use strict'
   const G = globalThis
   const JSONparse = JSON.parse, JSONstringify = JSON.stringify
   const ObjectFreeze = Object.freeze, ObjectCreate = Object.create, ObjectKeys = Object.keys
   const ObjectDefineProperty = Object.defineProperty, ObjectGetPrototypeOf = Object.getPrototypeOf
-  const ArrayIsArray = Array.isArray, PromiseCtor = Promise, StringCtor = String
+  const ArrayIsArray = Array.isArray, PromiseCtor = Promise, StringCtor = String, NumberCtor = Number
+  const NumberIsFinite = Number.isFinite
   const promiseThen = Promise.prototype.then
   const MapCtor = Map, SetCtor = Set, WeakSetCtor = WeakSet
   const ErrorCtor = Error, TypeErrorCtor = TypeError, RangeErrorCtor = RangeError
+  const captureStack = Error.captureStackTrace
   const mapGet = Map.prototype.get, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete
   const mapHas = Map.prototype.has
-  const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get
   const setAdd = Set.prototype.add, setHas = Set.prototype.has, setDelete = Set.prototype.delete
   const wsAdd = WeakSet.prototype.add, wsHas = WeakSet.prototype.has
+  const strSlice = String.prototype.slice, strTrim = String.prototype.trim
+  const strCode = String.prototype.charCodeAt, strIndexOf = String.prototype.indexOf
+  const strSplit = String.prototype.split, strStarts = String.prototype.startsWith
   const apply = Reflect.apply
   const ws = (s, v) => apply(wsAdd, s, [v]), wsh = (s, v) => apply(wsHas, s, [v])
+  const reject = (e) => PromiseCtor.reject(e)
+  const never = () => new PromiseCtor(() => {})
+
+  // This realm's configuration: primitives only (cfg itself is the host's and is not kept).
+  const CHILD = cfg.childName === null ? null : { name: '' + cfg.childName, phase: '' + cfg.childPhase }
+  const PROFILE = '' + cfg.profile
+  const MAX_ARRAY = +cfg.maxArray, CHILD_DEPTH = +cfg.childDepth, FINAL_DEPTH = +cfg.finalDepth
+  const HOST_DEPTH = +cfg.hostDepth
+  const CHILD_MESSAGE_IS_STACK = cfg.childErrorMessageIsStack === true
+  const TOTAL = cfg.budgetTotal === null ? null : +cfg.budgetTotal
+  let returned = cfg.returned === true
 
   // Host functions never throw a host object into the realm: an error raised on the host side
   // (a stack overflow while encoding, a bug) becomes an Error made here, carrying only its message.
@@ -151,6 +171,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     try { return apply(fn, undefined, argv) } catch (e) { throw realmError(e) }
   }
   const post = guard(hostPost), fork = guard(hostFork), join = guard(hostJoin)
+  const spentNow = guard(hostSpent), end = guard(hostEnd), drain = guard(hostDrain)
 
   // Determinism (profile claude-code/2.1.332): Date.now(), argless Date()/new Date() and
   // Math.random() throw; they would make resume identity depend on the wall clock.
@@ -175,35 +196,281 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
   for (const n of ['SharedArrayBuffer', 'WeakRef', 'FinalizationRegistry', 'Atomics']) delete G[n]
 
   let seq = 0
-  const pending = new MapCtor()       // id -> {resolve, reject}
+  const pending = new MapCtor()       // id -> resolve (agent() calls, timers)
   const inbox = new MapCtor()          // id -> JSON text of the outcome
+  const childCalls = new MapCtor()     // id -> { resolve, reject, has, args } (workflow() calls)
   const budgetErrors = new WeakSetCtor()
-  let spent = 0
-  let total = null
 
-  // A null-prototype copy: an Object.prototype.toJSON the workflow defines cannot rewrite a message
-  // (the host checks every message's shape as well).
+  // JSON to the host; a BigInt (in agent() options: JSON has none) crosses as its digits, so String()
+  // coercions see the same text. Tried without the replacer first: it slows every value down.
+  const bigints = (k, v) => typeof v === 'bigint' ? StringCtor(v) : v
+  // The message itself is a null-prototype copy: an Object.prototype.toJSON the workflow defines
+  // cannot rewrite it (the host checks every message's fields as well).
   const send = (msg) => {
     const clean = ObjectCreate(null)
     const keys = ObjectKeys(msg)
     for (let i = 0; i < keys.length; i++) clean[keys[i]] = msg[keys[i]]
-    return post(JSONstringify(clean))
+    let text
+    try { text = JSONstringify(clean) } catch (e) { if (!(e instanceof TypeErrorCtor)) throw e; text = JSONstringify(clean, bigints) }
+    post(text)
   }
   const coerce = (v) => (v !== null && (typeof v === 'object' || typeof v === 'function')) ? '[' + typeof v + ']' : StringCtor(v)
-  const jsonClone = (v) => { if (v === undefined) return undefined; const s = JSONstringify(v); return s === undefined ? undefined : JSONparse(s) }
 
-  function makeError(e) {
-    const Ctor = e.name === 'TypeError' ? TypeErrorCtor : e.name === 'RangeError' ? RangeErrorCtor : ErrorCtor
-    const err = new Ctor(e.message)
-    if (e.name && e.name !== 'TypeError' && e.name !== 'RangeError' && e.name !== 'Error') {
-      ObjectDefineProperty(err, 'name', { value: e.name, writable: true, configurable: true })
+  // -------------------------------------------------------------------------------------------
+  // Errors the host throws into workflow code, shaped as Claude Code 2.1.332 delivers them
+  // (measured, errors-host-error-shape): a null-prototype object with own enumerable name, message,
+  // stack and toString (String(e) is 'name: message'), so 'e instanceof Error' is false. The stack
+  // is the first line and the workflow's own frames (the file is always workflow.js).
+  function hostError(name, message, frames) {
+    const e = ObjectCreate(null)
+    e.name = name
+    e.message = message
+    e.stack = (message === '' ? name : name + ': ' + message) + (frames || '')
+    e.toString = function toString() { return e.name + ': ' + e.message }
+    return e
+  }
+  // Where the workflow is: its frames when an error is made synchronously in a call (fn and what it
+  // called hidden), or, in an async continuation, the awaiting workflow functions (V8's async stack
+  // frames, "at async ... workflow.js:L:C", behind the host's own frames: hence the higher limit).
+  // Captured only when an error is made, so a call costs nothing for it.
+  function callSite(fn, limit) {
+    const o = {}
+    let saved
+    try { saved = ErrorCtor.stackTraceLimit; ErrorCtor.stackTraceLimit = limit } catch (x) {}
+    try { apply(captureStack, ErrorCtor, fn === undefined ? [o] : [o, fn]) } catch (x) {}
+    try { ErrorCtor.stackTraceLimit = saved } catch (x) {}
+    return o
+  }
+  const hereFrames = (fn) => framesOf(callSite(fn, 10))
+  const awaitFrames = () => framesOf(callSite(undefined, 64))
+  function frameLines(text, from) {
+    let out = ''
+    const lines = apply(strSplit, text, ['\n'])
+    for (let i = from; i < lines.length; i++) {
+      const line = lines[i]
+      if (apply(strStarts, line, ['    at ']) && apply(strIndexOf, line, ['workflow.js:']) !== -1) out += '\n' + line
     }
-    if (e.code === 'budget_exceeded') ws(budgetErrors, err)
-    return err
+    return out
+  }
+  function framesOf(site) {
+    let s
+    try { s = site.stack } catch (x) { return '' }
+    return typeof s === 'string' ? frameLines(s, 1) : ''
+  }
+  // An error's stack as it leaves its realm: its message lines, then only workflow frames.
+  function cleanStack(s) {
+    const lines = apply(strSplit, s, ['\n'])
+    let head = '', i = 0
+    for (; i < lines.length && !apply(strStarts, lines[i], ['    at ']); i++) head += (i ? '\n' : '') + lines[i]
+    return head + frameLines(s, i)
+  }
+  // The boundary's own errors always fail the copy; anything else that throws while one value is
+  // copied only loses that value (measured).
+  const boundaryErrors = new WeakSetCtor(), arrayBound = new WeakSetCtor()
+  const arrayError = (n, frames) => {
+    const e = hostError('Error', 'array length ' + n + ' exceeds the maximum of ' + MAX_ARRAY + ' supported across the workflow VM boundary', frames)
+    ws(boundaryErrors, e)
+    ws(arrayBound, e)
+    return e
+  }
+  const depthError = (max) => { const e = hostError('Error', 'nesting deeper than ' + max + ' levels is not supported'); ws(boundaryErrors, e); return e }
+  // An error thrown into workflow code by a call: the host's shape, whatever threw it.
+  const asHostError = (e) => {
+    if (e !== null && typeof e === 'object' && ObjectGetPrototypeOf(e) === null) return e
+    const w = wrapThrown(e)
+    return hostError(w.name, w.message)
   }
 
-  // A host request: the returned promise settles in a microtask, under the synchronous limit.
-  function request(msg) {
+  // A thrown value as Claude Code 2.1.332 reports it (measured, errors-child-throw-values and
+  // errors-failed-run-thrown-*): an object's name and message when they are strings (an Error's
+  // own or inherited), a string or number as the message, anything else an empty message; name
+  // 'Error' by default. The stack is the error's own (workflow frames only) or 'name: message'.
+  function wrapThrown(e) {
+    let name = 'Error', message = '', stack
+    if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
+      try { const n = e.name; if (typeof n === 'string') name = n } catch (x) {}
+      try { const m = e.message; if (typeof m === 'string') message = m } catch (x) {}
+      try { const s = e.stack; if (typeof s === 'string') stack = cleanStack(s) } catch (x) {}
+    } else if (typeof e === 'string') {
+      message = e
+    } else if (typeof e === 'number' || typeof e === 'boolean' || typeof e === 'bigint') {
+      message = StringCtor(e)
+    }
+    if (stack === undefined) stack = message === '' ? name : name + ': ' + message
+    return { name, message, stack }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The VM-boundary copy of Claude Code 2.1.332 (measured; NOTES.md#boundary): own enumerable
+  // string-keyed data into fresh objects and arrays of this realm. Getters are read (one that throws
+  // drops its key), functions are dropped (undefined in arrays), holes become undefined, __proto__
+  // keys are dropped, toJSON is never called; primitives stay as they are (Symbols, BigInts, -0,
+  // NaN, undefined); cycles and shared references stay. Date, Map, RegExp, Error... have no own
+  // enumerable keys, so they become {}. An array longer than MAX_ARRAY or nesting deeper than
+  // maxDepth objects fails with Claude's messages. Other failures (measured, NOTES.md#boundary): an
+  // object whose keys cannot be listed (a Proxy whose ownKeys throws) copies as {}; a value that
+  // cannot be copied (a revoked Proxy, a length that throws) drops its key (undefined in an array);
+  // at the root it fails the copy. Iterative: 100,000 levels need no deep stack.
+  // Plain assignment (defineProperty is 20 times slower): only a setter the workflow itself put on
+  // its realm's Object or Array prototype could intercept it, in a copy of its own data; '__proto__',
+  // the one key assignment would not create, is dropped anyway.
+  const put = (o, k, v) => { o[k] = v }
+  let copyDepth = 0 // the deepest nesting the last boundaryCopy met
+  function copyShell(src, depth, maxDepth, seen, work) {
+    if (depth > maxDepth) throw depthError(maxDepth)
+    if (depth > copyDepth) copyDepth = depth
+    let dst, keys, n
+    if (ArrayIsArray(src)) {
+      n = src.length
+      if (n > MAX_ARRAY) throw arrayError(n)
+      dst = []; keys = null
+    } else {
+      try { keys = ObjectKeys(src) } catch (x) { keys = [] }
+      n = keys.length; dst = {}
+    }
+    apply(mapSet, seen, [src, dst])
+    work[work.length] = { src, dst, keys, n, i: 0, depth }
+    return dst
+  }
+  function boundaryCopy(value, maxDepth) {
+    copyDepth = 0
+    if (typeof value === 'function') return undefined
+    if (value === null || typeof value !== 'object') return value
+    const seen = new MapCtor()
+    const work = []
+    const root = copyShell(value, 1, maxDepth, seen, work)
+    while (work.length > 0) {
+      const f = work[work.length - 1]
+      if (f.i >= f.n) { work.length--; continue }
+      const i = f.i++
+      let k = i, v
+      if (f.keys === null) {
+        try { v = f.src[i] } catch (x) { v = undefined }
+        if (typeof v === 'function') v = undefined
+      } else {
+        k = f.keys[i]
+        if (k === '__proto__') continue
+        try { v = f.src[k] } catch (x) { continue }
+        if (typeof v === 'function') continue
+      }
+      if (v !== null && typeof v === 'object') {
+        const known = apply(mapGet, seen, [v])
+        if (known !== undefined) v = known
+        else {
+          try { v = copyShell(v, f.depth + 1, maxDepth, seen, work) } catch (e) {
+            if (e !== null && typeof e === 'object' && wsh(boundaryErrors, e)) throw e
+            if (f.keys !== null) continue
+            v = undefined
+          }
+        }
+      }
+      put(f.dst, k, v)
+    }
+    return root
+  }
+  // The same bound on a value parsed from the host's JSON (a structured agent result).
+  function checkArrays(value) {
+    const work = [value]
+    while (work.length > 0) {
+      const v = work[work.length - 1]; work.length--
+      if (v === null || typeof v !== 'object') continue
+      if (ArrayIsArray(v)) {
+        if (v.length > MAX_ARRAY) throw arrayError(v.length)
+        for (let i = 0; i < v.length; i++) work[work.length] = v[i]
+      } else {
+        const keys = ObjectKeys(v)
+        for (let i = 0; i < keys.length; i++) work[work.length] = v[keys[i]]
+      }
+    }
+  }
+
+  // JSON of a boundary copy (plain data), written here so no toJSON, prototype or replacer of the
+  // workflow's runs: NaN/±Infinity -> null, -0 -> 0, undefined/symbols dropped from objects and null
+  // in arrays; a BigInt or a cycle throws Claude's TypeErrors. Deeper than maxDepth throws
+  // tooDeep() (the host reads at most HOST_DEPTH levels).
+  function toJson(value, maxDepth, tooDeep) {
+    const path = new SetCtor()
+    const ser = (v, depth) => {
+      switch (typeof v) {
+        case 'string': return JSONstringify(v)
+        case 'number': return NumberIsFinite(v) ? JSONstringify(v) : 'null'
+        case 'boolean': return v ? 'true' : 'false'
+        case 'bigint': throw hostError('TypeError', 'JSON.stringify cannot serialize BigInt.')
+        case 'object': break
+        default: return undefined
+      }
+      if (v === null) return 'null'
+      if (depth > maxDepth) throw tooDeep()
+      if (apply(setHas, path, [v])) throw hostError('TypeError', 'JSON.stringify cannot serialize cyclic structures.')
+      apply(setAdd, path, [v])
+      let out
+      if (ArrayIsArray(v)) {
+        out = '['
+        for (let i = 0; i < v.length; i++) { const x = ser(v[i], depth + 1); out += (i ? ',' : '') + (x === undefined ? 'null' : x) }
+        out += ']'
+      } else {
+        out = '{'
+        const keys = ObjectKeys(v)
+        let first = true
+        for (let i = 0; i < keys.length; i++) {
+          const x = ser(v[keys[i]], depth + 1)
+          if (x === undefined) continue
+          out += (first ? '' : ',') + JSONstringify(keys[i]) + ':' + x
+          first = false
+        }
+        out += '}'
+      }
+      apply(setDelete, path, [v])
+      return out
+    }
+    return ser(value, 1)
+  }
+  // The final value: a top-level Symbol or function cannot be cloned (DataCloneError, measured);
+  // otherwise the boundary copy (28,000 levels) as JSON, at most HOST_DEPTH levels deep (our bound:
+  // the host, the store and MCP read the value as JSON). undefined is null.
+  function finalJson(v) {
+    if (typeof v === 'symbol' || typeof v === 'function') throw hostError('DataCloneError', 'The object can not be cloned.')
+    const text = toJson(boundaryCopy(v, FINAL_DEPTH), HOST_DEPTH, () => new RangeErrorCtor('the final value is nested ' +
+      'deeper than ' + HOST_DEPTH + ' levels, the most workflow-mcp stores (Claude Code allows ' + FINAL_DEPTH + '); flatten it'))
+    return text === undefined ? 'null' : text
+  }
+  // -------------------------------------------------------------------------------------------
+  // Labels (measured, label-*): an explicit label is String() of its copied value with every
+  // whitespace run made one space, trimmed, never cut; null/undefined fall back to the prompt's
+  // first 60 UTF-16 units, less a trailing lone high surrogate, collapsed the same way.
+  // Whitespace is JavaScript's \s; no RegExp runs, so nothing the workflow patched is called.
+  const isSpace = (c) => c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  function collapse(s) {
+    // Most labels need nothing: no leading, trailing or repeated space and no other whitespace.
+    let plain = s.length > 0 && !isSpace(apply(strCode, s, [0])) && !isSpace(apply(strCode, s, [s.length - 1]))
+    for (let i = 1; plain && i < s.length; i++) {
+      const c = apply(strCode, s, [i])
+      if (isSpace(c) && (c !== 32 || apply(strCode, s, [i - 1]) === 32)) plain = false
+    }
+    if (plain) return s
+    let out = '', run = false
+    for (let i = 0; i < s.length; i++) {
+      const c = apply(strCode, s, [i])
+      if (isSpace(c)) { run = true; continue }
+      if (run) { out += ' '; run = false }
+      out += s[i]
+    }
+    if (run) out += ' '
+    return apply(strTrim, out, [])
+  }
+  function labelOf(opts, text) {
+    const l = opts.label
+    if (l !== undefined && l !== null) return collapse(StringCtor(l))
+    let cut = apply(strSlice, text, [0, 60])
+    if (cut.length === 60) { const c = apply(strCode, cut, [59]); if (c >= 0xd800 && c <= 0xdbff) cut = apply(strSlice, cut, [0, 59]) }
+    return collapse(cut)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // A host request: the message is posted at the call; the promise settles in a microtask, under the
+  // synchronous limit. An async function, so a rejection made here names the awaiting workflow code.
+  async function request(msg) {
     const id = ++seq
     msg.id = id
     const gate = new PromiseCtor((resolve) => { apply(mapSet, pending, [id, resolve]) })
@@ -212,26 +479,52 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       apply(mapDelete, pending, [id])
       throw e
     }
-    return apply(promiseThen, gate, [() => {
-      const text = apply(mapGet, inbox, [id]); apply(mapDelete, inbox, [id])
-      const r = JSONparse(text)
-      if (typeof r.spent === 'number') spent = r.spent
-      if (r.ok) return r.value === undefined ? undefined : r.value
-      throw makeError(r.error)
-    }])
+    await gate
+    const text = apply(mapGet, inbox, [id]); apply(mapDelete, inbox, [id])
+    const r = JSONparse(text)
+    if (r.ok) {
+      const v = r.value
+      // Claude checks a structured result's arrays after the provider answered (measured).
+      if (v !== null && typeof v === 'object') checkArrays(v)
+      return v
+    }
+    throw makeError(r.error, awaitFrames())
+  }
+  function makeError(e, frames) {
+    const err = hostError(typeof e.name === 'string' ? e.name : 'Error', typeof e.message === 'string' ? e.message : '', frames)
+    if (e.code === 'budget_exceeded') ws(budgetErrors, err)
+    return err
   }
 
+  // budget (measured, realm-budget-shape): frozen, null prototype, total a data property; spent()
+  // reads the run's spending, which the host keeps for every realm of the run.
   const budget = ObjectCreate(null)
-  ObjectDefineProperty(budget, 'total', { get: function total_() { return total }, enumerable: true })
-  budget.spent = function spent_() { return spent }
-  budget.remaining = function remaining() { return total === null ? Infinity : (total - spent > 0 ? total - spent : 0) }
+  ObjectDefineProperty(budget, 'total', { value: TOTAL, enumerable: true })
+  budget.spent = function spent() { return spentNow() }
+  budget.remaining = function remaining() { const s = spentNow(); return TOTAL === null ? Infinity : (TOTAL - s > 0 ? TOTAL - s : 0) }
   ObjectFreeze(budget)
 
-  // console.* lines are workflow log lines, as in Claude Code 2.1.332 (measured): strings as they
-  // are, other values as JSON (undefined as nothing), joined by spaces; warn and error are tagged.
-  const consoleText = (v) => {
+  // console.* (measured, realm-console-formatting*): strings as they are, functions as their source;
+  // anything else as JSON of its final-value copy, except that an object whose copy has no keys
+  // prints String(value) ('{}' when that is '[object Object]' or throws); JSON that gives nothing
+  // prints '', JSON that fails '[typeof]'. No %-formats. warn and error are tagged.
+  function consoleText(v) {
     if (typeof v === 'string') return v
-    try { const j = JSONstringify(v); return j === undefined ? '' : j } catch (e) { return coerce(v) }
+    if (typeof v === 'function') { try { return StringCtor(v) } catch (x) { return '[function]' } }
+    let copy
+    try { copy = boundaryCopy(v, FINAL_DEPTH) } catch (x) {
+      if (x !== null && typeof x === 'object' && wsh(arrayBound, x)) return '[' + typeof v + ': array exceeds the ' + MAX_ARRAY + '-element logging cap]'
+      return '[' + typeof v + ']'
+    }
+    if (copy !== null && typeof copy === 'object' && !ArrayIsArray(copy) && ObjectKeys(copy).length === 0) {
+      let s
+      try { s = StringCtor(v) } catch (x) { return '{}' }
+      return s === '[object Object]' ? '{}' : s
+    }
+    try {
+      const j = toJson(copy, FINAL_DEPTH, () => new RangeErrorCtor('too deep'))
+      return j === undefined ? '' : j
+    } catch (x) { return '[' + typeof v + ']' }
   }
   function makeConsole(child) {
     const c = ObjectCreate(null)
@@ -245,19 +538,22 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     }
     return ObjectFreeze(c)
   }
-  const consoleObj = makeConsole(null)
 
-  // Timers: the callback runs as a promise reaction, so it runs under the synchronous limit too.
+  // Timers (measured, realm-settimeout-*): the callback is called with no arguments and 'this'
+  // undefined; the delay is Number(ms), NaN and negative meaning 0; a callback that is not a
+  // function is accepted and never runs; an exception in the callback is swallowed. The callback
+  // runs as a promise reaction, so it runs under the synchronous limit too.
   const timers = new MapCtor()
-  function setTimeout_(fn, ms, ...rest) {
+  function setTimeout_(fn, ms) {
     const id = ++seq
-    const delay = typeof ms === 'number' && ms > 0 ? ms : 0
+    let delay = NumberCtor(ms)
+    if (!(delay > 0)) delay = 0
     const gate = new PromiseCtor((resolve) => { apply(mapSet, pending, [id, resolve]) })
     apply(mapSet, timers, [id, true])
     apply(promiseThen, gate, [() => {
       if (!apply(mapHas, timers, [id])) return
       apply(mapDelete, timers, [id])
-      if (typeof fn === 'function') fn(...rest)
+      if (typeof fn === 'function') apply(fn, undefined, [])
     }])
     send({ t: 'timer', id, ms: delay })
     return id
@@ -270,99 +566,115 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
     }
   }
 
+  // -------------------------------------------------------------------------------------------
+  let currentPhase = null
+  const EMPTY = ObjectFreeze(ObjectCreate(null))
   function agentTypeName(v) {
     try { return StringCtor(v) } catch (e) { return '[object Object]' }
   }
-
-  // One API per script: the top-level workflow (child === null) or a nested child workflow.
-  function makeApi(child) {
-    let currentPhase = null
-    function agent(prompt, options) {
-      const text = coerce(prompt)
-      const opts = options !== null && typeof options === 'object' ? jsonClone(options) : {}
-      // An explicit label is kept as given (coerced like a prompt; '' stays ''), as in Claude Code
-      // 2.1.332 (measured); only an absent one falls back to the prompt's first 60 characters.
-      const label = opts.label !== undefined && opts.label !== null ? coerce(opts.label)
-        : StringCtor.prototype.trim.call(StringCtor.prototype.replace.call(StringCtor.prototype.slice.call(text, 0, 60), /\s+/g, ' '))
-      const phaseTitle = child !== null ? child.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
-      const call = { t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: child && child.name }
-      // The host looks agentType up as String() of the options' copy (Claude Code 2.1.332, measured).
-      if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = agentTypeName(opts.agentType)
-      return request(call)
-    }
-    function phase(title) {
-      if (child !== null) return undefined
-      const t = coerce(title)
-      currentPhase = t
-      send({ t: 'phase', title: t })
-      return undefined
-    }
-    function log(value) {
-      send({ t: 'log', message: coerce(value), child: child && child.name })
-      return undefined
-    }
-    function workflow(target, childArgs) {
-      if (child !== null) {
-        return PromiseCtor.reject(new ErrorCtor('workflow() cannot be called from a nested workflow: ' +
-          'nesting is limited to one level (profile claude-code/2.1.332).'))
-      }
-      let t
-      if (typeof target === 'string') t = { name: target }
-      else if (target !== null && typeof target === 'object' && typeof target.scriptPath === 'string') t = { scriptPath: target.scriptPath }
-      else return PromiseCtor.reject(new TypeErrorCtor('workflow() takes a saved workflow name or { scriptPath }'))
-      const msg = { t: 'call', fn: 'workflow', target: t }
-      if (childArgs !== undefined) msg.args = JSONstringify(childArgs)
-      return apply(promiseThen, request(msg), [(info) => runChild(info)])
-    }
-    return { agent, phase, log, workflow }
+  function agent(prompt, options) {
+    const text = coerce(prompt)
+    let opts
+    // Options are read from their boundary copy (measured, boundary-agent-options-copied).
+    try { opts = options !== null && typeof options === 'object' ? boundaryCopy(options, CHILD_DEPTH) : EMPTY } catch (e) { return reject(asHostError(e)) }
+    const label = labelOf(opts, text)
+    const phaseTitle = CHILD !== null ? CHILD.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
+    // After the workflow returned, a call is never dispatched (measured: Claude drops it).
+    if (returned) return never()
+    // The options cross to the host as JSON of the copy; the host reads at most HOST_DEPTH levels.
+    if (copyDepth > HOST_DEPTH) return reject(new RangeErrorCtor('agent() options are nested deeper than ' + HOST_DEPTH + ' levels'))
+    const call = { t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: CHILD && CHILD.name }
+    // The host looks agentType up as String() of the options' copy (Claude Code 2.1.332, measured).
+    if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = agentTypeName(opts.agentType)
+    return request(call)
   }
-
-  const factories = new MapCtor()
-  function runChild(info) {
-    const factory = apply(mapGet, factories, [info.token]); apply(mapDelete, factories, [info.token])
-    const api = makeApi({ name: info.name, phase: info.phase })
-    const childArgs = info.args === undefined ? undefined : JSONparse(info.args)
-    const done = factory(api.agent, makeParallel(info.name), makePipeline(info.name), api.workflow, api.phase,
-      api.log, childArgs, budget, makeConsole(info.name))
-    return apply(promiseThen, done, [
-      (value) => { send({ t: 'child', name: info.name, ok: true }); return value },
-      (err) => { send({ t: 'child', name: info.name, ok: false, message: describe(err) }); throw err },
-    ])
+  function phase(title) {
+    if (CHILD !== null) return undefined
+    const t = coerce(title)
+    currentPhase = t
+    send({ t: 'phase', title: t })
+    return undefined
   }
-
-  function describe(err) {
-    try {
-      if (err !== null && typeof err === 'object' && typeof err.message === 'string') return err.message
-      return coerce(err)
-    } catch (e) { return 'unknown error' }
+  function log(value) {
+    send({ t: 'log', message: coerce(value), child: CHILD && CHILD.name })
+    return undefined
   }
-
-  function checkFanout(kind, items) {
-    if (!ArrayIsArray(items)) throw new TypeErrorCtor(kind + '() takes an array')
-    if (items.length > LIMITS.maxFanoutItems) {
-      throw new RangeErrorCtor(kind + '() takes at most ' + LIMITS.maxFanoutItems + ' items, got ' + items.length +
-        ' (profile ' + LIMITS.profile + ')')
+  // workflow(): the args stay in the realm; once the child is resolved its realm copies them into
+  // its own objects (measured: after the running line, before the body; a failed copy fails the child).
+  function workflow(target, childArgs) {
+    if (CHILD !== null) {
+      return reject(hostError('Error', 'workflow() cannot be called from within a child workflow — nesting is ' +
+        'limited to one level. Inline the inner script or call its agents directly.', hereFrames(workflow)))
+    }
+    let t
+    if (typeof target === 'string') t = { name: target }
+    else if (target !== null && typeof target === 'object') { const p = target.scriptPath; if (typeof p === 'string') t = { scriptPath: p } }
+    if (t === undefined) return reject(hostError('TypeError', 'workflow() expects a workflow name (string) or {scriptPath: string}', hereFrames(workflow)))
+    if (returned) return never()
+    const id = ++seq
+    const done = new PromiseCtor((resolve, rejectDone) => {
+      apply(mapSet, childCalls, [id, { resolve, reject: rejectDone, has: childArgs !== undefined, args: childArgs }])
+    })
+    try { send({ t: 'call', fn: 'workflow', target: t, id }) } catch (e) { apply(mapDelete, childCalls, [id]); return reject(e) }
+    return childOutcome(done)
+  }
+  // A refused workflow() call (not found, unreadable) is made a host error here, where the awaiting
+  // workflow code is on the async stack; a child's own throw arrives already wrapped.
+  const refusals = new WeakSetCtor()
+  async function childOutcome(done) {
+    try { return await done } catch (e) {
+      if (e !== null && typeof e === 'object' && wsh(refusals, e)) throw makeError(e, awaitFrames())
+      throw e
     }
   }
 
-  // Lines about a child's fan-out carry the child's name, like its own log() lines.
-  function settleSlots(kind, forkId, runners, child) {
+  // -------------------------------------------------------------------------------------------
+  // parallel() and pipeline() take their array across the boundary: more than MAX_ARRAY entries
+  // fail with the boundary error; the messages are Claude Code 2.1.332's (errors-host-error-messages).
+  function fanoutArray(kind, items, fn) {
+    if (!ArrayIsArray(items)) {
+      throw hostError('TypeError', kind === 'parallel' ? 'parallel() expects an array of functions'
+        : 'pipeline() expects an array as the first argument', hereFrames(fn))
+    }
+    const n = items.length
+    if (n > MAX_ARRAY) throw arrayError(n, hereFrames(fn))
+    const out = []
+    for (let i = 0; i < n; i++) put(out, i, items[i])
+    return out
+  }
+  // A failed slot logs '<kind>[i] failed: <message>' at the join, in slot order (measured,
+  // errors-fanout-slot-log-lines, errors-slot-logs-at-join): a thrown string as it is, else a
+  // string 'message', else '<non-string error>'. Lines about a child's fan-out carry its name.
+  function slotText(err) {
+    if (typeof err === 'string') return err
+    if (err !== null && (typeof err === 'object' || typeof err === 'function')) {
+      try { const m = err.message; if (typeof m === 'string') return m } catch (x) {}
+    }
+    return '<non-string error>'
+  }
+  function settleSlots(kind, forkId, runners) {
+    const child = CHILD && CHILD.name
     return new PromiseCtor((resolveAll) => {
       const n = runners.length
-      const results = new Array(n)
+      const results = []
+      const failures = []
       let left = n
       let dropped = 0
       if (n === 0) { join(forkId); resolveAll([]); return }
       const finish = () => {
         join(forkId)
+        for (let i = 0; i < n; i++) {
+          if (failures[i] !== undefined) send({ t: 'log', message: kind + '[' + i + '] failed: ' + failures[i], child })
+        }
         if (dropped > 0) send({ t: 'log', message: kind + '(): ' + dropped + ' of ' + n + ' slots dropped: the token budget is spent', child })
         resolveAll(results)
       }
       for (let i = 0; i < n; i++) {
+        put(results, i, undefined)
         const fail = (err) => {
           results[i] = null
           if (wsh(budgetErrors, err)) dropped++
-          else send({ t: 'log', message: kind + '[' + i + '] failed: ' + describe(err), child })
+          else failures[i] = slotText(err)
         }
         let p
         // A slot's failure only ever reaches the log as text, so a host error here leaks nothing.
@@ -372,120 +684,146 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
       }
     })
   }
-
-  const makeParallel = (child) => function parallel(thunks) {
-    try {
-      checkFanout('parallel', thunks)
-      for (let i = 0; i < thunks.length; i++) {
-        if (typeof thunks[i] !== 'function') {
-          throw new TypeErrorCtor('parallel() entry ' + i + ' is not a function: wrap each call in a thunk, ' +
-            'e.g. parallel([() => agent(...)]), so the runtime can start it under its concurrency limit')
-        }
+  function parallel(thunks) {
+    let fns
+    try { fns = fanoutArray('parallel', thunks, parallel) } catch (e) { return reject(asHostError(e)) }
+    for (let i = 0; i < fns.length; i++) {
+      if (typeof fns[i] !== 'function') {
+        return reject(hostError('TypeError', 'parallel() expects an array of functions, not promises. Wrap each call: () => agent(...)', hereFrames(parallel)))
       }
-    } catch (err) { return PromiseCtor.reject(err) }
-    const forkId = fork('parallel', thunks.length)
-    return settleSlots('parallel', forkId, thunks.map((fn) => () => fn()), child)
+    }
+    const forkId = fork('parallel', fns.length)
+    const runners = []
+    for (let i = 0; i < fns.length; i++) { const fn = fns[i]; put(runners, i, () => fn()) }
+    return settleSlots('parallel', forkId, runners)
   }
-
-  const makePipeline = (child) => function pipeline(items, ...stages) {
-    try {
-      checkFanout('pipeline', items)
-      for (let s = 0; s < stages.length; s++) {
-        if (typeof stages[s] !== 'function') throw new TypeErrorCtor('pipeline() stage ' + (s + 1) + ' is not a function')
+  function pipeline(items, ...stages) {
+    let list
+    try { list = fanoutArray('pipeline', items, pipeline) } catch (e) { return reject(asHostError(e)) }
+    for (let s = 0; s < stages.length; s++) {
+      if (typeof stages[s] !== 'function') {
+        return reject(hostError('TypeError', 'pipeline() stages must be functions: pipeline(items, item => ..., result => ...)', hereFrames(pipeline)))
       }
-    } catch (err) { return PromiseCtor.reject(err) }
-    const copy = jsonClone(items) || []
+    }
     if (stages.length === 0) {
-      join(fork('pipeline', items.length))  // Claude forks and joins the untouched slot chains
-      return PromiseCtor.resolve(copy)
+      join(fork('pipeline', list.length))  // Claude forks and joins the untouched slot chains
+      return PromiseCtor.resolve(list)
     }
-    const forkId = fork('pipeline', items.length)
-    return settleSlots('pipeline', forkId, items.map((item, index) => async () => {
-      let prev = item
-      for (let s = 0; s < stages.length; s++) {
-        prev = await stages[s](prev, item, index)
-        if (prev === null) return null
-      }
-      return prev
-    }), child)
-  }
-  const parallel = makeParallel(null)
-  const pipeline = makePipeline(null)
-
-  const LIMITS = { maxFanoutItems: 4096, profile: '', maxValueDepth: 256 }
-  const top = makeApi(null)
-  const globals = {
-    agent: top.agent, parallel, pipeline, workflow: top.workflow, phase: top.phase, log: top.log,
-    budget, console: consoleObj, setTimeout: setTimeout_, clearTimeout: clearTimeout_,
-  }
-  for (const k of ObjectKeys(globals)) ObjectDefineProperty(G, k, { value: globals[k], writable: true, configurable: true, enumerable: false })
-
-  // Final value: a JSON-style clone (functions in objects dropped, a returned function or a cycle
-  // fails the run, own __proto__ keys dropped at every depth).
-  function finalClone(value) {
-    const stack = new SetCtor()
-    function walk(v, top, depth) {
-      if (v !== null && typeof v === 'object' && typeof v.toJSON === 'function') v = v.toJSON()
-      if (typeof v === 'function') {
-        if (top) throw new TypeErrorCtor('the workflow returned a function; a final value must be JSON-serializable')
-        return undefined
-      }
-      if (typeof v === 'bigint') throw new TypeErrorCtor('the workflow returned a BigInt, which JSON cannot serialize')
-      if (typeof v === 'symbol' || v === undefined) return undefined
-      if (typeof v === 'number') return Number.isFinite(v) ? v : null
-      if (v === null || typeof v !== 'object') return v
-      // depth counts the containers around v: at most maxValueDepth containers in all, as for args
-      if (depth >= LIMITS.maxValueDepth) {
-        throw new RangeErrorCtor('the final value is nested deeper than ' + LIMITS.maxValueDepth + ' levels; flatten it')
-      }
-      if (apply(setHas, stack, [v])) throw new TypeErrorCtor('the workflow returned a cyclic structure (circular reference); a final value must be JSON-serializable')
-      apply(setAdd, stack, [v])
-      let r
-      if (ArrayIsArray(v)) {
-        r = []
-        for (let i = 0; i < v.length; i++) { const x = walk(v[i], false, depth + 1); r.push(x === undefined ? null : x) }
-      } else {
-        r = ObjectCreate(null)
-        for (const k of ObjectKeys(v)) {
-          if (k === '__proto__') continue
-          const x = walk(v[k], false, depth + 1)
-          if (x !== undefined) r[k] = x
+    const forkId = fork('pipeline', list.length)
+    const runners = []
+    for (let index = 0; index < list.length; index++) {
+      const item = list[index]
+      put(runners, index, async () => {
+        let prev = item
+        for (let s = 0; s < stages.length; s++) {
+          prev = await stages[s](prev, item, index)
+          if (prev === null) return null
         }
-      }
-      apply(setDelete, stack, [v])
-      return r
+        return prev
+      })
     }
-    const r = walk(value, true, 0)
-    return r === undefined ? 'null' : JSONstringify(r)
+    return settleSlots('pipeline', forkId, runners)
   }
+
+  // The injected globals (measured, realm-globals-shape): writable, enumerable, configurable data
+  // properties; the functions are anonymous with length 0.
+  const globals = {
+    agent, parallel, pipeline, workflow, phase, log,
+    budget, console: makeConsole(CHILD && CHILD.name), setTimeout: setTimeout_, clearTimeout: clearTimeout_,
+  }
+  const gkeys = ObjectKeys(globals)
+  for (let i = 0; i < gkeys.length; i++) {
+    const v = globals[gkeys[i]]
+    if (typeof v === 'function') {
+      ObjectDefineProperty(v, 'name', { value: '', configurable: true })
+      ObjectDefineProperty(v, 'length', { value: 0, configurable: true })
+    }
+    ObjectDefineProperty(G, gkeys[i], { value: v, writable: true, configurable: true, enumerable: true })
+  }
+  const setArgs = (v) => ObjectDefineProperty(G, 'args', { value: v, writable: true, configurable: true, enumerable: true })
+  // this at the top level of a workflow is its global object (Claude Code 2.1.332, measured): the
+  // body's function runs with the global object as this and returns the async arrow, which keeps it
+  const start = (main) => apply(promiseThen, PromiseCtor.resolve(undefined), [() => apply(apply(main, G, []), undefined, [])])
 
   return {
     deliver(id, text) {
       const resolve = apply(mapGet, pending, [id])
-      if (resolve === undefined) return
-      apply(mapDelete, pending, [id])
-      if (text !== null) apply(mapSet, inbox, [id, text])
-      resolve(undefined)
+      if (resolve !== undefined) {
+        apply(mapDelete, pending, [id])
+        if (text !== null) apply(mapSet, inbox, [id, text])
+        resolve(undefined)
+        return
+      }
+      // A workflow() call the host could not resolve (not found, refused, unreadable).
+      const entry = apply(mapGet, childCalls, [id])
+      if (entry === undefined) return
+      apply(mapDelete, childCalls, [id])
+      const r = JSONparse(text)
+      const info = r.error !== null && typeof r.error === 'object' ? r.error : {}
+      ws(refusals, info)
+      entry.reject(info)
     },
-    setBudget(t, s) { total = t; spent = s },
+    returned() { returned = true },
+    // A job in this realm's queue that lets the host flush other realms inside this realm's flush
+    // (so under its time limit); the promise it returns is the host's to recognise.
+    queueDrain() { return apply(promiseThen, PromiseCtor.resolve(undefined), [() => { drain() }]) },
     // Claude Code 2.1.209 (measured): import() rejects with an Error reading exactly this.
     importError() { return new ErrorCtor('import() is not available in workflow scripts.') },
-    idle() { return apply(mapSize, pending, []) === 0 },
-    setLimits(maxFanoutItems, profile, maxValueDepth) {
-      LIMITS.maxFanoutItems = maxFanoutItems; LIMITS.profile = profile; LIMITS.maxValueDepth = maxValueDepth
+    setArgs(text) { setArgs(text === null ? undefined : JSONparse(text)) },
+    // -- a child's call, seen from the parent realm --
+    childArgs(id) {
+      const entry = apply(mapGet, childCalls, [id])
+      return entry === undefined ? null : { has: entry.has, args: entry.args }
     },
-    setArgs(text) {
-      ObjectDefineProperty(G, 'args', { value: text === null ? undefined : JSONparse(text), writable: true, configurable: true })
+    childFailed(id, name, message, stack) {
+      const entry = apply(mapGet, childCalls, [id])
+      if (entry === undefined) return null
+      apply(mapDelete, childCalls, [id])
+      // profile claude-code/2.1.209 (measured): the message is the child's whole stack text
+      const err = hostError('' + name, CHILD_MESSAGE_IS_STACK && stack !== undefined ? '' + stack : '' + message)
+      if (stack !== undefined) err.stack = '' + stack
+      entry.reject(err)
+      return err
     },
-    registerChild(token, factory) { apply(mapSet, factories, [token, factory]) },
-    start(main) {
-      // this at the top level of a workflow is its global object (Claude Code 2.1.332, measured)
-      return apply(promiseThen, PromiseCtor.resolve(undefined), [() => apply(main, G, [])])
+    childDone(id, value) {
+      const entry = apply(mapGet, childCalls, [id])
+      if (entry === undefined) return
+      apply(mapDelete, childCalls, [id])
+      entry.resolve(value)
     },
-    finish(p) {
-      return apply(promiseThen, p, [
-        (v) => { try { send({ t: 'done', ok: true, value: finalClone(v) }) } catch (e) { send({ t: 'done', ok: false, error: { name: 'Error', message: describe(e) } }) } },
-        (e) => { send({ t: 'done', ok: false, error: { name: (e && typeof e.name === 'string') ? e.name : 'Error', message: describe(e), stack: (e && typeof e.stack === 'string') ? e.stack : '' } }) },
+    // -- this realm as a child --
+    // The child's args, copied from its parent's values; false when the copy failed (the child then
+    // failed, and its parent heard so).
+    adoptArgs(has, value) {
+      let args
+      try { args = has ? boundaryCopy(value, CHILD_DEPTH) : undefined } catch (e) {
+        const w = wrapThrown(asHostError(e))
+        end(false, undefined, w.name, w.message, w.stack)
+        return false
+      }
+      setArgs(args)
+      return true
+    },
+    runChild(main) {
+      apply(promiseThen, start(main), [
+        (v) => {
+          let copy
+          try { copy = boundaryCopy(v, CHILD_DEPTH) } catch (e) { const w = wrapThrown(e); end(false, undefined, w.name, w.message, w.stack); return }
+          end(true, copy)
+        },
+        (e) => { const w = wrapThrown(e); end(false, undefined, w.name, w.message, w.stack, e) },
+      ])
+    },
+    // -- this realm as the top-level workflow --
+    runMain(main) {
+      apply(promiseThen, start(main), [
+        (v) => {
+          returned = true
+          let text
+          try { text = finalJson(v) } catch (e) { const w = wrapThrown(e); end(false, undefined, w.name, w.message, w.stack, e); return }
+          end(true, text)
+        },
+        (e) => { returned = true; const w = wrapThrown(e); end(false, undefined, w.name, w.message, w.stack, e) },
       ])
     },
   }
@@ -496,12 +834,15 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin) {
 // A workflow body is compiled with vm.compileFunction, which parses it as the body of one strict
 // function: no text in the body can close that function early and run code outside it (string
 // concatenation into a `(async () => {…})` wrapper could be escaped, e.g. by text tree-sitter reads as
-// a regular expression and V8 as a division). Inside it an async arrow carries top-level await; it is
-// called with the realm's global object as `this`, so top-level `this` is the global object, as in
-// Claude Code 2.1.332. Line 1 of the body is line 1 of the compiled text (lineOffset -1).
+// a regular expression and V8 as a division). Inside it an async arrow carries top-level await; the
+// function is called with the realm's global object as `this` and returns the arrow, which the prelude
+// then calls, so top-level `this` is the global object, as in Claude Code 2.1.332, and no frame of
+// workflow.js is the wrapper's own call. A run's body starts on line 2 of workflow.js (BODY_HEAD is line 1): stack
+// positions count as Claude counts them (the host sends the body as Claude runs it, see
+// realm/_body.py, with where it starts in the file); a syntax check counts in the file (lineOffset -1).
 const BODY_HEAD = "'use strict'; return (async () => {\n"
-const BODY_TAIL = '\n})()'
-const CHILD_PARAMS = ['agent', 'parallel', 'pipeline', 'workflow', 'phase', 'log', 'args', 'budget', 'console']
+const BODY_TAIL = '\n})'
+const FILENAME = 'workflow.js'
 
 // Dynamic import() (profile claude-code/2.1.209 launches files that use it; 2.1.332 refuses them at
 // load, but a static scan can be fooled) rejects with an Error made *inside* the realm. Without
@@ -510,16 +851,17 @@ const CHILD_PARAMS = ['agent', 'parallel', 'pipeline', 'workflow', 'phase', 'log
 // with --experimental-vm-modules (worker.py passes it); the rejection settles on a later host turn,
 // so the realm's microtasks are flushed once more then and the deadlock check waits for it.
 let importsInFlight = 0
-function refuseImport() {
+const importRealm = new WeakMap() // compiled script -> the realm it runs in
+function refuseImport(specifier, referrer) {
   importsInFlight++
-  setImmediate(() => { importsInFlight--; if (!finished) guarded(() => {}) })
-  throw api.importError()
+  const realm = importRealm.get(referrer) || main
+  setImmediate(() => { importsInFlight--; if (!finished) guarded(() => realm) })
+  throw realm.api.importError()
 }
 
-// `params` null: the top-level workflow; else a child's factory taking the child's API.
-function compile(body, filename, context, params) {
-  return vm.compileFunction(BODY_HEAD + body + BODY_TAIL, params || [], {
-    filename, lineOffset: -1, parsingContext: context, importModuleDynamically: refuseImport,
+function compile(body, context, lineOffset) {
+  return vm.compileFunction(BODY_HEAD + body + BODY_TAIL, [], {
+    filename: FILENAME, lineOffset, parsingContext: context, importModuleDynamically: refuseImport,
   })
 }
 
@@ -607,14 +949,89 @@ function syntaxProblem(err) {
   return { message, line, column }
 }
 
-let ctx = null
-let api = null
+let main = null            // the top-level workflow's realm
+const children = []        // every child realm of the run (each ends before the run does)
 let syncTimeoutMs = 30000
 let profileName = ''
 let cacheKeyOptions = []
-const timers = new Map()
+let realmConfig = null
+let spent = 0              // the run's spending, kept here for every realm (budget.spent())
+let outstanding = 0        // requests, timers and child starts that will settle something later
+let workflowCalls = 0      // workflow() calls the host has not answered yet
+let heldDone = null        // the final message, held while workflow() calls still resolve
+let gseq = 0
+const routes = new Map()   // id the host sees -> { realm, id, kind, cell }
+const errWhere = new WeakMap() // a child's wrapped error -> where it was thrown in the child's file
 const flushScript = new vm.Script('undefined', { filename: 'workflow-mcp:flush' })
+const promisePrototype = new vm.Script('Promise.prototype', { filename: 'workflow-mcp:realm' })
 let finished = false
+
+// Each realm has its own microtask queue (microtaskMode 'afterEvaluate'), and a job runs in the
+// queue of its handler's realm. Which queues can hold work after host-side code ran: the top-level
+// realm's (every child's end resolves a promise there) and those of the realms that code touched (an
+// answer, a timer, a child's start). A running child's objects reach no other realm, so nothing else
+// queues work for it; an ended child's can (its result is the parent's now), so a promise of an
+// ended child's realm that is made, settled or run marks that realm (promise hooks, installed with
+// the first child: a run without nested workflows pays nothing). Before a deadlock is declared every
+// child realm is flushed once more (a thenable of an ended child, say, queues work no hook sees).
+//
+// A flush with a time limit costs a watchdog (about 0.1 ms), so there is one per flush: the other
+// realms' queues are run from a job in the top-level realm's queue (onDrain), inside its flush and
+// under its limit; the job queues itself again while the realms it runs keep doing work, and a new
+// round starts only if work ran after its last turn.
+let activity = 0
+let hooked = false
+const protoRealm = new WeakMap()   // a child realm's Promise.prototype -> that realm
+const ownPromises = new WeakSet()  // the drain jobs' promises: their work is not the workflow's
+let quiet = false
+let marked = []                    // ended child realms a hook saw promise work in
+let drainTargets = []
+let drainEnd = -1                  // activity when the last drain job ended
+function hook() {
+  if (hooked) return
+  hooked = true
+  const seen = (promise) => {
+    if (quiet || ownPromises.has(promise)) return
+    activity++
+    const r = protoRealm.get(Object.getPrototypeOf(promise))
+    if (r !== undefined && r.ended && !r.marked) { r.marked = true; marked.push(r) }
+  }
+  v8.promiseHooks.onInit(seen)
+  v8.promiseHooks.onBefore(seen)
+  v8.promiseHooks.onSettled(seen)
+}
+function timeoutError() {
+  const err = new Error('Script execution timed out.')
+  err.code = 'ERR_SCRIPT_EXECUTION_TIMEOUT'
+  return err
+}
+function armDrain() {
+  quiet = true
+  try { ownPromises.add(main.api.queueDrain()) } finally { quiet = false }
+}
+function onDrain() {
+  const before = activity
+  const realms = []
+  for (const t of drainTargets.concat(marked)) if (t && t !== main && !realms.includes(t)) realms.push(t)
+  for (const r of marked) r.marked = false
+  marked = []
+  for (const r of realms) flushScript.runInContext(r.ctx) // under the enclosing flush's limit
+  if (activity !== before || marked.length > 0) armDrain()
+  drainEnd = activity
+}
+function flushAll(targets, everyRealm) {
+  if (!hooked) { flushScript.runInContext(main.ctx, { timeout: syncTimeoutMs }); return false }
+  const deadline = Date.now() + syncTimeoutMs
+  const start = activity
+  drainTargets = everyRealm ? targets.concat(children) : targets
+  for (;;) {
+    const left = deadline - Date.now()
+    if (left <= 0) throw timeoutError()
+    armDrain()
+    flushScript.runInContext(main.ctx, { timeout: left })
+    if (activity === drainEnd && marked.length === 0) return activity !== start
+  }
+}
 
 function fail(name, message) {
   if (finished) return
@@ -623,11 +1040,17 @@ function fail(name, message) {
   setImmediate(exitSoon)
 }
 
+// Runs host-side work that may call into realms (fn returns the realms it touched), then the
+// microtasks it queued.
 function guarded(fn) {
   try {
-    fn()
-    flushScript.runInContext(ctx, { timeout: syncTimeoutMs })
-    if (!finished && api.idle() && importsInFlight === 0) {
+    const touched = fn()
+    const targets = Array.isArray(touched) ? touched : [touched]
+    flushAll(targets, false)
+    if (heldDone !== null && workflowCalls === 0) release()
+    const stuck = () => !finished && heldDone === null && outstanding === 0 && importsInFlight === 0
+    if (stuck() && flushAll(targets, true) && heldDone !== null && workflowCalls === 0) release()
+    if (stuck()) {
       // Nothing is in flight (no agent call, nested workflow or timer) and the microtasks are done:
       // nothing can ever settle the promise the workflow is waiting on.
       fail('DeadlockError', 'the workflow is waiting on a promise that nothing will ever settle ' +
@@ -644,7 +1067,93 @@ function guarded(fn) {
   }
 }
 
-function onPost(text) {
+// A realm: its own context, globals and microtask queue. `where` maps the positions V8 reports
+// (line 2 is the body's first line) back to the file: { path, line, column } of that first line.
+function makeRealm(child, where) {
+  const ctx = newContext()
+  const realm = { ctx, api: null, child, where, timers: new Map(), pending: 0, ended: false, marked: false, parent: null, parentId: 0 }
+  const cfg = Object.assign({}, realmConfig, {
+    childName: child ? child.name : null, childPhase: child ? child.phase : null,
+    returned: main !== null && main.returned === true,
+  })
+  realm.api = preludeScript.runInContext(ctx)(
+    (text) => onPost(realm, text), onFork, onRunSlot, onJoin, () => spent,
+    child ? (ok, value, name, message, stack) => onChildEnd(realm, ok, value, name, message, stack)
+      : (ok, value, name, message, stack, thrown) => onMainEnd(ok, value, name, message, stack, thrown),
+    onDrain, cfg)
+  if (child) {
+    children.push(realm)
+    protoRealm.set(promisePrototype.runInContext(ctx), realm)
+  }
+  return realm
+}
+let preludeScript = null
+
+function settle(realm, n) {
+  outstanding -= n
+  realm.pending -= n
+}
+
+// Where a stack names the workflow's file: the first frame in workflow.js, as a file position.
+function locate(realm, stack) {
+  if (typeof stack !== 'string') return null
+  const lines = stack.split('\n')
+  for (let i = 1; i < lines.length; i++) {
+    const m = /workflow\.js:(\d+):(\d+)/.exec(lines[i])
+    if (!m || !lines[i].startsWith('    at ')) continue
+    const L = Number(m[1]), C = Number(m[2])
+    const w = realm.where
+    const line = L <= 2 ? w.line : w.line + L - 2
+    const column = L <= 2 ? w.column + C - 1 : C
+    return { path: w.path, line, column, reported: FILENAME + ':' + L + ':' + C }
+  }
+  return null
+}
+
+function onMainEnd(ok, value, name, message, stack, thrown) {
+  main.returned = true
+  main.ended = true
+  for (const r of children) if (!r.ended) r.api.returned()
+  let msg
+  if (ok) {
+    msg = { t: 'done', ok: true, value: wellFormed(value) } // JSON text: out() cannot see its escapes
+  } else {
+    let where = thrown !== null && typeof thrown === 'object' ? errWhere.get(thrown) : undefined
+    if (where === undefined) where = locate(main, stack)
+    const error = { name, message: clip(message, ERROR_TEXT.max, ERROR_TEXT.keep), stack: stack.length > 8000 ? stack.slice(-8000) : stack }
+    if (where) error.location = where
+    msg = { t: 'done', ok: false, error }
+  }
+  if (workflowCalls > 0) {
+    // Calls the workflow left pending are never dispatched; the children it started still start
+    // (their synchronous part runs and logs, measured realm-unawaited-child-workflow), then it ends.
+    heldDone = msg
+    out({ t: 'returned' })
+    return
+  }
+  heldDone = msg
+}
+function release() {
+  const msg = heldDone
+  heldDone = null
+  if (finished) return
+  finished = true
+  if (logSent.dropped > 0) { out({ t: 'dropped', lines: logSent.dropped }); logSent.dropped = 0 }
+  out(msg)
+  setImmediate(exitSoon)
+}
+
+function onChildEnd(realm, ok, value, name, message, stack) {
+  realm.ended = true
+  const parent = realm.parent
+  if (!finished) out({ t: 'child', name: realm.child.name, ok, message: ok ? undefined : clip(stack, ERROR_TEXT.max, ERROR_TEXT.keep) })
+  if (ok) { parent.api.childDone(realm.parentId, value); return }
+  const err = parent.api.childFailed(realm.parentId, name, message, stack)
+  const where = locate(realm, stack)
+  if (err !== null && where) errWhere.set(err, where)
+}
+
+function onPost(realm, text) {
   const msg = JSON.parse(text)
   if (msg.t === 'log') {
     msg.message = clip(msg.message, logLine.max, logLine.keep)
@@ -654,52 +1163,94 @@ function onPost(text) {
     if (logSent.lines > logLimit.lines || logSent.chars > logLimit.chars) { logSent.dropped++; return }
     logSent.lines++
     logSent.chars += typeof msg.message === 'string' ? msg.message.length : 0
-  } else if (msg.t === 'child' && typeof msg.message === 'string') {
-    msg.message = clip(msg.message, ERROR_TEXT.max, ERROR_TEXT.keep)
-  } else if (msg.t === 'call' && msg.fn === 'workflow' && typeof msg.args === 'string') {
-    msg.args = wellFormed(msg.args) // JSON text inside the message: out() cannot see its escapes
-  } else if (msg.t === 'call' && msg.fn === 'agent') {
-    if (depthOf(msg.opts, 0) > MAX_DEPTH) {
-      throw new RangeError('agent() options are nested deeper than ' + MAX_DEPTH + ' levels')
+  } else if (msg.t === 'call') {
+    const route = { realm, id: msg.id, kind: msg.fn, cell: cell() }
+    if (msg.fn === 'agent') {
+      if (depthOf(msg.opts, 0) > MAX_DEPTH) {
+        throw new RangeError('agent() options are nested deeper than ' + MAX_DEPTH + ' levels')
+      }
+      const c = route.cell
+      const picked = {}
+      let keyable = true
+      for (const k of cacheKeyOptions) {
+        if (!msg.opts || !Object.prototype.hasOwnProperty.call(msg.opts, k) || msg.opts[k] === undefined) continue
+        if (Object.prototype.hasOwnProperty.call(TOOL_LISTS, k)) {
+          const list = toolList(k, msg.opts[k])
+          if (list === null) keyable = false
+          else if (list.length > 0) picked[k] = list
+        } else picked[k] = msg.opts[k]
+      }
+      const canon = JSON.stringify(sortKeys(picked))
+      const key = keyable ? 'v2:' + H(c.chain, msg.prompt, canon) : ''
+      if (keyable) c.chain = key
+      msg.key = key
+      msg.canon = canon
     }
-    const c = cell()
-    const picked = {}
-    let keyable = true
-    for (const k of cacheKeyOptions) {
-      if (!msg.opts || !Object.prototype.hasOwnProperty.call(msg.opts, k) || msg.opts[k] === undefined) continue
-      if (Object.prototype.hasOwnProperty.call(TOOL_LISTS, k)) {
-        const list = toolList(k, msg.opts[k])
-        if (list === null) keyable = false
-        else if (list.length > 0) picked[k] = list
-      } else picked[k] = msg.opts[k]
-    }
-    const canon = JSON.stringify(sortKeys(picked))
-    const key = keyable ? 'v2:' + H(c.chain, msg.prompt, canon) : ''
-    if (keyable) c.chain = key
-    msg.key = key
-    msg.canon = canon
+    msg.id = ++gseq
+    out(msg) // throws (nothing recorded) when the message is too large
+    routes.set(msg.id, route)
+    outstanding++
+    realm.pending++
+    if (route.kind === 'workflow') workflowCalls++
+    return
   } else if (msg.t === 'timer') {
-    const handle = setTimeout(() => { timers.delete(msg.id); guarded(() => api.deliver(msg.id, null)) }, msg.ms)
-    timers.set(msg.id, handle)
+    const entry = addTimer(realm, msg.id, msg.ms)
+    realm.timers.set(msg.id, entry)
+    outstanding++
+    realm.pending++
     return
   } else if (msg.t === 'clear') {
-    const h = timers.get(msg.id)
-    if (h !== undefined) { clearTimeout(h); timers.delete(msg.id) }
-    return
-  } else if (msg.t === 'done') {
-    if (finished) return
-    if (logSent.dropped > 0) { out({ t: 'dropped', lines: logSent.dropped }); logSent.dropped = 0 }
-    if (msg.error) {
-      msg.error.message = clip(msg.error.message, ERROR_TEXT.max, ERROR_TEXT.keep)
-      if (typeof msg.error.stack === 'string' && msg.error.stack.length > 8000) msg.error.stack = msg.error.stack.slice(-8000)
-    }
-    if (typeof msg.value === 'string') msg.value = wellFormed(msg.value) // JSON text, as workflow() args
-    finished = true
-    out(msg)
-    setImmediate(exitSoon)
+    const entry = realm.timers.get(msg.id)
+    if (entry !== undefined) { entry.cleared = true; realm.timers.delete(msg.id); settle(realm, 1) }
     return
   }
   out(msg)
+}
+
+// Timers of every realm, in one queue ordered by due time, then by creation. Due times count from
+// the start of the host turn that made them, so timers made together fire in the order of their
+// delays however long the turn took (one Node timer per delay would count each from the moment it
+// was made, and under load a 2 ms timer made first could fire before a 1 ms one made after it). A
+// delay is at least 1 ms, as Node's setTimeout has it. One Node timer waits for the earliest entry.
+const timerQueue = []
+let timerSeq = 0
+let timerTurn = null       // performance.now() at the start of this host turn, once a timer asks
+let timerHandle = null
+let timerAt = Infinity
+function addTimer(realm, id, ms) {
+  if (timerTurn === null) {
+    timerTurn = performance.now()
+    process.nextTick(() => { timerTurn = null })
+  }
+  const delay = ms >= 1 && ms <= 2147483647 ? ms : 1
+  const entry = { realm, id, due: timerTurn + delay, seq: ++timerSeq, cleared: false }
+  let i = timerQueue.length
+  while (i > 0 && timerQueue[i - 1].due > entry.due) i--
+  timerQueue.splice(i, 0, entry)
+  armTimer()
+  return entry
+}
+function armTimer() {
+  while (timerQueue.length > 0 && timerQueue[0].cleared) timerQueue.shift()
+  if (timerQueue.length === 0 || timerQueue[0].due >= timerAt) return
+  if (timerHandle !== null) clearTimeout(timerHandle)
+  timerAt = timerQueue[0].due
+  timerHandle = setTimeout(fireTimers, Math.max(1, Math.ceil(timerAt - performance.now())))
+}
+function fireTimers() {
+  timerHandle = null
+  timerAt = Infinity
+  // Only the entries due now and made before this round: a timer a callback makes waits its turn.
+  const now = performance.now(), last = timerSeq
+  const due = []
+  while (timerQueue.length > 0 && timerQueue[0].due <= now && timerQueue[0].seq <= last) due.push(timerQueue.shift())
+  for (const entry of due) {
+    const realm = entry.realm
+    if (entry.cleared || !realm.timers.delete(entry.id)) continue
+    settle(realm, 1)
+    guarded(() => { realm.api.deliver(entry.id, null); return realm })
+  }
+  armTimer()
 }
 
 // Profile claude-code/2.1.209 keeps one chain for the whole run, advanced in agent() call order:
@@ -741,44 +1292,77 @@ function start(msg) {
   profileName = msg.profile || ''
   cacheKeyOptions = msg.cacheKeyOptions || []
   flatChain = msg.flatCacheChain === true
+  spent = msg.spent || 0
   if (msg.logLine) logLine = { max: msg.logLine.max, keep: msg.logLine.keep }
   if (msg.logLimit) logLimit = { lines: msg.logLimit.lines, chars: msg.logLimit.chars }
-  ctx = newContext()
-  let main
+  MAX_DEPTH = msg.maxValueDepth || 256
+  const b = msg.boundary || {}
+  realmConfig = {
+    profile: profileName, maxArray: msg.maxFanoutItems || 4096, childDepth: b.childDepth || 100000,
+    finalDepth: b.finalDepth || 28000, hostDepth: MAX_DEPTH, childErrorMessageIsStack: b.childErrorMessageIsStack === true,
+    budgetTotal: msg.budgetTotal === undefined ? null : msg.budgetTotal,
+  }
+  const where = { path: msg.filename || null, line: msg.bodyLine || 2, column: msg.bodyColumn || 1 }
   try {
-    main = compile(msg.body, msg.filename || 'workflow.js', ctx, null)
+    compile(msg.body, scratchContext(), 0) // its errors are read where no workflow code runs
   } catch (err) {
     const p = syntaxProblem(err)
-    fail('SyntaxError', p.message + (p.line ? ' (line ' + p.line + (p.column ? ', column ' + p.column : '') + ')' : ''))
+    const line = p.line === null ? null : (p.line <= 2 ? where.line : where.line + p.line - 2)
+    const column = p.column === null || p.line === null ? p.column : (p.line <= 2 ? where.column + p.column - 1 : p.column)
+    fail('SyntaxError', p.message + (line ? ' (line ' + line + (column ? ', column ' + column : '') + ')' : ''))
     return
   }
-  api = new vm.Script(PRELUDE, { filename: 'workflow-mcp:prelude' }).runInContext(ctx)(onPost, onFork, onRunSlot, onJoin)
-  MAX_DEPTH = msg.maxValueDepth || 256
-  api.setLimits(msg.maxFanoutItems || 4096, profileName, MAX_DEPTH)
-  api.setBudget(msg.budgetTotal === undefined ? null : msg.budgetTotal, msg.spent || 0)
-  api.setArgs(msg.args === undefined ? null : msg.args)
-  guarded(() => api.finish(api.start(main)))
+  preludeScript = new vm.Script(PRELUDE, { filename: 'workflow-mcp:prelude' })
+  main = makeRealm(null, where)
+  const fn = compile(msg.body, main.ctx, 0)
+  importRealm.set(fn, main)
+  main.api.setArgs(msg.args === undefined ? null : msg.args)
+  guarded(() => { main.api.runMain(fn); return main })
 }
 
-// Answers to realm requests; no workflow code runs here (it runs in the flush that follows).
-function answer(msg) {
-  if (msg.t === 'result') return api.deliver(msg.id, JSON.stringify(msg.r))
-  if (msg.t === 'child') {
-    // A nested workflow's body, resolved and validated by the host.
-    let factory
-    try {
-      compile(msg.body, msg.filename || msg.name, scratchContext(), CHILD_PARAMS)  // errors read safely
-      factory = compile(msg.body, msg.filename || msg.name, ctx, CHILD_PARAMS)
-    } catch (err) {
-      const p = syntaxProblem(err)
-      return api.deliver(msg.id, JSON.stringify({ ok: false, error: { name: 'SyntaxError', message: 'workflow ' + JSON.stringify(msg.name) + ': ' + p.message } }))
-    }
-    const token = 'c' + msg.id
-    api.registerChild(token, factory)
-    return api.deliver(msg.id, JSON.stringify({ ok: true, value: { token, name: msg.name, phase: msg.phase, args: msg.args }, spent: msg.spent }))
+// A resolved nested workflow: its own realm, its args copied in from the parent's copy, its agent
+// calls on the cache-key chain the workflow() call was made on.
+function startChild(route, msg) {
+  const parent = route.realm
+  try {
+    compile(msg.body, scratchContext(), 0) // its errors are read where no workflow code runs
+  } catch (err) {
+    parent.api.childFailed(route.id, 'SyntaxError', 'workflow ' + JSON.stringify(msg.name) + ': ' + syntaxProblem(err).message)
+    return null
   }
-  if (msg.t === 'budget') return api.setBudget(msg.total === undefined ? null : msg.total, msg.spent)
-  return fail('ProtocolError', 'unknown answer ' + JSON.stringify(msg.t))
+  const info = parent.api.childArgs(route.id)
+  if (info === null) return null
+  hook()
+  const realm = makeRealm({ name: msg.name, phase: msg.phase },
+    { path: msg.filename || null, line: msg.bodyLine || 2, column: msg.bodyColumn || 1 })
+  realm.parent = parent
+  realm.parentId = route.id
+  const fn = compile(msg.body, realm.ctx, 0)
+  importRealm.set(fn, realm)
+  if (realm.api.adoptArgs(info.has === true, info.args)) {
+    // The body runs in the flush that follows, on the chain the workflow() call was made on.
+    chainStore.run(route.cell, () => realm.api.runChild(fn))
+  }
+  return realm
+}
+
+// Answers to realm requests; workflow code runs only in the flush that follows (and a child's
+// synchronous start).
+function answer(msg) {
+  if (msg.t === 'budget') { if (typeof msg.spent === 'number') spent = msg.spent; return null }
+  if (msg.t !== 'result' && msg.t !== 'child') { fail('ProtocolError', 'unknown answer ' + JSON.stringify(msg.t)); return null }
+  const route = routes.get(msg.id)
+  if (route === undefined) return null
+  routes.delete(msg.id)
+  settle(route.realm, 1)
+  if (route.kind === 'workflow') workflowCalls--
+  if (msg.t === 'result') {
+    if (msg.r && typeof msg.r.spent === 'number') spent = msg.r.spent
+    route.realm.api.deliver(route.id, JSON.stringify(msg.r))
+    return route.realm
+  }
+  if (typeof msg.spent === 'number') spent = msg.spent
+  return [route.realm, startChild(route, msg)]
 }
 
 function onHost(msg) {
@@ -788,10 +1372,10 @@ function onHost(msg) {
     case 'child':
       return guarded(() => answer(msg))
     case 'batch':
-      return guarded(() => { for (const item of msg.items) answer(item) })
+      return guarded(() => msg.items.map(answer).flat())
     case 'check': {
       const results = msg.sources.map((src) => {
-        try { compile(src, 'workflow.js', scratchContext(), null) } catch (err) { return syntaxProblem(err) }
+        try { compile(src, scratchContext(), -1) } catch (err) { return syntaxProblem(err) }
         return escapeProblem(src)
       })
       return out({ t: 'checked', id: msg.id, results })
@@ -799,7 +1383,7 @@ function onHost(msg) {
     case 'collate':
       return out({ t: 'collated', id: msg.id, names: msg.names.slice().sort((a, b) => a.localeCompare(b)) })
     case 'budget':
-      return api && answer(msg)
+      return main && answer(msg)
     case 'stop':
       return process.exit(0)
     default:

@@ -1315,6 +1315,10 @@ class WorkflowMcpServer(MCPServer[Any]):
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
         events = await self.service.wait_events(runId, after, limit, min(waitMs, self.policy.max_wait_ms))
+        # The status is read before `hasMore` is: a run's events are stored before its status is
+        # terminal, so a terminal page with no more events stored really is the last one (read after,
+        # the run could end in between, and the page say terminal with its last events unread).
+        status = self.service.run_status(runId)
 
         def render() -> tuple[list[dict[str, Any]], int, bool]:
             page: list[dict[str, Any]] = []
@@ -1328,9 +1332,6 @@ class WorkflowMcpServer(MCPServer[Any]):
             cursor = int(page[-1]["sequence"]) if page else after
             return page, cursor, bool(self.service.events(runId, cursor, 1))
 
-        # The status is read before hasMore: a run that had ended by then has stored all its events, so
-        # "terminal and nothing more" always means the client has reached the end of the log.
-        status = self.service.run_status(runId)
         page, cursor, has_more = await anyio.to_thread.run_sync(render)
         out = EventsPage(
             run_id=runId,

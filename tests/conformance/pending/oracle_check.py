@@ -2,7 +2,8 @@
 
 usage: python3 tests/conformance/pending/oracle_check.py [CASE_DIR ...] [--version V] [--print] [--keep]
 
-With no CASE_DIR every ``pending/runtime/*/`` case runs. Each case is laid out the way
+With no CASE_DIR every ``pending/runtime/*/`` case runs (none are left: every case has moved to
+``cases/runtime/``, which any CASE_DIR may name). Each case is laid out the way
 ``tests/conformance/test_runtime_cases.py`` lays it out: ``files`` relative to the run's directory,
 ``HOME`` at ``<dir>/home`` (so ``home/.claude/agents/x.md`` is a personal agent), plus the two pending
 layout fields described in ``pending/README.md``: ``cwd`` (the directory the run starts in, relative
@@ -213,7 +214,8 @@ def main() -> int:
     parser.add_argument("--print", action="store_true", help="print the oracle output as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
-    dirs = args.cases or sorted(d for d in PENDING.iterdir() if (d / "case.json").is_file())
+    waiting = sorted(d for d in PENDING.iterdir() if (d / "case.json").is_file()) if PENDING.is_dir() else []
+    dirs = args.cases or waiting
     failed = 0
     for case_dir in dirs:
         res = run(case_dir, args.version, args.timeout, args.keep)

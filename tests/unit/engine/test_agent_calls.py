@@ -167,10 +167,10 @@ def test_a_non_object_schema_rejects_with_a_type_error_before_the_provider_is_ca
     provider = FakeProvider()
     body = (
         f"try {{ await agent('x', {{ schema: {schema} }}); return 'resolved' }}\n"
-        "catch (e) { return e.name }"
+        "catch (e) { return [Object.getPrototypeOf(e) === null, e.name] }"
     )
     outcome = run_source(body, provider=provider)
-    assert outcome.result == "TypeError"
+    assert outcome.result == [True, "TypeError"]  # a host error: a null-prototype object
     assert provider.calls == []
     assert count(outcome.events, "agent.started") == 0
 
@@ -184,11 +184,11 @@ def test_an_object_schema_that_fails_the_meta_schema_rejects_with_an_error_befor
     provider = FakeProvider()
     body = (
         f"try {{ await agent('x', {{ schema: {schema} }}); return 'resolved' }}\n"
-        "catch (e) { return [e.name, e.message] }"
+        "catch (e) { return [e.name, Object.getPrototypeOf(e) === null, e.message] }"
     )
     outcome = run_source(body, provider=provider)
-    name, message = outcome.result
-    assert name == "TelemetrySafeError"
+    name, is_host_error, message = outcome.result
+    assert (name, is_host_error) == ("TelemetrySafeError", True)
     assert message.startswith(
         ("agent({schema}) received an invalid JSON Schema: ", "agent({schema}) received an unusable")
     )

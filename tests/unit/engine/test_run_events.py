@@ -148,7 +148,14 @@ def test_a_failed_run_ends_with_run_failed_carrying_the_error_name_and_message()
     assert outcome.types()[-1] == "run.failed"
     assert outcome.failure["name"] == "TypeError"
     assert outcome.failure["message"] == "bad input"
-    assert outcome.error == "TypeError: bad input"
+    # the message names where it was thrown (the inline source's line 2, column 7)
+    assert outcome.error == "TypeError: bad input (at workflow.js:2:7)"
+    assert outcome.failure["location"] == {
+        "path": None,
+        "line": 2,
+        "column": 7,
+        "reported": "workflow.js:2:7",
+    }
     with pytest.raises(RunFailedError):
         arun(outcome.handle.result())
 

@@ -102,9 +102,9 @@ ESCAPES = [
     pytest.param("Object.getPrototypeOf(console) === null", "ok:true", id="console-prototype-null"),
     pytest.param("budget.constructor('return process')()", "threw:TypeError", id="budget.constructor"),
     pytest.param(
-        "Object.getOwnPropertyDescriptor(budget, 'total').get.constructor('return process')()",
-        CODEGEN,
-        id="budget-total-getter.constructor",
+        "(() => { const d = Object.getOwnPropertyDescriptor(budget, 'total'); return 'value' in d && !d.get })()",
+        "ok:true",
+        id="budget-total-is-a-data-property",
     ),
     pytest.param(
         "Object.isFrozen(budget) && Object.isFrozen(console)", "ok:true", id="budget-console-frozen"
@@ -181,33 +181,6 @@ ESCAPES = [
     pytest.param(
         "Reflect.ownKeys(globalThis).filter((k) => typeof k === 'symbol').length", "ok:0", id="global-symbols"
     ),
-    # proxies and hostile option objects handed to the runtime
-    pytest.param(
-        "agent('x', new Proxy({}, { ownKeys() { throw new Error('trap') } }))",
-        "threw:Error",
-        id="proxy-options",
-    ),
-    pytest.param(
-        "agent('x', { get model() { throw new TypeError('getter') } })",
-        "threw:TypeError",
-        id="getter-options",
-    ),
-    pytest.param(
-        "(() => { const r = Proxy.revocable({}, {}); r.revoke(); return agent('x', r.proxy) })()",
-        "threw:TypeError",
-        id="revoked-proxy-options",
-    ),
-    pytest.param(
-        "workflow('nope', new Proxy({}, { get() { throw new RangeError('trap') } }))",
-        "threw:RangeError",
-        id="proxy-child-args",
-    ),
-    pytest.param(
-        "parallel(new Proxy([() => 1], {"
-        " get(t, k) { return k === 'map' ? () => { throw new SyntaxError('m') } : t[k] } }))",
-        "threw:SyntaxError",
-        id="proxy-thunk-array",
-    ),
     # absent and refused globals
     pytest.param("typeof WebAssembly", "ok:undefined", id="WebAssembly"),
     pytest.param("typeof SharedArrayBuffer", "ok:undefined", id="SharedArrayBuffer"),
@@ -264,8 +237,6 @@ ARGS_ESCAPES = [
     ("args.toString.constructor('return process')()", CODEGEN),
     ("args.valueOf.constructor.constructor('return process')()", CODEGEN),
     (f"typeof ({WALK})(args)", "ok:string"),
-    ("agent('x', new Proxy(Object(args), { get() { throw new TypeError('trap') } }))", "threw:TypeError"),
-    ("workflow('x', new Proxy(Object(args), { get() { throw new TypeError('trap') } }))", "threw:TypeError"),
     (
         "Object.getPrototypeOf(new Proxy(Object(args), {})).constructor.constructor('return process')()",
         CODEGEN,
@@ -341,14 +312,23 @@ def exhaust_stack_then(call: str) -> str:
 
 
 HOST_ERROR_LEAKS = [
-    pytest.param(
-        "let a = []; const root = a\nfor (let i = 0; i < 3000; i++) { const b = []; a.push(b); a = b }\n"
-        "return probe(() => agent('x', { model: root }))",
-        id="deeply-nested-cache-key-option",
-    ),
     pytest.param(exhaust_stack_then("log('x')"), id="stack-exhaustion-inside-log"),
     pytest.param(exhaust_stack_then("agent('x').catch(() => {})"), id="stack-exhaustion-inside-agent"),
     pytest.param(exhaust_stack_then("setTimeout(() => {}, 1)"), id="stack-exhaustion-inside-setTimeout"),
+    pytest.param(
+        exhaust_stack_then("agent('x', { a: [{ b: 1 }], get c() { return 2 } }).catch(() => {})"),
+        id="stack-exhaustion-inside-the-options-copy",
+    ),
+    pytest.param(
+        exhaust_stack_then("workflow('nope', { a: [1, { b: 2 }] }).catch(() => {})"),
+        id="stack-exhaustion-inside-the-child-args-copy",
+    ),
+    pytest.param(
+        exhaust_stack_then("console.log({ a: [1, { b: 2 }] })"), id="stack-exhaustion-inside-console"
+    ),
+    pytest.param(
+        exhaust_stack_then("parallel([() => 1]).catch(() => {})"), id="stack-exhaustion-inside-parallel"
+    ),
 ]
 
 
@@ -359,6 +339,218 @@ def test_an_error_raised_in_the_host_never_reaches_workflow_code(body: str) -> N
     # contained: nothing foreign was thrown, or what was thrown is a realm error (its constructor
     # chain ends at the realm's Function, which refuses code generation)
     assert outcome.result in ("contained", "threw:RangeError", "threw:Error"), outcome.result
+    assert_host_unaffected(outcome)
+
+
+# -- the boundary copy and the errors the host throws into workflow code ------------------------------
+# agent() options, workflow() args and fan-out arrays are copied (own enumerable data, getters read) and
+# rejected calls reject with null-prototype host errors: hostile values must stay contained, and every
+# function a host error carries must be a realm function (its constructor refuses code generation).
+SETTLE = r"""
+function __codegen(f) { try { f.constructor('return process')(); return 'LEAK:codegen' } catch (x) { return x && x.name } }
+async function settle(fn) {
+  let v
+  try { v = await fn() } catch (e) {
+    if (__foreign(e)) return 'LEAK:foreign-error'
+    if (e !== null && typeof e === 'object' && Object.getPrototypeOf(e) === null) {
+      if (__codegen(e.toString) !== 'EvalError') return 'LEAK:host-error-function'
+      if (Object.getPrototypeOf(e.toString) !== Function.prototype) return 'LEAK:host-error-function'
+    }
+    return 'rejected:' + (e && e.name)
+  }
+  if (__foreign(v)) return 'LEAK:foreign-value'
+  if (__hostish(v)) return 'LEAK:host-object'
+  return 'resolved:' + (v !== null && typeof v === 'object' ? typeof v : String(v))
+}
+const __revoked = (() => { const r = Proxy.revocable({}, {}); r.revoke(); return r.proxy })()
+"""
+
+BOUNDARY_ESCAPES = [
+    pytest.param(
+        "agent('x', new Proxy({}, { ownKeys() { throw new Error('trap') } }))",
+        "resolved:x",  # keys that cannot be listed: an empty copy (measured)
+        id="options-proxy-whose-ownKeys-throws",
+    ),
+    pytest.param(
+        "agent('x', { get model() { throw new TypeError('getter') } })",
+        "resolved:x",
+        id="options-getter-that-throws-is-dropped",
+    ),
+    pytest.param(
+        "(async () => { let h; try { await parallel('x') } catch (e) { h = e }\n"
+        " return agent('x', { get label() { throw h } }) })()",
+        "resolved:x",
+        id="options-getter-that-throws-a-host-error-is-dropped",
+    ),
+    pytest.param("agent('x', __revoked)", "rejected:TypeError", id="options-revoked-proxy"),
+    pytest.param(
+        "agent('x', { extra: { deep: [__revoked] } })",
+        "resolved:x",  # a value that cannot be copied is dropped (measured)
+        id="options-nested-revoked-proxy-is-dropped",
+    ),
+    pytest.param(
+        "agent('x', new Proxy({ model: 'm' }, { get() { return () => 'from a trap' } }))",
+        "resolved:x",
+        id="options-proxy-handing-out-functions",
+    ),
+    pytest.param(
+        "agent('x', { a: new Array(4097) })", "rejected:Error", id="options-array-bound-is-a-host-error"
+    ),
+    pytest.param(
+        "workflow('nope', __revoked)", "rejected:Error", id="child-args-are-read-only-once-resolved"
+    ),
+    pytest.param(
+        "workflow('nope', new Proxy({ a: 1 }, { get() { throw new RangeError('trap') } }))",
+        "rejected:Error",
+        id="child-args-proxy-whose-get-throws",
+    ),
+    pytest.param("workflow('nope', { a: [new Array(4097)] })", "rejected:Error", id="child-args-array-bound"),
+    pytest.param("workflow(5)", "rejected:TypeError", id="workflow-type-error-is-a-host-error"),
+    pytest.param(
+        "parallel(new Proxy([() => 1], {"
+        " get(t, k) { return k === 'map' ? () => { throw new SyntaxError('m') } : t[k] } }))",
+        "resolved:object",
+        id="fanout-proxy-array-is-read-by-index",
+    ),
+    pytest.param(
+        "parallel(new Proxy([], { get(t, k) { if (k === 'length') throw new RangeError('len'); return t[k] } }))",
+        "rejected:RangeError",
+        id="fanout-proxy-whose-length-throws",
+    ),
+    pytest.param("parallel(__revoked)", "rejected:TypeError", id="fanout-revoked-proxy"),
+    pytest.param("pipeline([1], 5)", "rejected:TypeError", id="pipeline-type-error-is-a-host-error"),
+    pytest.param(
+        "(async () => { console.log(new Proxy({}, { ownKeys() { throw new Error('trap') } }), __revoked);"
+        " return 'logged' })()",
+        "resolved:logged",
+        id="console-of-hostile-proxies",
+    ),
+]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("snippet", "expected"), BOUNDARY_ESCAPES)
+def test_a_hostile_value_at_the_boundary_stays_contained(snippet: str, expected: str, profile: str) -> None:
+    outcome = run_source(PROBE + SETTLE + f"return await settle(() => {snippet})", profile=profile)
+    assert outcome.status == "completed", outcome.error
+    assert not str(outcome.result).startswith("LEAK"), outcome.result
+    assert outcome.result == expected
+    assert_host_unaffected(outcome)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [({"files": ["a.ts"]}, "resolved:x"), ([1, "two"], "rejected:TypeError"), ("src/a.ts", "resolved:x")],
+    ids=["object", "array", "string"],
+)
+def test_a_proxy_over_the_run_args_as_options_is_copied_or_refused_in_the_realm(
+    args: Any, expected: str
+) -> None:
+    # A throwing get trap drops each key of an object; an array's length read through the trap throws.
+    body = "return await settle(() => agent('x', new Proxy(Object(args), { get() { throw new TypeError('trap') } })))"
+    outcome = run_source(PROBE + SETTLE + body, args=args)
+    assert outcome.result == expected
+
+
+def test_options_nested_deeper_than_the_host_reads_reject_with_a_realm_error() -> None:
+    body = (
+        "let a = []; const root = a\nfor (let i = 0; i < 3000; i++) { const b = []; a.push(b); a = b }\n"
+        "return await settle(() => agent('x', { model: root }))"
+    )
+    outcome = run_source(PROBE + SETTLE + body)
+    assert outcome.result == "rejected:RangeError"
+    assert_host_unaffected(outcome)
+
+
+def test_a_final_value_whose_proxies_cannot_be_read_is_copied_without_them() -> None:
+    body = (
+        "const r = Proxy.revocable({}, {}); r.revoke()\n"
+        "return { a: new Proxy({ k: 1 }, { ownKeys() { throw new TypeError('no') } }), b: r.proxy, c: [r.proxy] }"
+    )
+    outcome = run_source(body)
+    assert (outcome.status, outcome.result) == ("completed", {"a": {}, "c": [None]}), outcome.error
+    assert_host_unaffected(outcome)
+
+
+CHILD_PROBE = (
+    "export const meta = { name: 'child', description: 'returns and throws realm values' }\n"
+    "if (args.k === 'throw') throw new TypeError('from the child')\n"
+    "if (args.k === 'thenable') { Object.prototype.then = function (r) { delete Object.prototype.then; r('hijacked') } }\n"
+    "return { a: [1, { b: 2 }], parentMarker: typeof globalThis.parentMarker, now: (() => { try { Date.now(); return 'ran' }"
+    " catch (e) { return e.name } })(), process: typeof process }\n"
+)
+
+
+def test_a_child_realm_hands_its_parent_only_values_whose_functions_refuse_code_generation(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "child.js").write_text(CHILD_PROBE)
+    body = (
+        "globalThis.parentMarker = 1\n"
+        "const r = await workflow({ scriptPath: 'child.js' }, { k: 'value' })\n"
+        "let thrown\ntry { await workflow({ scriptPath: 'child.js' }, { k: 'throw' }) } catch (e) { thrown = e }\n"
+        "return { seen: [r.parentMarker, r.now, r.process],\n"
+        "  codegen: [r.constructor, Object.getPrototypeOf(r).constructor, r.a.constructor, r.a[1].constructor,"
+        " r.a.map, thrown.toString].map(__codegen),\n"
+        "  thrown: [Object.getPrototypeOf(thrown) === null, thrown.name, thrown.message] }"
+    )
+    outcome = run_source(PROBE + SETTLE + body, cwd=str(tmp_path))
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result == {
+        "seen": ["undefined", "Error", "undefined"],  # its own globals, locked like the parent's
+        "codegen": ["EvalError"] * 6,
+        "thrown": [True, "TypeError", "from the child"],
+    }
+    assert_host_unaffected(outcome)
+
+
+def test_a_child_result_that_is_a_thenable_of_the_child_s_realm_still_settles_the_parent(
+    tmp_path: Path,
+) -> None:
+    # The thenable's job runs in the child realm's microtask queue: the flush must run it.
+    (tmp_path / "child.js").write_text(CHILD_PROBE)
+    outcome = run_source(
+        "return await workflow({ scriptPath: 'child.js' }, { k: 'thenable' })", cwd=str(tmp_path)
+    )
+    assert (outcome.status, outcome.result) == ("completed", "hijacked"), outcome.error
+
+
+def test_work_queued_in_an_ended_child_s_realm_still_runs(tmp_path: Path) -> None:
+    # Array.fromAsync of the child realm (reached through its result) queues its jobs in that realm's
+    # microtask queue after the child ended: the flush must still run them.
+    (tmp_path / "list.js").write_text(
+        "export const meta = { name: 'list', description: 'd' }\nreturn [1, 2]\n"
+    )
+    body = (
+        "const r = await workflow({ scriptPath: 'list.js' })\n"
+        "await agent('later')\n"  # the child is long over: a later answer touches only this realm
+        "const got = await r.constructor.fromAsync([Promise.resolve(3), 4])\n"
+        "return [got.length, got[0], got instanceof Array]"
+    )
+    outcome = run_source(body, cwd=str(tmp_path))
+    assert (outcome.status, outcome.result) == ("completed", [2, 3, False]), outcome.error
+
+
+def test_child_args_a_child_realm_cannot_copy_fail_the_child_with_a_host_error(tmp_path: Path) -> None:
+    (tmp_path / "child.js").write_text(CHILD_PROBE)
+    (tmp_path / "echo.js").write_text(
+        "export const meta = { name: 'echo', description: 'd' }\n"
+        "return [Object.keys(args), Object.keys(args.p), args.l.length, 0 in args.l, args.l[0]]\n"
+    )
+    body = (
+        "const r = Proxy.revocable({}, {}); r.revoke()\n"
+        "const P = new Proxy({ k: 1 }, { ownKeys() { throw new Error('trap') } })\n"
+        "let root\ntry { await workflow({ scriptPath: 'child.js' }, r.proxy) } catch (e) { root = e }\n"
+        "const seen = await workflow({ scriptPath: 'echo.js' }, { p: P, q: r.proxy, l: [r.proxy], ok: 1 })\n"
+        "return { root: [Object.getPrototypeOf(root) === null, root.name, __codegen(root.toString)], seen }"
+    )
+    outcome = run_source(PROBE + SETTLE + body, cwd=str(tmp_path))
+    assert outcome.status == "completed", outcome.error
+    assert outcome.result == {
+        "root": [True, "TypeError", "EvalError"],
+        "seen": [["p", "l", "ok"], [], 1, True, None],
+    }
+    assert outcome.logs[1].startswith("▸ child failed: TypeError: ")
     assert_host_unaffected(outcome)
 
 
@@ -539,6 +731,23 @@ def test_timers_fire_in_delay_order_and_equal_delays_in_creation_order() -> None
     assert run_source(body).result == ["0", "neg", "10a", "10b", "30"]
 
 
+def test_timers_made_in_one_synchronous_stretch_fire_in_delay_order_however_long_it_runs() -> None:
+    # Due times count from the start of the stretch, not from each call: the runtime's own work
+    # between two calls (or a slow machine) never reorders them.
+    body = (
+        "const order = []\n"
+        "await new Promise((resolve) => {\n"
+        "  setTimeout(() => order.push('2 ms'), 2)\n"
+        "  let x = 0\n"
+        "  for (let i = 0; i < 2e7; i++) x += i\n"
+        "  setTimeout(() => order.push('1 ms'), 1)\n"
+        "  setTimeout(resolve, 3)\n"
+        "})\n"
+        "return order"
+    )
+    assert run_source(body).result == ["1 ms", "2 ms"]
+
+
 def test_clear_timeout_cancels_a_pending_timer_and_ignores_unknown_ids() -> None:
     body = (
         "const order = []\n"
@@ -554,9 +763,9 @@ def test_clear_timeout_cancels_a_pending_timer_and_ignores_unknown_ids() -> None
     assert run_source(body).result == {"order": ["c"], "distinct": True}
 
 
-def test_set_timeout_passes_extra_arguments_to_its_callback() -> None:
-    body = "return await new Promise((resolve) => setTimeout((x, y) => resolve([x, y]), 1, 'one', 2))"
-    assert run_source(body).result == ["one", 2]
+def test_set_timeout_calls_its_callback_without_the_extra_arguments_as_claude_does() -> None:
+    body = "return await new Promise((resolve) => setTimeout((...a) => resolve(a.length), 1, 'one', 2))"
+    assert run_source(body).result == 0
 
 
 # -- runaway code ------------------------------------------------------------------------------

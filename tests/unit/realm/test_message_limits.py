@@ -7,6 +7,7 @@ Once asyncio's "Separator is not found, and chunk exceed the limit" ended these 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -60,15 +61,16 @@ def test_an_agent_prompt_over_the_limit_throws_a_catchable_range_error_in_the_wo
     assert provider.calls == []
 
 
-def test_workflow_args_over_the_limit_throw_in_the_workflow() -> None:
-    body = (
-        f"try {{ await workflow('child', {{ big: 'a'.repeat({OVER}) }}) }} "
-        "catch (e) { return [e.name, e.message] }"
+def test_workflow_args_over_the_message_limit_reach_the_child_because_they_never_leave_the_realm(
+    tmp_path: Path,
+) -> None:
+    # Child args are copied from realm to realm (as in Claude Code), never sent to the host.
+    (tmp_path / "child.js").write_text(
+        "export const meta = { name: 'child', description: 'measures' }\nreturn args.big.length\n"
     )
-    outcome = run_source(body)
-    assert outcome.status == "completed", outcome.error
-    name, message = outcome.result
-    assert name == "RangeError" and "the workflow() args are 80.0 MB as a realm message" in message
+    body = f"return await workflow({{ scriptPath: 'child.js' }}, {{ big: 'a'.repeat({OVER}) }})"
+    outcome = run_source(body, cwd=str(tmp_path))
+    assert (outcome.status, outcome.result) == ("completed", OVER), outcome.error
 
 
 def test_a_huge_thrown_error_message_is_cut_and_the_run_fails_with_it() -> None:

@@ -125,6 +125,9 @@ async def test_a_confined_server_never_names_or_quotes_a_personal_definition_of_
     async with connect(server) as c:
         top = await call(c, "workflow_validate", {"name": "helper"})
     assert out["status"] == "failed" and top.is_error
-    for message in (out["error"]["message"], text(top)):
-        assert "no workflow named 'helper'" in message and "[outside-roots]" in message, message
+    nested, listed = out["error"]["message"], text(top)
+    assert "workflow('helper'): no workflow with that name" in nested, nested
+    assert "no workflow named 'helper'" in listed, listed
+    for message in (nested, listed):
+        assert "[outside-roots]" in message, message
         assert "TOPSECRET" not in message and str(env.home) not in message, message

@@ -163,6 +163,26 @@ async def test_the_status_snapshot_is_bounded_filtered_and_never_shows_prompts_o
     assert full["counts"]["completed"] == 30 and full["status"] == "completed"
 
 
+async def test_the_status_snapshot_shows_the_phase_list_meta_phases_first(env: Env) -> None:
+    env.workflow(
+        "phased",
+        "export const meta = { name: 'phased', description: 'd', phases: [{ title: 'Plan' }, { title: 'Never' }] }\n"
+        "phase('Plan')\nawait agent('p')\nawait agent('q', { phase: 'Adhoc' })\nreturn 1\n",
+    )
+    async with connect(env.trusted_server()) as c:
+        rid = data(await call(c, "workflow_run", {"name": "phased", "provider": "fake", "waitMs": 20_000}))[
+            "runId"
+        ]
+        snap = data(await call(c, "workflow_run_status", {"runId": rid}))
+        titles = [e["payload"]["title"] for e in await all_events(c, rid) if e["type"] == "phase.started"]
+    assert snap["phases"] == [
+        {"title": "Plan", "status": "completed"},
+        {"title": "Never", "status": "pending"},
+        {"title": "Adhoc", "status": "completed"},
+    ]
+    assert titles == ["Plan", "Never", "Adhoc"]
+
+
 async def test_cancelling_an_await_leaves_the_run_running(env: Env) -> None:
     env.workflow("hello", HELLO)
     async with connect(env.trusted_server()) as c:

@@ -1,0 +1,21 @@
+"""The terminal progress view's header follows the phase the run is in, not the phases it lists."""
+
+from __future__ import annotations
+
+from workflow_mcp.cli_progress import ProgressView
+from workflow_mcp.events import Event
+
+
+def ev(seq: int, type: str, payload: dict[str, object], agent_id: str | None = None) -> Event:
+    return Event(run_id="run_x", sequence=seq, timestamp="t", type=type, payload=payload, agent_id=agent_id)
+
+
+def test_the_header_shows_the_phase_entered_and_never_a_meta_phase_only_listed() -> None:
+    view = ProgressView("wf")
+    view.update(ev(1, "phase.started", {"title": "Plan", "source": "meta"}))
+    view.update(ev(2, "phase.started", {"title": "Never", "source": "meta"}))
+    assert view.phase is None
+    view.update(ev(3, "agent.started", {"label": "a", "phase": "Plan"}, "ag_1"))
+    assert view.phase == "Plan"
+    view.update(ev(4, "phase.started", {"title": "Adhoc", "source": "agent"}))
+    assert view.phase == "Adhoc"
