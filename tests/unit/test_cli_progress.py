@@ -14,8 +14,10 @@ def test_the_header_shows_the_phase_entered_and_never_a_meta_phase_only_listed()
     view = ProgressView("wf")
     view.update(ev(1, "phase.started", {"title": "Plan", "source": "meta"}))
     view.update(ev(2, "phase.started", {"title": "Never", "source": "meta"}))
-    assert view.phase is None
-    view.update(ev(3, "agent.started", {"label": "a", "phase": "Plan"}, "ag_1"))
-    assert view.phase == "Plan"
-    view.update(ev(4, "phase.started", {"title": "Adhoc", "source": "agent"}))
-    assert view.phase == "Adhoc"
+    assert view.state is not None and view.state.current_phase is None
+    view.update(ev(3, "agent.queued", {"label": "a", "phase": "Plan"}, "ag_1"))
+    view.update(ev(4, "agent.started", {"label": "a", "phase": "Plan"}, "ag_1"))
+    assert view.state.current_phase == "Plan"
+    view.update(ev(5, "phase.started", {"title": "Adhoc", "source": "agent"}))
+    assert view.state.current_phase == "Adhoc"
+    assert [p["status"] for p in view.state.phases] == ["running", "pending", "running"]
