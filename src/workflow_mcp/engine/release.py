@@ -18,6 +18,7 @@ run's event loop.
 from __future__ import annotations
 
 import asyncio
+from bisect import bisect_left
 from collections.abc import Iterable
 
 __all__ = ["ReleaseOrder"]
@@ -31,7 +32,7 @@ class ReleaseOrder:
         self._known = frozenset(r for r in ranks if r >= 0)
         self._ranks = sorted(self._known)
         self._settled: set[int] = set()
-        self._next = 0  # index into _ranks of the lowest unsettled rank
+        self._next = 0  # index into _ranks of the lowest rank neither settled nor granted
         self._waiting: dict[int, asyncio.Future[None]] = {}
         self._granted: set[int] = set()  # released to the caller, its answer not yet in the realm
         self.forced = 0  # ranks skipped because the run could make no progress without them
@@ -48,17 +49,22 @@ class ReleaseOrder:
         return bool(self._granted)
 
     def _lowest(self) -> int | None:
-        while self._next < len(self._ranks) and self._ranks[self._next] in self._settled:
+        """The lowest rank neither settled nor granted (``None``: none is left)."""
+        ranks, done = self._ranks, self._settled
+        while self._next < len(ranks) and (ranks[self._next] in done or ranks[self._next] in self._granted):
             self._next += 1
-        return self._ranks[self._next] if self._next < len(self._ranks) else None
+        return ranks[self._next] if self._next < len(ranks) else None
 
     def _may_go(self, rank: int) -> bool:
+        # Every earlier rank is settled or granted: granted ones are answered in rank order and each
+        # answer reaches the realm as its own message (its own turn), so consecutive ranks may be
+        # released together without changing the order the workflow sees them in.
         lowest = self._lowest()
-        return not self._granted and (lowest is None or lowest >= rank)
+        return lowest is None or lowest >= rank
 
     async def turn(self, rank: int) -> None:
         """Wait until the replayed result of ``rank`` may be released (at once for ``-1``, an
-        unknown rank, or when every earlier-ranked record is settled and no release is in flight).
+        unknown rank, or when every earlier-ranked record is settled or already released).
         The caller must :meth:`settle` ``rank`` after answering. Cancellation leaves it unsettled."""
         if self._open or rank not in self._known:
             return
@@ -72,6 +78,7 @@ class ReleaseOrder:
         except asyncio.CancelledError:
             if rank in self._granted:  # released, but its caller stopped before answering
                 self._granted.discard(rank)
+                self._next = min(self._next, bisect_left(self._ranks, rank))
                 self._wake()
             raise
         finally:
@@ -111,11 +118,12 @@ class ReleaseOrder:
                 future.set_result(None)
 
     def _wake(self) -> None:
-        if self._granted or not self._waiting:
-            return
-        first = min(self._waiting)
-        if self._may_go(first):
+        """Release every held rank that is next in order, lowest first."""
+        while self._waiting:
+            first = self._lowest()
+            if first is None or first not in self._waiting:
+                return
             future = self._waiting.pop(first)
+            self._granted.add(first)
             if not future.done():
-                self._granted.add(first)
                 future.set_result(None)

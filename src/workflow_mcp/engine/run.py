@@ -877,8 +877,11 @@ class _Run:
     def _post(self, items: list[str]) -> None:
         if self.worker is None or not items:
             return
-        if len(items) == 1:
-            self.worker.post_text(items[0])
+        if len(items) == 1 or self.order is not None:
+            # Replayed in the original order: each answer is its own message, so the realm handles
+            # each in a turn of its own (its continuation runs before the next answer arrives).
+            for item in items:
+                self.worker.post_text(item)
             return
         # One batch per message-size limit's worth of answers (each answer is within the limit).
         batch: list[str] = []
