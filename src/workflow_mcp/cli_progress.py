@@ -72,6 +72,11 @@ class ProgressView:
         self._live = Live(self._render(), console=self.console, refresh_per_second=8, transient=False)
         self._live.start()
 
+    @property
+    def showing(self) -> bool:
+        """Whether the live view is on the terminal (between :meth:`start` and :meth:`stop`)."""
+        return self._live is not None
+
     def stop(self) -> None:
         if self._live is not None:
             self._live.update(self._render())
