@@ -504,7 +504,7 @@ class WorkflowService:
             options={
                 k: v
                 for k, v in opts.__dict__.items()
-                if v is not None and k not in ("cwd", "home", "worktree_root", "retry")
+                if v is not None and k not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies")
             }
             | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
