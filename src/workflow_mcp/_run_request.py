@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from .definitions.load import Workflow
@@ -190,6 +190,8 @@ class RunOverrides:
     (a :class:`ProviderChoice`, or a provider instance the caller owns and closes); ``args`` replaces
     its args (``MISSING``: the stored ones); ``cwd`` its directory; ``policy`` is the resume policy
     (``content``: order-independent, the default; ``prefix``: Claude's longest unchanged prefix).
+    ``checkpoint_replies`` answers human checkpoints by id (``{"cp_…": "allow" | "deny"}``, e.g. the
+    paused run's ``checkpointContext.checkpointId``); decisions the run already journaled replay too.
     """
 
     limits: RunLimits = RunLimits()
@@ -197,6 +199,7 @@ class RunOverrides:
     args: Any = MISSING
     cwd: str | None = None
     policy: ResumePolicy = "content"
+    checkpoint_replies: Mapping[str, str] = field(default_factory=dict[str, str])
 
 
 @dataclass

@@ -17,7 +17,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -506,6 +506,31 @@ def _mode(events_mode: str | None) -> str:
     return events_mode or ("progress" if sys.stderr.isatty() else "jsonl")
 
 
+def _tty_checkpoint_asker(view: Any) -> Callable[[Mapping[str, Any]], Awaitable[bool | None]]:
+    """Put a run's human checkpoints to the user at the terminal (yes / no; end of input or Ctrl-C
+    at the prompt: no answer, so the run pauses with checkpoint_required)."""
+    import asyncio
+
+    lock = asyncio.Lock()  # one question at a time
+
+    async def ask(context: Mapping[str, Any]) -> bool | None:
+        what = context.get("command") or context.get("title") or context.get("tool")
+        question = f"workflow-mcp: agent [{context.get('label')}] asks permission to {context.get('tool')}: {what}. Allow?"
+        async with lock:
+            showing = view is not None and view.showing
+            if showing:
+                view.stop()
+            try:
+                return bool(await asyncio.to_thread(click.confirm, question, default=False, err=True))
+            except (click.Abort, EOFError, OSError):
+                return None
+            finally:
+                if showing:
+                    view.start()
+
+    return ask
+
+
 async def _execute(
     service: WorkflowService, prepare: Callable[[], Awaitable[PreparedRun]], mode: str, *, invalid: str
 ) -> int:
@@ -546,6 +571,8 @@ async def _execute(
             handle = service.launch(prepared, on_event=on_event)
         except WorkflowMcpError as exc:
             _fail(str(exc))
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            service.answer_checkpoints(handle.run_id, _tty_checkpoint_asker(view))
         loop = asyncio.get_running_loop()
         # A closed terminal (SIGHUP) stops the run like Ctrl-C: cancelled, and resumable.
         for sig in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])):
@@ -601,6 +628,14 @@ async def _execute(
     is_flag=True,
     help="A run paused for a usage limit: wait until the limit resets (its resetsAt), then resume.",
 )
+@click.option(
+    "--checkpoint-reply",
+    "checkpoint_replies",
+    multiple=True,
+    metavar="ID=allow|deny",
+    help="Answer a human checkpoint the run paused on (checkpoint_required; the id is its "
+    "checkpointContext.checkpointId). Repeatable; recorded decisions replay without asking.",
+)
 @_EVENTS_OPTION
 def resume(
     target: str,
@@ -612,6 +647,7 @@ def resume(
     allow_side_effects: bool,
     allow_edits: bool,
     wait: bool,
+    checkpoint_replies: tuple[str, ...],
     events_mode: str | None,
 ) -> None:
     """Continue a stored run (interrupted, cancelled, paused or failed) from its journal, with its
@@ -627,7 +663,15 @@ def resume(
 
     chosen = None if provider is None and fake_script is None else _choice(provider, fake_script)
     service = _service(writing=True)
+    replies: dict[str, str] = {}
+    for reply in checkpoint_replies:
+        cid, sep, decision = reply.partition("=")
+        if not sep or decision.strip() not in ("allow", "deny"):
+            _fail(f"--checkpoint-reply {reply!r}: write it as ID=allow or ID=deny")
+        replies[cid.strip()] = decision.strip()
     if os.path.exists(target):
+        if replies:
+            _fail("--checkpoint-reply applies only to a stored run of ours, not to a Claude Code run")
 
         def prepare() -> Awaitable[PreparedRun]:
             return service.prepare_claude_resume(
@@ -642,7 +686,12 @@ def resume(
         sys.exit(asyncio.run(_execute(service, prepare, _mode(events_mode), invalid="invalid workflow")))
     if live_copy is not None:
         _fail(f"{target!r} is a stored run of ours: WORKFLOW_JS applies only to Claude Code runs")
-    overrides = RunOverrides(limits=limits, provider=chosen, policy=policy or "content")  # type: ignore[arg-type]
+    overrides = RunOverrides(
+        limits=limits,
+        provider=chosen,
+        policy=policy or "content",  # type: ignore[arg-type]  # click.Choice checked it
+        checkpoint_replies=replies,
+    )
 
     async def prepare_ours() -> PreparedRun:
         try:

@@ -29,6 +29,9 @@ class ProgressView:
         self.labels: dict[str, str] = {}  # running agentId -> label
         self.started = time.monotonic()
         self._live: Any = None
+        #: The phase the run is in, as the header shows it: entered by phase() or by an agent
+        #: started in it; a meta phase that is only listed is never entered.
+        self.phase: str | None = None
 
     @property
     def state(self) -> RunState | None:
@@ -46,8 +49,8 @@ class ProgressView:
         head = f"[bold]{escape(self.name)}[/bold]"
         if state is not None:
             head += f"  [dim]{state.run_id}[/dim]"
-            if state.current_phase:
-                head += f"  phase: [cyan]{escape(state.current_phase)}[/cyan]"
+            if self.phase:
+                head += f"  phase: [cyan]{escape(self.phase)}[/cyan]"
         table.add_row(head)
         output = state.token_usage["output"] if state is not None else 0
         table.add_row(
@@ -72,6 +75,11 @@ class ProgressView:
         self._live = Live(self._render(), console=self.console, refresh_per_second=8, transient=False)
         self._live.start()
 
+    @property
+    def showing(self) -> bool:
+        """Whether the live view is on the terminal (between :meth:`start` and :meth:`stop`)."""
+        return self._live is not None
+
     def stop(self) -> None:
         if self._live is not None:
             self._live.update(self._render())
@@ -85,7 +93,11 @@ class ProgressView:
             self._projector = StateProjector(RunState(run_id=event.run_id))
         self._projector.apply(event)
         t = event.type
-        if t == "agent.started":
+        if t == "phase.started" and event.payload.get("source") != "meta":
+            self.phase = str(event.payload.get("title"))
+        elif t == "agent.started":
+            if isinstance(event.payload.get("phase"), str):
+                self.phase = str(event.payload["phase"])
             self.labels[event.agent_id or ""] = str(event.payload.get("label", ""))[:40]
         elif t in ("agent.completed", "agent.failed"):
             self.labels.pop(event.agent_id or "", None)

@@ -48,6 +48,8 @@ EVENT_TYPES: Final = frozenset(
         "run.interrupted",
         "run.paused",
         "run.resumed",
+        "checkpoint.requested",
+        "checkpoint.resolved",
         "phase.started",
         "phase.completed",
         "phase.failed",

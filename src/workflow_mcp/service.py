@@ -49,6 +49,7 @@ from .definitions.load import (
     validate_workflow,
 )
 from .definitions.profile import Profile, get_profile
+from .engine.checkpoint import CheckpointAsker, CheckpointReply, journaled_decisions, parse_checkpoint_replies
 from .engine.journal import JournalRecord, Replay, ResumePolicy
 from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
@@ -503,7 +504,7 @@ class WorkflowService:
             options={
                 k: v
                 for k, v in opts.__dict__.items()
-                if v is not None and k not in ("cwd", "home", "worktree_root", "retry")
+                if v is not None and k not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies")
             }
             | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
@@ -687,6 +688,10 @@ class WorkflowService:
         stored = ProviderChoice.of_record(record)
         wanted = o.provider.instead_of(stored) if isinstance(o.provider, ProviderChoice) else o.provider
         options = limits.within(ceiling).options(profile=profile.name, cwd=run_cwd, home=self.home)
+        replies = parse_checkpoint_replies(o.checkpoint_replies)
+        options = dataclasses.replace(
+            options, checkpoint_replies={**self._checkpoint_decisions(run_id), **replies}
+        )
 
         def read() -> tuple[PendingWorkflow, Replay | None]:
             pending = prepare_workflow(record.workflow_path, source=record.source, profile=profile)
@@ -1174,6 +1179,20 @@ class WorkflowService:
     #: How many runs back along ``resumed_from`` a replay looks for results a resume held unreleased.
     MAX_RESUME_CHAIN = 100
 
+    def _checkpoint_decisions(self, run_id: str) -> dict[str, CheckpointReply]:
+        """The human-checkpoint decisions journaled by ``run_id`` and the runs it resumed (nearest
+        wins), replayed by its resume without asking again (engine/checkpoint.py)."""
+        chain: list[str] = []
+        current: str | None = run_id
+        while current is not None and current not in chain and len(chain) < self.MAX_RESUME_CHAIN:
+            chain.append(current)
+            record = self.store.get_run(current)
+            current = record.resumed_from if record is not None else None
+        decisions: dict[str, CheckpointReply] = {}
+        for rid in reversed(chain):
+            decisions.update(journaled_decisions(self.store.events(rid)))
+        return decisions
+
     def _journal_records(self, run_id: str, depth: int = 0) -> list[JournalRecord]:
         """The reusable records of ``run_id``: every call it completed or replayed, ranked by the order
         it did so; then, when it resumed another stored run, that run's records it never replayed —
@@ -1544,6 +1563,16 @@ class WorkflowService:
             if events or remaining <= 0 or self._has_ended(run_id):
                 return events
             await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+
+    def answer_checkpoints(self, run_id: str, asker: CheckpointAsker | None) -> bool:
+        """Let ``asker`` answer the human checkpoints of live run ``run_id`` from now on (``None``:
+        nobody; the next one pauses the run with ``checkpoint_required``). Returns whether the run
+        is live here (a run that is not cannot be asked anything)."""
+        handle = self.live.get(run_id)
+        if handle is None:
+            return False
+        handle.set_checkpoint_asker(asker)
+        return True
 
     async def await_run(
         self,

@@ -167,6 +167,9 @@ class RunState:
     paused_reason: str | None = None
     #: When a run paused for a usage limit resets (ISO 8601 UTC), if the backend said.
     resets_at: str | None = None
+    #: What a run paused ``checkpoint_required`` waits for an answer to (non-secret: checkpointId,
+    #: label, tool, title, command, paths).
+    checkpoint_context: dict[str, Any] | None = None
     worktrees: list[dict[str, Any]] = field(default_factory=list)
     last_sequence: int = 0
     #: The type of the newest event folded in (not part of :meth:`to_json`).
@@ -221,6 +224,8 @@ class RunState:
             out["pausedReason"] = self.paused_reason
         if self.resets_at is not None:
             out["resetsAt"] = self.resets_at
+        if self.checkpoint_context is not None:
+            out["checkpointContext"] = dict(self.checkpoint_context)
         if self.worktrees:
             out["worktrees"] = [dict(w) for w in self.worktrees]
         return out
@@ -284,13 +289,15 @@ class StateProjector:
 
     def _resumed(self, event: Event) -> None:
         state = self._run_event(event)
-        state.paused_reason = state.resets_at = None
+        state.paused_reason = state.resets_at = state.checkpoint_context = None
 
     def _paused(self, event: Event) -> None:
         state = self._run_event(event)
         state.paused_reason = str(event.payload.get("reason") or "")
         resets = event.payload.get("resetsAt")
         state.resets_at = resets if isinstance(resets, str) else None
+        checkpoint = event.payload.get("checkpointContext")
+        state.checkpoint_context = dict(checkpoint) if isinstance(checkpoint, dict) else None  # pyright: ignore[reportUnknownArgumentType]
 
     def _completed(self, event: Event) -> None:
         state = self._run_event(event)

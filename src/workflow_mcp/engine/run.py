@@ -49,6 +49,8 @@ from ..providers.base import (
     AgentResult,
     AgentStalledError,
     CancelSignal,
+    Checkpoint,
+    CheckpointAsk,
     ProviderAuthError,
     ProviderEvent,
     ProviderSetupError,
@@ -67,6 +69,7 @@ from ..realm.worker import (
 from ..state import RunStatus
 from .backoff import RETRYABLE, RetryPolicy
 from .budget import Budget
+from .checkpoint import CheckpointAsker, CheckpointReply, checkpoint_id
 from .journal import JournalRecord, Replay, content_key, json_value_problem
 from .nested import ChildCheck, ChildResolver
 from .release import ReleaseOrder
@@ -104,6 +107,8 @@ class RunOptions:
     ``worktree_root`` holds the per-call worktrees of ``isolation: 'worktree'`` (default: a
     ``workflow-mcp-worktrees`` folder in the system temporary directory). ``dry_run``: a cost preview's
     run, which creates no worktree (an isolated call runs in ``cwd``, on a provider that writes nothing).
+    ``checkpoint_replies`` answers human checkpoints by id before they are reached (replies given on
+    resume and decisions journaled by the resumed run; :mod:`.checkpoint`).
     """
 
     concurrency: int | None = None
@@ -119,6 +124,7 @@ class RunOptions:
     home: str | None = None
     worktree_root: str | None = None
     dry_run: bool = False
+    checkpoint_replies: Mapping[str, CheckpointReply] = field(default_factory=dict[str, CheckpointReply])
 
 
 @dataclass
@@ -145,6 +151,12 @@ class RunHandle:
     def events(self, after: int = 0) -> AsyncIterator[Event]:
         """Every event with ``sequence > after``, then live events until the run ends."""
         return self._run.log.subscribe(after)
+
+    def set_checkpoint_asker(self, asker: CheckpointAsker | None) -> None:
+        """Who answers this run's human checkpoints from now on (e.g. an MCP client waiting on the
+        run, through an elicitation); ``None``: nobody, so the next checkpoint pauses the run with
+        ``checkpoint_required``."""
+        self._run.checkpoint_asker = asker
 
     async def wait(self) -> RunStatus:
         """Wait for the end; returns the final status (completed, failed, cancelled, paused)."""
@@ -335,6 +347,8 @@ class _Run:
         self.store_error: Exception | None = None
         self.limit_error: str | None = None  # a per-run limit was reached: the run fails with this
         self.pause_context: dict[str, Any] | None = None
+        self.checkpoint_asker: CheckpointAsker | None = None
+        self.call_keys: dict[str, str] = {}  # agent id -> v2 journal key (names its checkpoints)
         self.log_lines = 0
         self.log_chars = 0
         self.logs_dropped = 0
@@ -461,7 +475,15 @@ class _Run:
         self._terminal_emitted = True
         self.status = "paused"
         ctx = self.pause_context
-        if ctx.get("reason") == "usage_limit":
+        if ctx.get("reason") == "checkpoint_required":
+            cp = ctx.get("checkpointContext") or {}
+            what = cp.get("command") or cp.get("title") or cp.get("tool")
+            self.error_message = (
+                f"an agent asks permission ({cp.get('tool')}: {what}); answer it by resuming this run with "
+                f'checkpointReplies {{"{cp.get("checkpointId")}": "allow" | "deny"}} '
+                f"(`workflow-mcp resume {self.run_id} --checkpoint-reply {cp.get('checkpointId')}=allow`)."
+            )
+        elif ctx.get("reason") == "usage_limit":
             when = f"it resets at {ctx['resetsAt']}" if ctx.get("resetsAt") else "no reset time was given"
             self.error_message = (
                 f"{ctx.get('backend')} reached its usage limit ({when}); resume this run once it has reset "
@@ -1102,6 +1124,7 @@ class _Run:
         self.calls_run += 1
         signal = CancelSignal()
         self.signals[agent_id] = signal
+        self.call_keys[agent_id] = key
         totals = TokenUsage()
         feedback: str | None = None
         cwd = self.cwd
@@ -1273,6 +1296,61 @@ class _Run:
             if signal.cancelled:
                 raise asyncio.CancelledError
 
+    def _checkpoint_of(
+        self,
+        request: AgentRequest,
+        signal: CancelSignal,
+        scope: asyncio.Timeout,
+        deadline: Callable[[], float],
+    ) -> Checkpoint:
+        """The human-checkpoint hook of one provider attempt (:mod:`.checkpoint`): a known decision,
+        else the waiting client's answer, else the run pauses with ``checkpoint_required``. The stall
+        window does not run while a human decides."""
+        agent_id, phase = request.agent_id, request.phase
+        asked = [0]
+
+        async def checkpoint(ask: CheckpointAsk) -> bool | None:
+            cid = checkpoint_id(self.call_keys.get(agent_id, agent_id), request.attempt, asked[0], ask)
+            asked[0] += 1
+            context: dict[str, Any] = {"checkpointId": cid, "label": request.label, **ask.to_json()}
+            known = self.options.checkpoint_replies.get(cid)
+            if known is not None:
+                self._resolved(context, known.allow, known.source, agent_id, phase)
+                return known.allow
+            self.emit("checkpoint.requested", context, agent_id=agent_id, phase_id=phase)
+            asker = self.checkpoint_asker
+            if asker is not None and not signal.cancelled:
+                scope.reschedule(None)
+                answer_task = asyncio.ensure_future(asker(context))
+                cancel_task = asyncio.ensure_future(signal.wait())
+                try:
+                    await asyncio.wait({answer_task, cancel_task}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    cancel_task.cancel()
+                    if not answer_task.done():
+                        answer_task.cancel()
+                    scope.reschedule(deadline())
+                if signal.cancelled:
+                    return None
+                answer = answer_task.result() if not answer_task.cancelled() else None
+                if answer is not None:
+                    self._resolved(context, answer, "elicitation", agent_id, phase)
+                    return answer
+            self._pause({"reason": "checkpoint_required", "checkpointContext": context})
+            return None
+
+        return checkpoint
+
+    def _resolved(
+        self, context: dict[str, Any], allow: bool, source: str, agent_id: str, phase: str | None
+    ) -> None:
+        self.emit(
+            "checkpoint.resolved",
+            {**context, "decision": "allow" if allow else "deny", "source": source},
+            agent_id=agent_id,
+            phase_id=phase,
+        )
+
     async def _attempt_provider(
         self, request: AgentRequest, signal: CancelSignal, agent_id: str, phase: str | None, started: float
     ) -> AgentResult:
@@ -1310,7 +1388,10 @@ class _Run:
 
             try:
                 async with scope:
-                    return await self.provider.execute(request, AgentContext(signal=signal, emit=emit))
+                    checkpoint = self._checkpoint_of(request, signal, scope, lambda: deadline(loop.time()))
+                    return await self.provider.execute(
+                        request, AgentContext(signal=signal, emit=emit, checkpoint=checkpoint)
+                    )
             except TimeoutError:
                 if not scope.expired():
                     raise  # a provider's own timeout, not our watchdog

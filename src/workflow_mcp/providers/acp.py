@@ -86,6 +86,8 @@ from .base import (
     AgentExecutionError,
     AgentRequest,
     AgentResult,
+    Checkpoint,
+    CheckpointAsk,
     ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
@@ -101,6 +103,7 @@ __all__ = [
     "KnownAgent",
     "PermissionAsk",
     "PermissionDecision",
+    "answer_checkpoint",
     "codex_policy_args",
     "decide_permission",
     "parse_json_answer",
@@ -262,22 +265,27 @@ class PermissionAsk:
     (ACP ToolKind: read, edit, delete, move, search, execute, think, fetch, switch_mode, other;
     ``None`` when not given), its ``title``, the file ``paths`` it touches, and the ``options``
     offered as ``(optionId, kind)`` pairs (kind: allow_once, allow_always, reject_once,
-    reject_always)."""
+    reject_always). ``command`` is the command line an ``execute`` call would run, when its
+    ``rawInput`` names one."""
 
     kind: str | None
     title: str = ""
     paths: tuple[str, ...] = ()
     options: tuple[tuple[str, str], ...] = ()
+    command: str | None = None
 
 
 @dataclass(frozen=True)
 class PermissionDecision:
     """The answer: ``allow`` or not, the ``option_id`` selected (``None``: answered ``cancelled``,
-    when no fitting option was offered), and the ``reason`` in words."""
+    when no fitting option was offered), and the ``reason`` in words. ``ask``: the policy cannot
+    vouch for the request but ``approvals = "ask"`` lets a human decide (the decision stands as a
+    refusal until one does)."""
 
     allow: bool
     option_id: str | None
     reason: str
+    ask: bool = False
 
 
 def decide_permission(policy: Policy, ask: PermissionAsk, *, cwd: str) -> PermissionDecision:
@@ -292,23 +300,44 @@ def decide_permission(policy: Policy, ask: PermissionAsk, *, cwd: str) -> Permis
     - ``fetch``: allowed only with ``network``.
     - ``execute``, ``switch_mode``, ``other`` or no kind: what the command does cannot be checked
       here, so allowed only under ``danger-full-access`` or when ``approvals`` is ``auto-review``
-      (the agent's own review is trusted); with ``approvals = "never"`` denied.
+      (the agent's own review is trusted); with ``approvals = "ask"`` denied with ``ask`` set, for a
+      human checkpoint to decide; with ``approvals = "never"`` denied. The policy only narrows what
+      is asked: what it allows or denies outright is never put to a human.
 
     An allowed request selects ``allow_once`` (else ``allow_always``); a denied one selects
     ``reject_once`` (else ``reject_always``, else the answer is ``cancelled``). Never raises.
     """
-    allow, reason = _judge(policy, ask, cwd)
+    verdict, reason = _judge(policy, ask, cwd)
+    if verdict is None:
+        return _refusal(ask, reason, ask_human=True)
+    allow = verdict
     kinds = dict((kind, option) for option, kind in reversed(ask.options))
     if allow:
         option = kinds.get("allow_once") or kinds.get("allow_always")
         if option is not None:
             return PermissionDecision(True, option, reason)
-        allow, reason = False, f"{reason}, but the agent offered no allow option"
+        reason = f"{reason}, but the agent offered no allow option"
+    return _refusal(ask, reason)
+
+
+def answer_checkpoint(ask: PermissionAsk, allow: bool, source: str) -> PermissionDecision:
+    """The answer to a request a human checkpoint decided (``source``: who decided, in words)."""
+    if allow:
+        kinds = dict((kind, option) for option, kind in reversed(ask.options))
+        option = kinds.get("allow_once") or kinds.get("allow_always")
+        if option is not None:
+            return PermissionDecision(True, option, f"allowed by {source}")
+        return _refusal(ask, f"allowed by {source}, but the agent offered no allow option")
+    return _refusal(ask, f"denied by {source}")
+
+
+def _refusal(ask: PermissionAsk, reason: str, *, ask_human: bool = False) -> PermissionDecision:
+    kinds = dict((kind, option) for option, kind in reversed(ask.options))
     option = kinds.get("reject_once") or kinds.get("reject_always")
-    return PermissionDecision(False, option, reason)
+    return PermissionDecision(False, option, reason, ask=ask_human)
 
 
-def _judge(policy: Policy, ask: PermissionAsk, cwd: str) -> tuple[bool, str]:
+def _judge(policy: Policy, ask: PermissionAsk, cwd: str) -> tuple[bool | None, str]:
     kind = ask.kind or "other"
     if kind in ("read", "search", "think"):
         return True, f"{kind} is allowed by every sandbox mode"
@@ -333,6 +362,8 @@ def _judge(policy: Policy, ask: PermissionAsk, cwd: str) -> tuple[bool, str]:
         return True, f"{kind} is allowed by danger-full-access"
     if policy.approvals == "auto-review":
         return True, f"{kind} is allowed: approvals are auto-review"
+    if policy.approvals == "ask":
+        return None, f"{kind} cannot be checked against the policy, so a human is asked (approvals: ask)"
     return False, f"{kind} cannot be checked against the policy and nobody can approve it (approvals: never)"
 
 
@@ -860,6 +891,7 @@ class ACPProvider:
     ) -> _TurnOutcome:
         """Send ``prompt`` and follow the turn to its end, forwarding its events in order."""
         turn = _Turn(session_id)
+        turn.checkpoint = context.checkpoint
         proc.turns[session_id] = turn
         prompt_task = asyncio.ensure_future(
             proc.conn.prompt(session_id=session_id, prompt=[sdk.text_block(prompt)])
@@ -1032,6 +1064,7 @@ class _Turn:
         self.events: asyncio.Queue[ProviderEvent] = asyncio.Queue()
         self.messages: list[list[str]] = []
         self.cancelling = False
+        self.checkpoint: Checkpoint | None = None
         self._in_message = False
         self._message_id: str | None = None
 
@@ -1105,6 +1138,7 @@ class _Client:
             title=str(getattr(tool_call, "title", None) or ""),
             paths=tuple(str(loc.path) for loc in (getattr(tool_call, "locations", None) or ())),
             options=tuple((str(o.option_id), str(o.kind)) for o in options),
+            command=_command_of(getattr(tool_call, "raw_input", None)),
         )
         if turn is None or turn.cancelling:
             decision = PermissionDecision(
@@ -1115,6 +1149,8 @@ class _Client:
             if session_id in self._proc.read_only_sessions:
                 policy = policy.narrow({"sandbox": "read-only"})  # an agent without edit tools
             decision = decide_permission(policy, ask, cwd=self._proc.cwd_of(session_id))
+            if decision.ask:
+                decision = await _checkpoint(turn, ask, decision)
         if turn is not None:
             verdict = "allowed" if decision.allow else "denied"
             turn.events.put_nowait(
@@ -1130,6 +1166,29 @@ class _Client:
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=decision.option_id)
         )
+
+
+async def _checkpoint(turn: _Turn, ask: PermissionAsk, refusal: PermissionDecision) -> PermissionDecision:
+    """Put a request the policy left to a human (``approvals = "ask"``) to the run's checkpoint; with
+    no checkpoint, or none answered (the run is pausing), it stays refused."""
+    if turn.checkpoint is None:
+        return PermissionDecision(False, refusal.option_id, f"{refusal.reason}, but nobody can be asked here")
+    answer = await turn.checkpoint(
+        CheckpointAsk(tool=ask.kind or "other", title=ask.title, command=ask.command, paths=ask.paths)
+    )
+    if answer is None:
+        return PermissionDecision(False, None, "the run is pausing for a human checkpoint")
+    return answer_checkpoint(ask, answer, "a human checkpoint")
+
+
+def _command_of(raw: Any) -> str | None:
+    """The command line in a tool call's ``rawInput`` (``{"command": "ls -l"}`` or a list of words)."""
+    command = raw.get("command") if isinstance(raw, dict) else None
+    if isinstance(command, str):
+        return command
+    if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        return " ".join(command)
+    return None
 
 
 class _AgentProcess:

@@ -30,6 +30,8 @@ __all__ = [
     "AgentResult",
     "AgentStalledError",
     "CancelSignal",
+    "Checkpoint",
+    "CheckpointAsk",
     "ProviderAuthError",
     "ProviderCapabilities",
     "ProviderEvent",
@@ -165,11 +167,37 @@ class CancelSignal:
 
 
 @dataclass(frozen=True)
+class CheckpointAsk:
+    """A permission request a provider could not answer from the policy and, under
+    ``approvals = "ask"``, hands to a human: the ``tool`` kind (ACP ToolKind, e.g. ``execute``,
+    ``edit``; ``other`` when unknown), its ``title``, the ``command`` it would run (``None`` when it
+    names none) and the file ``paths`` it touches. Nothing here may carry a secret: it is shown to
+    the user and stored in the run's events (``checkpointContext``)."""
+
+    tool: str
+    title: str = ""
+    command: str | None = None
+    paths: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"tool", "title", "command", "paths"}`` (JSON-ready)."""
+        return {"tool": self.tool, "title": self.title, "command": self.command, "paths": list(self.paths)}
+
+
+Checkpoint = Callable[[CheckpointAsk], Awaitable[bool | None]]
+"""The engine's answer to a :class:`CheckpointAsk`: ``True`` allow, ``False`` deny, ``None`` nobody
+can answer now (the run is pausing with ``checkpoint_required``; the provider refuses the request
+and the call ends cancelled). Never raises."""
+
+
+@dataclass(frozen=True)
 class AgentContext:
-    """Per-call context: the cancel ``signal`` and ``emit`` for progress events."""
+    """Per-call context: the cancel ``signal``, ``emit`` for progress events and, when the run can
+    hold a human checkpoint, ``checkpoint`` (``None``: nobody can be asked, so fail closed)."""
 
     signal: CancelSignal
     emit: Callable[[ProviderEvent], Awaitable[None]]
+    checkpoint: Checkpoint | None = None
 
 
 @dataclass(frozen=True)

@@ -435,7 +435,7 @@ class CodexProvider:
 
     def _approvals(self) -> Any:
         mode = _sdk().ApprovalMode
-        return mode.deny_all if self.policy.approvals == "never" else mode.auto_review
+        return mode.auto_review if self.policy.approvals == "auto-review" else mode.deny_all
 
     def _thread_config(self) -> dict[str, Any]:
         return {

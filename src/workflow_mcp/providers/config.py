@@ -19,7 +19,7 @@ Format (every key optional)::
     sandbox = "workspace-write"        # read-only | workspace-write | danger-full-access
     network = false
     writable_roots = []                # absolute paths writable besides the working directory
-    approvals = "never"                # never | auto-review
+    approvals = "never"                # never | ask (human checkpoints) | auto-review
     env = []                           # extra environment names (globs) providers may see
 
     [limits]                           # per-call defaults of every run here (integers, > 0 except retries)

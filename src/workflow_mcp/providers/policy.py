@@ -31,13 +31,15 @@ __all__ = [
 ]
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
-Approvals = Literal["never", "auto-review"]
+Approvals = Literal["never", "ask", "auto-review"]
 
 SANDBOX_MODES: Final[tuple[SandboxMode, ...]] = ("read-only", "workspace-write", "danger-full-access")
 """Sandbox modes, narrowest first."""
-APPROVALS: Final[tuple[Approvals, ...]] = ("never", "auto-review")
+APPROVALS: Final[tuple[Approvals, ...]] = ("never", "ask", "auto-review")
 """Approval modes, narrowest first: ``never`` asks nobody and refuses every escalation (fail
-closed); ``auto-review`` lets the agent's own reviewer approve escalations."""
+closed); ``ask`` turns an escalation the policy cannot vouch for into a durable human checkpoint
+(an elicitation while a client waits on the run, else the run pauses ``checkpoint_required``);
+``auto-review`` lets the agent's own reviewer approve escalations."""
 
 BASE_ENV: Final[tuple[str, ...]] = (
     "PATH",

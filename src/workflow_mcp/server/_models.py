@@ -171,6 +171,15 @@ class RunError(_Model):
     message: str
 
 
+class CheckpointContext(_Model):
+    checkpoint_id: str
+    label: str | None = None
+    tool: str
+    title: str = ""
+    command: str | None = None
+    paths: list[str] = Field(default_factory=list)
+
+
 class RunOutcome(_Model):
     run_id: str
     status: RunStatus
@@ -189,6 +198,11 @@ class RunOutcome(_Model):
     resumed_from: str | None = None
     paused_reason: str | None = Field(
         default=None, description="Why a paused run paused (e.g. auth_required); resume it after fixing that."
+    )
+    checkpoint_context: CheckpointContext | None = Field(
+        default=None,
+        description="When paused with checkpoint_required: what an agent asks permission for. Answer it with "
+        "workflow_run resumeFromRunId and checkpointReplies {checkpointId: allow|deny}.",
     )
 
 

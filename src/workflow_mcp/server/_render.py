@@ -16,6 +16,7 @@ from ..events import Event
 from ..state import RESUMABLE, TERMINAL, RunState
 from ._models import (
     AgentCall,
+    CheckpointContext,
     PhaseOut,
     RunError,
     RunOutcome,
@@ -114,7 +115,23 @@ def outcome_of(
         fields["resumed_from"] = resumed_from
     if state.paused_reason is not None:
         fields["paused_reason"] = clip(state.paused_reason)
+    if state.checkpoint_context is not None:
+        fields["checkpoint_context"] = _checkpoint(state.checkpoint_context)
     return RunOutcome(**fields)
+
+
+def _checkpoint(raw: dict[str, Any]) -> CheckpointContext | None:
+    try:
+        return CheckpointContext(
+            checkpoint_id=str(raw["checkpointId"]),
+            label=clip(str(raw["label"])) if raw.get("label") is not None else None,
+            tool=str(raw.get("tool") or "other"),
+            title=clip(str(raw.get("title") or "")) or "",
+            command=clip(str(raw["command"])) if raw.get("command") is not None else None,
+            paths=[clip(str(p)) or "" for p in raw.get("paths") or []],
+        )
+    except (KeyError, TypeError):
+        return None
 
 
 def outcome_text(outcome: RunOutcome) -> str:
@@ -140,6 +157,8 @@ def outcome_text(outcome: RunOutcome) -> str:
             "interrupted": "was interrupted (its server process stopped)",
             "paused": "paused because a provider needs a login (auth_required); log in first"
             if outcome.paused_reason == "auth_required"
+            else _checkpoint_why(outcome)
+            if outcome.paused_reason == "checkpoint_required"
             else f"paused ({outcome.paused_reason or 'no reason recorded'}); remove the cause first",
         }[outcome.status]
         return (
@@ -149,6 +168,18 @@ def outcome_text(outcome: RunOutcome) -> str:
     return (
         f"Run {rid}{wf} is {outcome.status}{again}. Follow it with workflow_run_events (runId {rid!r}, "
         "after 0), wait for the end with workflow_run_await, or stop it with workflow_run_cancel."
+    )
+
+
+def _checkpoint_why(outcome: RunOutcome) -> str:
+    cp = outcome.checkpoint_context
+    if cp is None:
+        return "paused for a human checkpoint (checkpoint_required)"
+    what = cp.command or cp.title or cp.tool
+    return (
+        f"paused for a human checkpoint (checkpoint_required): an agent ({cp.label}) asks permission to "
+        f"{cp.tool}: {what}. Ask the user; pass checkpointReplies {{{cp.checkpoint_id!r}: 'allow' or "
+        "'deny'} with the resume"
     )
 
 

@@ -167,6 +167,16 @@ _RO = ToolAnnotations(
 )
 
 
+class CheckpointAnswer(BaseModel):
+    """What the user answers when an agent of a run asks permission (a human checkpoint)."""
+
+    allow: bool = Field(description="Allow what the agent asks to do? No refuses it; the run goes on.")
+
+
+CHECKPOINT_ELICIT_S = 600.0
+"""How long a human checkpoint's elicitation may wait for the user; unanswered, the run pauses."""
+
+
 class SourceApproval(BaseModel):
     """What the user answers when asked to approve a workflow source (form elicitation)."""
 
@@ -731,10 +741,24 @@ class WorkflowMcpServer(MCPServer[Any]):
                 "asking the user.",
             ),
         ] = None,
+        checkpointReplies: Annotated[
+            dict[str, Literal["allow", "deny"]] | None,
+            Field(
+                description="With resumeFromRunId alone: answers to the human checkpoints the run paused on "
+                '(reason checkpoint_required), by checkpointContext.checkpointId, e.g. {"cp_…": "allow"}. '
+                "Decisions the run already recorded replay without asking.",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         principal = self._principal()
         base = self._base(cwd)
         targets, choice = self._run_choice(name, path, script, resumeFromRunId, provider, fakeScript, base)
+        if checkpointReplies and (targets or resumeFromRunId is None):
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="checkpointReplies answers a paused run: pass it with resumeFromRunId alone "
+                "(no name, path or script)",
+            )
         wait_ms = min(waitMs, self.policy.max_wait_ms)
         run_args = args if "args" in _raw_arguments(ctx) else MISSING
         params = _run_params(
@@ -793,6 +817,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                     args=run_args,
                     cwd=base if cwd is not None else None,
                     policy=resumePolicy,
+                    checkpoint_replies=checkpointReplies or {},
                 )
                 prepared = await self.service.prepare_resume(
                     resumeFromRunId, overrides, ceiling=self._ceiling()
@@ -1209,8 +1234,23 @@ class WorkflowMcpServer(MCPServer[Any]):
         resumed_from: str | None = None,
         workflow: str | None = None,
     ) -> CallToolResult:
-        """Wait (bounded, with progress) and render the run's outcome."""
-        state = await self.service.await_run(run_id, wait_ms, on_progress=_progress_reporter(ctx))
+        """Wait (bounded, with progress) and render the run's outcome. While this client waits and can
+        ask its user (form elicitation), the run's human checkpoints are put to the user; an
+        elicitation still open when the wait ends is waited for (at most :data:`CHECKPOINT_ELICIT_S`)."""
+        asking: set[asyncio.Task[Any]] = set()
+        attached = (
+            wait_ms > 0
+            and _can_elicit(ctx)
+            and self.service.answer_checkpoints(run_id, _checkpoint_asker(ctx, run_id, asking))
+        )
+        try:
+            state = await self.service.await_run(run_id, wait_ms, on_progress=_progress_reporter(ctx))
+        finally:
+            if attached:
+                self.service.answer_checkpoints(run_id, None)
+        if asking:
+            await asyncio.wait(asking, timeout=CHECKPOINT_ELICIT_S)
+            state = await self.service.await_run(run_id, 0)
         outcome = outcome_of(state, deduplicated=deduplicated, resumed_from=resumed_from, workflow=workflow)
         return _result(outcome_text(outcome), outcome, is_error=outcome.status == "failed")
 
@@ -1881,6 +1921,44 @@ def _raw_arguments(ctx: Context[Any, Any]) -> Mapping[str, Any]:
     params = ctx.request_context.params or {}
     raw = params.get("arguments") if isinstance(params, Mapping) else None
     return raw if isinstance(raw, Mapping) else {}
+
+
+def _checkpoint_asker(
+    ctx: Context[Any, Any], run_id: str, asking: set[asyncio.Task[Any]]
+) -> Callable[[Mapping[str, Any]], Awaitable[bool | None]]:
+    """An asker (service.answer_checkpoints) that puts a checkpoint to this client's user: accepted →
+    the user's yes or no; declined, cancelled, failed or unanswered in :data:`CHECKPOINT_ELICIT_S` →
+    ``None`` (the run pauses with ``checkpoint_required``). Never raises."""
+
+    async def ask(context: Mapping[str, Any]) -> bool | None:
+        what = context.get("command") or context.get("title") or context.get("tool")
+        paths = context.get("paths") or []
+        message = (
+            f"An agent of run {run_id} ({context.get('label')}) asks permission to {context.get('tool')}: "
+            f"{what}" + (f" (paths: {', '.join(map(str, paths))})" if paths else "") + ". Allow it?"
+        )
+        task = asyncio.ensure_future(ctx.elicit(message, CheckpointAnswer))
+        asking.add(task)
+        try:
+            async with asyncio.timeout(CHECKPOINT_ELICIT_S):
+                answer = await asyncio.shield(task)
+        except (
+            TimeoutError,
+            MCPError,
+            ValidationError,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+        ):
+            return None
+        finally:
+            if not task.done():
+                task.cancel()
+            asking.discard(task)
+        if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, CheckpointAnswer):
+            return answer.data.allow
+        return None
+
+    return ask
 
 
 def _can_elicit(ctx: Context[Any, Any]) -> bool:

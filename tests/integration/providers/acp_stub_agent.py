@@ -10,6 +10,9 @@ expired, then came back). Each prompt's first word chooses the behaviour:
 - ``permission <kind> [path]`` asks permission for a tool call of that kind and replies with what
   the client chose: ``allow_once``, ``reject_once`` … (the kind of the selected option) or
   ``cancelled``;
+- ``run <command> [;; <command> …]`` asks permission to execute each command in turn (its
+  ``rawInput`` names it), runs each one allowed in the session's directory, and replies with the
+  chosen option kinds joined by ``,``;
 - ``auth`` answers AUTH_REQUIRED; ``fail <message>`` an internal error with that message;
 - ``crash`` exits at once with code 3 after a line on stderr;
 - ``hang`` says it waits, waits for ``session/cancel`` and ends the turn ``cancelled``;
@@ -41,6 +44,7 @@ class StubAgent:
         self.cancelled: dict[str, asyncio.Event] = {}
         self.config: dict[str, dict[str, str]] = {}
         self.system: dict[str, str] = {}
+        self.cwd: dict[str, str] = {}
         self.children: list[subprocess.Popen[bytes]] = []
 
     def on_connect(self, conn: Any) -> None:
@@ -57,6 +61,7 @@ class StubAgent:
         if os.environ.get("STUB_AUTH") == "new":
             raise acp.RequestError.auth_required({"reason": "stub agent is logged out"})
         session_id = str(uuid.uuid4())
+        self.cwd[session_id] = cwd
         self.cancelled[session_id] = asyncio.Event()
         self.config[session_id] = {"model": "stub-small", "reasoning_effort": "medium"}
         meta = kwargs.get("field_meta") or kwargs
@@ -89,6 +94,14 @@ class StubAgent:
         if word == "permission":
             kind, _, path = rest.strip().partition(" ")
             reply = await self.ask(session_id, kind, path.strip() or None)
+        elif word == "run":
+            chosen = []
+            for command in (c.strip() for c in rest.split(";;")):
+                kind = await self.ask(session_id, "execute", None, command=command)
+                if kind.startswith("allow"):
+                    subprocess.run(command, shell=True, cwd=self.cwd[session_id], check=True, timeout=30)
+                chosen.append(kind)
+            reply = ",".join(chosen)
         elif word == "auth":
             raise acp.RequestError.auth_required({"reason": "token expired"})
         elif word == "fail":
@@ -128,9 +141,15 @@ class StubAgent:
         await self.say(session_id, reply)
         return schema.PromptResponse(stop_reason="end_turn", usage=usage)
 
-    async def ask(self, session_id: str, kind: str, path: str | None) -> str:
+    async def ask(self, session_id: str, kind: str, path: str | None, command: str | None = None) -> str:
         locations = [schema.ToolCallLocation(path=path)] if path else None
-        tool = acp.update_tool_call("p1", title=f"{kind} something", kind=kind, locations=locations)  # type: ignore[arg-type]
+        tool = acp.update_tool_call(
+            "p1",
+            title=f"{kind} {command}" if command else f"{kind} something",
+            kind=kind,  # type: ignore[arg-type]
+            locations=locations,
+            raw_input={"command": command} if command else None,
+        )
         options = [
             schema.PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
             schema.PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
