@@ -29,9 +29,6 @@ class ProgressView:
         self.labels: dict[str, str] = {}  # running agentId -> label
         self.started = time.monotonic()
         self._live: Any = None
-        #: The phase the run is in, as the header shows it: entered by phase() or by an agent
-        #: started in it; a meta phase that is only listed is never entered.
-        self.phase: str | None = None
 
     @property
     def state(self) -> RunState | None:
@@ -49,8 +46,8 @@ class ProgressView:
         head = f"[bold]{escape(self.name)}[/bold]"
         if state is not None:
             head += f"  [dim]{state.run_id}[/dim]"
-            if self.phase:
-                head += f"  phase: [cyan]{escape(self.phase)}[/cyan]"
+            if state.current_phase:
+                head += f"  phase: [cyan]{escape(state.current_phase)}[/cyan]"
         table.add_row(head)
         output = state.token_usage["output"] if state is not None else 0
         table.add_row(
@@ -93,11 +90,7 @@ class ProgressView:
             self._projector = StateProjector(RunState(run_id=event.run_id))
         self._projector.apply(event)
         t = event.type
-        if t == "phase.started" and event.payload.get("source") != "meta":
-            self.phase = str(event.payload.get("title"))
-        elif t == "agent.started":
-            if isinstance(event.payload.get("phase"), str):
-                self.phase = str(event.payload["phase"])
+        if t == "agent.started":
             self.labels[event.agent_id or ""] = str(event.payload.get("label", ""))[:40]
         elif t in ("agent.completed", "agent.failed"):
             self.labels.pop(event.agent_id or "", None)
