@@ -59,7 +59,8 @@ async def test_without_elicitation_an_unapproved_source_is_refused_with_what_to_
     async with connect(env.server()) as c:
         result = await call(c, "workflow_run", RUN)
     assert result.is_error
-    assert "--trust DIR" in text(result) and "elicitation" in text(result)
+    assert "elicitation" in text(result) and "--allow-inline-scripts" in text(result)
+    assert f"workflow-mcp approvals add --sha256 {_sha(RUN['script'])}" in text(result)
     assert env.service.list_runs() == []
 
 
