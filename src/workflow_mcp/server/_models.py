@@ -190,6 +190,11 @@ class RunOutcome(_Model):
     paused_reason: str | None = Field(
         default=None, description="Why a paused run paused (e.g. auth_required); resume it after fixing that."
     )
+    resets_at: str | None = Field(
+        default=None,
+        description="A run paused for a usage limit (usage_limit): when the provider said the limit resets "
+        "(ISO 8601 UTC); resume it after that.",
+    )
 
 
 class PlanTokens(_Model):
@@ -288,6 +293,11 @@ class RunSnapshot(_Model):
     token_usage: TokenUsageOut
     error: RunError | None = None
     paused_reason: str | None = None
+    resets_at: str | None = Field(
+        default=None,
+        description="A run paused for a usage limit (usage_limit): when the provider said the limit resets "
+        "(ISO 8601 UTC).",
+    )
     last_sequence: int = Field(description="Sequence of the newest event: a cursor for workflow_run_events.")
     truncated: bool = Field(description="True when calls or log lines were dropped to respect the size caps.")
 
