@@ -1897,10 +1897,18 @@ def _preapproval(workflow: Workflow, principal: Principal) -> str:
             f"{shlex.quote(workflow.path)}` (or starts the server with `--trust DIR` for its directory); "
             "then call workflow_run again."
         )
+    # --allow-inline-scripts is refused over HTTP, so a scoped client is never offered it.
+    local = (
+        ""
+        if principal.scoped
+        else (
+            " (or, for a server whose clients are the user's own agents, starts it with "
+            "`workflow-mcp serve --allow-inline-scripts`)"
+        )
+    )
     return (
         f"To pre-approve this exact script, the user runs `workflow-mcp approvals add{who} --sha256 "
-        f"{workflow.source_hash}` (or, for a server whose clients are the user's own agents, starts it with "
-        "`workflow-mcp serve --allow-inline-scripts`); then call workflow_run again."
+        f"{workflow.source_hash}`{local}; then call workflow_run again."
     )
 
 
