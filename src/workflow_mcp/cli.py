@@ -929,6 +929,96 @@ def store_repair() -> None:
         click.echo(f"workflow-mcp: {problem}", err=True)
 
 
+@cli.group()
+def approvals() -> None:
+    """Source approvals: the workflow sources the MCP server runs without asking (per client), kept in
+    $WORKFLOW_MCP_HOME/approvals.json. Pre-approve here what a headless client (one that cannot show
+    an approval question) will run."""
+
+
+_CLIENT_OPTION = click.option(
+    "--client",
+    default=None,
+    metavar="NAME",
+    help="The HTTP client (the NAME of its NAME=TOKEN entry) the approval is for; default: the local "
+    "user (stdio servers and the CLI).",
+)
+
+
+def _trust() -> Any:
+    from .server import SourceTrust, approvals_file
+    from .service import state_database
+
+    home = state_database().parent
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the store would create it
+    return SourceTrust(approvals_path=approvals_file(str(home)))
+
+
+def _approval_target(path: str | None, sha256: str | None) -> tuple[str, str, str | None]:
+    """``(source_hash, name, path)`` of what ``approvals add|revoke`` names: a workflow file, or a
+    source hash (of an inline script: SHA-256 of its UTF-8 text)."""
+    if (path is None) == (sha256 is None):
+        _fail("name one workflow FILE or --sha256 HASH")
+    if sha256 is not None:
+        digest = sha256.strip().lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            _fail(f"--sha256 {sha256!r} is not a SHA-256 (64 hexadecimal digits)")
+        return digest, "", None
+    from .definitions.load import load_workflow
+
+    assert path is not None
+    file = os.path.abspath(_resolve(path))
+    workflow = load_workflow(file, check_syntax=False)  # WorkflowLoadError / not found: exit 2 in main
+    return workflow.source_hash, workflow.meta.name, workflow.path or file
+
+
+@approvals.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help='Print {"approvals": [...]} as JSON.')
+def approvals_list(as_json: bool) -> None:
+    """Every approval: source hash, the client it is for, the workflow's name and file, and when."""
+    trust = _trust()
+    entries = trust.approvals()
+    if as_json:
+        click.echo(json.dumps({"approvals": entries}, indent=2, ensure_ascii=False))
+        return
+    if not entries:
+        click.echo("no approvals")
+    for e in entries:
+        who = "local user" if e["by"] is None else f"client {e['by'].removeprefix('http:')}"
+        what = " ".join(x for x in (e["name"] or "(by hash)", e["path"] or "") if x)
+        click.echo(f"{e['sourceHash']}  {who}  {what}  {e['approvedAt']}")
+
+
+@approvals.command(name="add")
+@click.argument("path", required=False, metavar="[FILE]")
+@click.option(
+    "--sha256", default=None, metavar="HASH", help="Approve this source hash (e.g. an inline script's)."
+)
+@_CLIENT_OPTION
+def approvals_add(path: str | None, sha256: str | None, client: str | None) -> None:
+    """Approve the exact current source of FILE (or --sha256 HASH) so workflow_run runs it without
+    asking; a changed file needs approving again. A running server sees it on its next call."""
+    digest, name, file = _approval_target(path, sha256)
+    by = None if client is None else f"http:{client}"
+    _trust().approve(digest, name=name, path=file, by=by)
+    who = "the local user" if by is None else f"client {client}"
+    click.echo(f"approved {digest} ({name or 'by hash'}) for {who}")
+
+
+@approvals.command(name="revoke")
+@click.argument("path", required=False, metavar="[FILE]")
+@click.option("--sha256", default=None, metavar="HASH", help="Revoke this source hash.")
+@_CLIENT_OPTION
+def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -> None:
+    """Withdraw the approval of FILE's current source (or --sha256 HASH). Exit 1 when there was none."""
+    digest, _, _ = _approval_target(path, sha256)
+    by = None if client is None else f"http:{client}"
+    who = "the local user" if by is None else f"client {client}"
+    if not _trust().revoke(digest, by=by):
+        _fail(f"{digest} is not approved for {who}; nothing to revoke", 1)
+    click.echo(f"revoked {digest} for {who}")
+
+
 @cli.command()
 @click.option(
     "--http", "use_http", is_flag=True, help="Serve Streamable HTTP (bearer token) instead of stdio."
@@ -1028,6 +1118,14 @@ def store_repair() -> None:
     help="Preview each new run (a dry run, as workflow_plan) and ask the user before starting one that "
     "makes more than N agent calls.",
 )
+@click.option(
+    "--allow-inline-scripts",
+    "allow_inline",
+    is_flag=True,
+    help="Run every inline workflow_run script without asking for approval. RISK: the client then runs "
+    "any JavaScript it writes on this machine, with the providers' powers; only for a stdio server whose "
+    "client is your own agent (refused with --http).",
+)
 def serve(
     use_http: bool,
     host: str,
@@ -1043,6 +1141,7 @@ def serve(
     session_idle_timeout: float,
     header_timeout: float,
     confirm_above: int | None,
+    allow_inline: bool,
 ) -> None:
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
@@ -1051,6 +1150,12 @@ def serve(
     for d in trust_dirs:
         if not os.path.isdir(d):
             _fail(f"--trust {d!r} is not a directory")
+    if allow_inline and use_http:
+        _fail(
+            "--allow-inline-scripts is for a stdio server whose client is your own agent; over HTTP every "
+            "token holder could run any JavaScript here. Pre-approve scripts with `workflow-mcp approvals "
+            "add --client NAME --sha256 H` instead"
+        )
     limits = None
     if use_http:  # stdio never loads the HTTP side (its first answer must not wait for it)
         from .server.http import HttpLimits
@@ -1077,6 +1182,7 @@ def serve(
             ),
             limits=limits,
             allowed_hosts=allowed_hosts,
+            allow_inline=allow_inline,
         )
     )
 

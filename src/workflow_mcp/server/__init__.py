@@ -39,12 +39,19 @@ __all__ = [
     "ServerPolicy",
     "SourceTrust",
     "WorkflowMcpServer",
+    "approvals_file",
     "create_server",
     "run_server",
     "serve_stdio",
 ]
 
 APPROVALS_FILE = "approvals.json"
+
+
+def approvals_file(state_dir: str) -> str:
+    """The source approvals file of a server whose state directory is ``state_dir``
+    (``workflow-mcp approvals`` edits it; see :class:`SourceTrust`)."""
+    return os.path.join(state_dir, APPROVALS_FILE)
 
 
 async def serve_stdio(server: WorkflowMcpServer) -> None:
@@ -82,6 +89,7 @@ def run_server(
     policy: ServerPolicy | None = None,
     limits: HttpLimits | None = None,
     allowed_hosts: tuple[str, ...] = (),
+    allow_inline: bool = False,
 ) -> int:
     """Run the server in this process until it stops; returns the exit status (0, or 2 for bad input).
 
@@ -90,10 +98,16 @@ def run_server(
     every path resolves only inside them. ``limits`` bound the HTTP server (:class:`~.http.HttpLimits`);
     over HTTP, ``policy.max_client_runs`` defaults to an equal share of ``policy.max_runs`` among the
     configured tokens;
-    ``allowed_hosts`` are the ``Host`` names it answers besides its own (``--allowed-host``).
+    ``allowed_hosts`` are the ``Host`` names it answers besides its own (``--allowed-host``);
+    ``allow_inline`` runs every inline script without asking (``--allow-inline-scripts``, see
+    :attr:`SourceTrust.allow_inline`).
     """
     try:
-        trust = SourceTrust(trusted_dirs=trust_dirs, approvals_path=os.path.join(state_dir, APPROVALS_FILE))
+        trust = SourceTrust(
+            trusted_dirs=trust_dirs,
+            approvals_path=approvals_file(state_dir),
+            allow_inline=allow_inline,
+        )
         trust.load()  # now, so a damaged approvals file is reported at start (on stderr), not mid-request
         scope = FileScope.of(cwd=service.cwd, trust_dirs=trust_dirs, state_dir=state_dir, confined=http)
         service.recover()

@@ -204,6 +204,11 @@ class RunOutcome(_Model):
         description="When paused with checkpoint_required: what an agent asks permission for. Answer it with "
         "workflow_run resumeFromRunId and checkpointReplies {checkpointId: allow|deny}.",
     )
+    resets_at: str | None = Field(
+        default=None,
+        description="A run paused for a usage limit (usage_limit): when the provider said the limit resets "
+        "(ISO 8601 UTC); resume it after that.",
+    )
 
 
 class PlanTokens(_Model):
@@ -302,6 +307,11 @@ class RunSnapshot(_Model):
     token_usage: TokenUsageOut
     error: RunError | None = None
     paused_reason: str | None = None
+    resets_at: str | None = Field(
+        default=None,
+        description="A run paused for a usage limit (usage_limit): when the provider said the limit resets "
+        "(ISO 8601 UTC).",
+    )
     last_sequence: int = Field(description="Sequence of the newest event: a cursor for workflow_run_events.")
     truncated: bool = Field(description="True when calls or log lines were dropped to respect the size caps.")
 

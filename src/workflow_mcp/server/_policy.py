@@ -106,10 +106,15 @@ class SourceTrust:
 
     trusted_dirs: tuple[str, ...] = ()
     approvals_path: str | None = None
+    #: ``workflow-mcp serve --allow-inline-scripts``: every inline ``script`` (a source with no file)
+    #: runs without asking, for everyone. Only for a server whose clients are the user's own agents: an
+    #: inline script is JavaScript the client wrote, run on this machine with the providers' powers.
+    allow_inline: bool = False
     problems: list[str] = field(default_factory=list, repr=False)
     _approved: dict[tuple[str | None, str], dict[str, Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _loaded: bool = field(default=False, repr=False)
+    _stamp: tuple[int, int, int] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         dirs = []
@@ -130,29 +135,71 @@ class SourceTrust:
         return None
 
     def is_approved(self, source_hash: str, by: str | None) -> bool:
-        """Whether the principal whose owner is ``by`` approved ``source_hash``."""
+        """Whether the principal whose owner is ``by`` approved ``source_hash`` (the file is read again
+        when another process changed it since, e.g. ``workflow-mcp approvals add`` or ``revoke``)."""
         self.load()
+        self._refresh()
         with self._lock:
             return (by, source_hash) in self._approved
 
     def allows(self, source_hash: str, path: str | None, by: str | None) -> bool:
-        """Whether this exact source may run without asking the principal whose owner is ``by``."""
+        """Whether this exact source may run without asking the principal whose owner is ``by``
+        (``path`` ``None``: an inline script, which :attr:`allow_inline` lets run)."""
+        if path is None and self.allow_inline:
+            return True
         return self.trusted_dir_of(path) is not None or self.is_approved(source_hash, by)
+
+    def approvals(self) -> list[dict[str, Any]]:
+        """Every recorded approval (``{"sourceHash", "by", "name", "path", "approvedAt"}``), oldest
+        first, as the file holds them now."""
+        self.load()
+        self._refresh()
+        with self._lock:
+            return sorted((dict(e) for e in self._approved.values()), key=lambda e: e["approvedAt"])
 
     def approve(self, source_hash: str, *, name: str, path: str | None, by: str | None) -> None:
         """Record that the principal whose owner is ``by`` approved ``source_hash`` (persisted when
         ``approvals_path`` is set, merged with what other processes wrote meanwhile)."""
-        self.load()
         entry = {"sourceHash": source_hash, "by": by, "name": name, "path": path, "approvedAt": utc_now()}
+        self._change(lambda approved: approved.__setitem__((by, source_hash), entry))
+
+    def revoke(self, source_hash: str, *, by: str | None) -> bool:
+        """Forget that the principal whose owner is ``by`` approved ``source_hash``; ``False`` when it
+        had not. Persisted like :meth:`approve`; a server sharing the file stops honouring it on its
+        next check."""
+        found: list[bool] = []
+        self._change(lambda approved: found.append(approved.pop((by, source_hash), None) is not None))
+        return found[0]
+
+    def _change(self, edit: Any) -> None:
+        """Apply ``edit`` (a function of the approvals mapping) to what the file holds now, under the
+        lock between processes, and write the result; in memory only without ``approvals_path``."""
+        self.load()
         with self._lock:
-            self._approved[(by, source_hash)] = entry
             if self.approvals_path is None:
+                edit(self._approved)
                 return
             with _file_lock(self.approvals_path + ".lock"):
+                # What is on disk is the truth (another process may have revoked what this one once
+                # read); only this change is applied on top of it.
                 on_disk = self._read(announce=True)
-                self._approved = {**on_disk, **self._approved}
-                body = {"version": APPROVALS_VERSION, "approvals": list(self._approved.values())}
+                edit(on_disk)
+                body = {"version": APPROVALS_VERSION, "approvals": list(on_disk.values())}
                 _write_private(self.approvals_path, json.dumps(body, indent=2, ensure_ascii=False))
+                self._approved = on_disk
+                self._stamp = _stamp_of(self.approvals_path)
+
+    def _refresh(self) -> None:
+        """Read the file again when it changed since this process last read or wrote it."""
+        if self.approvals_path is None:
+            return
+        stamp = _stamp_of(self.approvals_path)
+        with self._lock:
+            if stamp == self._stamp:
+                return
+            with _file_lock(self.approvals_path + ".lock"):
+                self._approved = self._read(announce=True)
+                self._stamp = _stamp_of(self.approvals_path)
 
     def load(self) -> list[str]:
         """Read the approvals file once (later calls do nothing); returns the warnings it gave (see the
@@ -168,6 +215,7 @@ class SourceTrust:
             self._loaded = True
             if self.approvals_path is not None:
                 self._approved.update(self._read(announce=True))
+                self._stamp = _stamp_of(self.approvals_path)
             return list(self.problems)
 
     def _read(self, *, announce: bool) -> dict[tuple[str | None, str], dict[str, Any]]:
@@ -205,6 +253,15 @@ class SourceTrust:
         body = {"version": APPROVALS_VERSION, "approvals": list(entries.values())}
         _write_private(path, json.dumps(body, indent=2, ensure_ascii=False))
         return entries
+
+
+def _stamp_of(path: str) -> tuple[int, int, int] | None:
+    """What tells one version of the approvals file from another (it is always replaced whole)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _entry(value: Any, source_hash: str | None = None) -> dict[str, Any] | None:

@@ -117,6 +117,8 @@ def outcome_of(
         fields["paused_reason"] = clip(state.paused_reason)
     if state.checkpoint_context is not None:
         fields["checkpoint_context"] = _checkpoint(state.checkpoint_context)
+    if state.resets_at is not None:
+        fields["resets_at"] = clip(state.resets_at, 64)
     return RunOutcome(**fields)
 
 
@@ -159,6 +161,8 @@ def outcome_text(outcome: RunOutcome) -> str:
             if outcome.paused_reason == "auth_required"
             else _checkpoint_why(outcome)
             if outcome.paused_reason == "checkpoint_required"
+            else f"paused for a usage limit that resets at {outcome.resets_at}; resume it after that"
+            if outcome.paused_reason == "usage_limit" and outcome.resets_at
             else f"paused ({outcome.paused_reason or 'no reason recorded'}); remove the cause first",
         }[outcome.status]
         return (
@@ -224,6 +228,8 @@ def snapshot_of(
         fields["error"] = error
     if state.paused_reason is not None:
         fields["paused_reason"] = clip(state.paused_reason)
+    if state.resets_at is not None:
+        fields["resets_at"] = clip(state.resets_at, 64)
     snap = RunSnapshot(**fields)
     while len(json.dumps(dump(snap)).encode()) > MAX_SNAPSHOT_BYTES:  # ASCII-escaped: the worst case
         if snap.recent_calls:
@@ -249,6 +255,11 @@ def snapshot_text(snap: RunSnapshot) -> str:
     ]
     if snap.error is not None:
         parts.append(f"Error: {snap.error.message}")
+    if snap.paused_reason is not None:
+        parts.append(
+            f"Paused: {snap.paused_reason}"
+            + (f"; the limit resets at {snap.resets_at}." if snap.resets_at else ".")
+        )
     if snap.log_tail:
         parts.append("Last log: " + snap.log_tail[-1])
     return "\n".join(parts)

@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -898,16 +899,20 @@ class WorkflowMcpServer(MCPServer[Any]):
                 return None
         if decision.status == "unknown":
             return f"Workflow {label} could not be identified for approval; call workflow_run again."
+        how = _preapproval(workflow, principal)
         if decision.status == "ask":
+            action = getattr(approval, "action", "accept")
+            if action == "accept":
+                return f"The user did not approve running {label} (answered no); nothing was started. {how}"
+            # A headless client often answers every elicitation with `cancel` on its own: say what came
+            # back, never that the user refused.
             return (
-                f"The user did not approve running {label}; nothing was started. Ask the user before calling "
-                "workflow_run again."
+                f"Approving {label} was asked and the client answered `{action}` (no approval); nothing was "
+                f"started. {how}"
             )
         return (
             f"Workflow {label} (sha256 {workflow.source_hash[:16]}…) has never been approved, and this client "
-            "cannot ask the user (it declares no form elicitation). Ask the user to approve it from a client "
-            "that supports elicitation, or to restart the server with `workflow-mcp serve --trust DIR` for "
-            "the directory that holds the workflow file (inline scripts then need a file under that directory)."
+            f"cannot ask the user (it declares no form elicitation); nothing was started. {how}"
         )
 
     # -- cost preview and confirmation ---------------------------------------------------------
@@ -1959,6 +1964,30 @@ def _checkpoint_asker(
         return None
 
     return ask
+
+
+def _preapproval(workflow: Workflow, principal: Principal) -> str:
+    """What the user runs to let ``workflow`` start without being asked (the isError text's last part)."""
+    who = f" --client {principal.owner.removeprefix('http:')}" if principal.owner is not None else ""
+    if workflow.path is not None:
+        return (
+            f"To pre-approve this exact source, the user runs `workflow-mcp approvals add{who} "
+            f"{shlex.quote(workflow.path)}` (or starts the server with `--trust DIR` for its directory); "
+            "then call workflow_run again."
+        )
+    # --allow-inline-scripts is refused over HTTP, so a scoped client is never offered it.
+    local = (
+        ""
+        if principal.scoped
+        else (
+            " (or, for a server whose clients are the user's own agents, starts it with "
+            "`workflow-mcp serve --allow-inline-scripts`)"
+        )
+    )
+    return (
+        f"To pre-approve this exact script, the user runs `workflow-mcp approvals add{who} --sha256 "
+        f"{workflow.source_hash}`{local}; then call workflow_run again."
+    )
 
 
 def _can_elicit(ctx: Context[Any, Any]) -> bool:

@@ -92,3 +92,28 @@ def test_a_damaged_file_is_copied_aside_and_what_is_legible_kept(
     # A later approval adds to what was kept; the copy stays as it was.
     trust.approve(H2, name="b", path=None, by=None)
     assert stored(path) == sorted([*kept, (H2, None)]) and backup.read_text() == content
+
+
+def test_a_revocation_by_another_process_is_honoured_and_never_written_back(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.json"
+    server, cli = SourceTrust(approvals_path=str(path)), SourceTrust(approvals_path=str(path))
+    server.approve(H1, name="a", path=None, by=None)
+    assert cli.revoke(H1, by=None) and not cli.revoke(H1, by=None)
+    assert not server.allows(H1, None, None)
+    server.approve(H2, name="b", path=None, by=None)  # writes its own change only, not its old view
+    assert stored(path) == [(H2, None)]
+
+
+def test_an_approval_added_by_another_process_is_seen_without_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.json"
+    server = SourceTrust(approvals_path=str(path))
+    assert not server.allows(H3, None, "http:alice")
+    SourceTrust(approvals_path=str(path)).approve(H3, name="c", path=None, by="http:alice")
+    assert server.allows(H3, None, "http:alice") and not server.allows(H3, None, None)
+    assert [(a["sourceHash"], a["by"]) for a in server.approvals()] == [(H3, "http:alice")]
+
+
+def test_allow_inline_lets_any_inline_script_run_but_never_a_file(tmp_path: Path) -> None:
+    trust = SourceTrust(approvals_path=str(tmp_path / "approvals.json"), allow_inline=True)
+    assert trust.allows(H1, None, None) and trust.allows(H1, None, "http:bob")
+    assert not trust.allows(H1, str(tmp_path / "w.js"), None)

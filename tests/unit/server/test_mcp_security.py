@@ -59,8 +59,18 @@ async def test_without_elicitation_an_unapproved_source_is_refused_with_what_to_
     async with connect(env.server()) as c:
         result = await call(c, "workflow_run", RUN)
     assert result.is_error
-    assert "--trust DIR" in text(result) and "elicitation" in text(result)
+    assert "elicitation" in text(result) and "--allow-inline-scripts" in text(result)
+    assert f"workflow-mcp approvals add --sha256 {_sha(RUN['script'])}" in text(result)
     assert env.service.list_runs() == []
+
+
+async def test_an_http_client_is_told_the_approval_command_for_its_own_token_and_no_stdio_only_option(
+    env: Env,
+) -> None:
+    async with connect(env.server(principal=Principal("http:alice", scoped=True))) as c:
+        result = await call(c, "workflow_run", RUN)
+    assert f"workflow-mcp approvals add --client alice --sha256 {_sha(RUN['script'])}" in text(result)
+    assert "--allow-inline-scripts" not in text(result)
 
 
 async def test_files_under_a_trusted_directory_run_without_asking(env: Env) -> None:
