@@ -1197,8 +1197,14 @@ class WorkflowService:
         again (its result is in no intact journal entry) or is still replayed (the journal holds it)."""
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
         labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
+        damaged = []
+        for event in self._all_events(run_id):
+            if _damage_of(event) is not None:
+                damaged.append(event)
+            elif event.type == "agent.queued" and event.agent_id and not labels.get(event.agent_id):
+                labels[event.agent_id] = str(event.payload.get("label") or "")
         notes = []
-        for event in self.damaged_events(run_id):
+        for event in damaged:
             damage = _damage_of(event) or {}
             columns = ", ".join(str(c) for c in damage.get("columns") or ())
             where = f"event {event.sequence} of run {run_id} is damaged ({columns})"

@@ -187,8 +187,10 @@ def event_from_cells(run_id: str, row: tuple[Any, ...] | sqlite3.Row) -> tuple[E
     """The event of one ``SELECT {EVENT_READ} FROM events`` row of ``run_id``, and the columns of that
     row that are damaged (``()``: none; the event is then exactly the stored one).
 
-    A damaged row is never dropped: its event keeps its run and sequence, and ``payload["damaged"]``
-    records ``{"sequence", "columns", "note"}``. When the body, read with invalid bytes as U+FFFD, is
+    A sound body is the event whatever its row's other cells hold (they are indexed copies of its
+    fields, reported here and rewritten from it by repair). A damaged body is never dropped: its event
+    keeps its run and sequence, and ``payload["damaged"]`` records ``{"sequence", "columns", "note"}``.
+    When the body, read with invalid bytes as U+FFFD, is
     still this run's event at this sequence, that is the event (its other fields as stored); otherwise
     it is a stand-in of the type stored beside it (``warning`` when that is unreadable too) whose payload
     holds only the record of the damage and the stored text (``original``, at most 2,000 characters).
@@ -209,10 +211,11 @@ def event_from_cells(run_id: str, row: tuple[Any, ...] | sqlite3.Row) -> tuple[E
         event = None
     if event is None and "body" not in damaged:
         damaged.append("body")
-    if not damaged:
-        assert event is not None
-        return event, ()
     columns = [c for c in EVENT_COLUMNS if c in damaged]
+    if event is not None and "body" not in damaged:
+        # A sound body is the whole envelope, and it is what every read shows: a damaged type, timestamp
+        # or agent id beside it (the indexed copies) changes no event; repair rewrites them from it.
+        return event, tuple(columns)
     note = {
         "sequence": sequence,
         "columns": columns,
