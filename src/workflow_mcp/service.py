@@ -1183,25 +1183,26 @@ class WorkflowService:
     def damaged_events(self, run_id: str) -> list[Event]:
         """The events of ``run_id`` that were stored damaged, as the stand-ins the store reads them as
         (``payload["damaged"]``: ``{sequence, columns, note}``; see
-        :func:`~workflow_mcp.store.sqlite.event_from_cells`); ``[]``: none. Reads the whole log.
+        :func:`~workflow_mcp.store.sqlite.event_from_cells`); ``[]``: none. Costs a scan of the stored
+        bodies, not a projection of the log.
 
         Raises:
             RunNotFoundError: unknown run id.
         """
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
-        return [e for e in self._all_events(run_id) if _damage_of(e) is not None]
+        return self.store.damaged_events(run_id)
 
     def _damage_notes(self, run_id: str, records: list[JournalRecord]) -> list[str]:
         """What a resume of ``run_id`` must say about its damaged events: for each, which call will run
         again (its result is in no intact journal entry) or is still replayed (the journal holds it)."""
+        damaged = self.store.damaged_events(run_id)
+        if not damaged:
+            return []
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
         labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
-        damaged = []
-        for event in self._all_events(run_id):
-            if _damage_of(event) is not None:
-                damaged.append(event)
-            elif event.type == "agent.queued" and event.agent_id and not labels.get(event.agent_id):
+        for event in self._all_events(run_id):  # labels of calls whose journal entry is gone
+            if event.type == "agent.queued" and event.agent_id and not labels.get(event.agent_id):
                 labels[event.agent_id] = str(event.payload.get("label") or "")
         notes = []
         for event in damaged:
