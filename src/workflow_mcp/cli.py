@@ -752,11 +752,16 @@ def runs_show(run_id: str, as_json: bool) -> None:
     try:
         state = service.status(run_id).to_json()
         damaged = service.damaged_columns(run_id)
+        damaged_events = service.damaged_events(run_id)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
     _warn_if_damaged(service)
     if damaged:
         state["damaged"] = list(damaged)
+    if damaged_events:
+        state["damagedEvents"] = [
+            {"sequence": e.sequence, "columns": e.payload["damaged"]["columns"]} for e in damaged_events
+        ]
     if as_json:
         click.echo(json.dumps(state, ensure_ascii=False, indent=2))
         return
@@ -765,6 +770,12 @@ def runs_show(run_id: str, as_json: bool) -> None:
         click.echo(
             f"  damaged record: {', '.join(damaged)} cannot be read as stored (shown with U+FFFD or left "
             "out); `workflow-mcp store repair` rewrites them, keeping the original in its backup"
+        )
+    if damaged_events:
+        cells = "; ".join(f"{d['sequence']} ({', '.join(d['columns'])})" for d in state["damagedEvents"][:20])
+        click.echo(
+            f"  damaged events: {cells} are read as stand-ins recording the damage (invalid bytes as "
+            "U+FFFD); `workflow-mcp store repair` rewrites them, keeping the original in its backup"
         )
     for ph in state["phases"]:
         click.echo(f"  phase {ph['title']}: {ph['status']}")
@@ -875,8 +886,9 @@ def store_group() -> None:
 
 @store_group.command(name="check")
 def store_check() -> None:
-    """Run SQLite's integrity check and read every run's record. Exit 0 sound, 1 damaged (damaged pages:
-    then nothing more is written to it; damaged cells of a run's record: `store repair` rewrites them)."""
+    """Run SQLite's integrity check and read every run's record and events. Exit 0 sound, 1 damaged
+    (damaged pages: then nothing more is written to it; damaged cells of a run's record or of its
+    events: `store repair` rewrites them)."""
     from .service import check_store, damaged_cells, state_database
 
     path = state_database()
@@ -890,8 +902,8 @@ def store_check() -> None:
             click.echo(f"{path}: {line}", err=True)
         more = f" (and {len(cells) - 20} more)" if len(cells) > 20 else ""
         click.echo(
-            f"workflow-mcp: {path}: {len(cells)} run record(s) hold damaged cells{more}; their runs are still "
-            "listed and shown. Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
+            f"workflow-mcp: {path}: {len(cells)} damaged run record(s) or event logs{more}; their runs are still "
+            "listed and shown (a damaged event as a stand-in naming its sequence and columns). Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
             "rewrite them (the original is kept in a backup)",
             err=True,
         )

@@ -240,6 +240,14 @@ def _record_params(record: RunRecord) -> str:
     )
 
 
+def _damage_of(event: Event) -> dict[str, Any] | None:
+    """The record of the damage of an event the store read as a stand-in, or ``None``."""
+    damage = event.payload.get("damaged")
+    if isinstance(damage, dict) and damage.get("sequence") == event.sequence and "columns" in damage:
+        return damage
+    return None
+
+
 def _refuse_damaged(record: RunRecord) -> None:
     """A run is continued only as it was stored: one whose record has damaged cells is not.
 
@@ -1174,7 +1182,51 @@ class WorkflowService:
         """
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
-        return Replay(self._journal_records(run_id), policy)
+        records = self._journal_records(run_id)
+        return Replay(records, policy, notes=self._damage_notes(run_id, records))
+
+    def damaged_events(self, run_id: str) -> list[Event]:
+        """The events of ``run_id`` that were stored damaged, as the stand-ins the store reads them as
+        (``payload["damaged"]``: ``{sequence, columns, note}``; see
+        :func:`~workflow_mcp.store.sqlite.event_from_cells`); ``[]``: none. Costs a scan of the stored
+        bodies, not a projection of the log.
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        if self.store.get_run(run_id) is None:
+            raise RunNotFoundError(run_id)
+        return self.store.damaged_events(run_id)
+
+    def _damage_notes(self, run_id: str, records: list[JournalRecord]) -> list[str]:
+        """What a resume of ``run_id`` must say about its damaged events: for each, which call will run
+        again (its result is in no intact journal entry) or is still replayed (the journal holds it)."""
+        damaged = self.store.damaged_events(run_id)
+        if not damaged:
+            return []
+        reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
+        labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
+        for event in self._all_events(run_id):  # labels of calls whose journal entry is gone
+            if event.type == "agent.queued" and event.agent_id and not labels.get(event.agent_id):
+                labels[event.agent_id] = str(event.payload.get("label") or "")
+        notes = []
+        for event in damaged:
+            damage = _damage_of(event) or {}
+            columns = ", ".join(str(c) for c in damage.get("columns") or ())
+            where = f"event {event.sequence} of run {run_id} is damaged ({columns})"
+            agent_id = event.agent_id
+            if agent_id is None:
+                notes.append(
+                    f"{where} and names no call: a call whose result only it recorded will run again "
+                    "(`workflow-mcp store repair` rewrites it)"
+                )
+                continue
+            call = f"call {agent_id}" + (f" ({labels[agent_id]})" if labels.get(agent_id) else "")
+            if agent_id in reusable:
+                notes.append(f"{where}; {call} is replayed from its intact journal entry")
+            elif event.type in ("agent.completed", "agent.cached"):
+                notes.append(f"{call} will run again: {where} and its result is in no intact journal entry")
+        return notes
 
     #: How many runs back along ``resumed_from`` a replay looks for results a resume held unreleased.
     MAX_RESUME_CHAIN = 100

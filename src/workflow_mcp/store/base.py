@@ -182,6 +182,11 @@ class RunStore(Protocol):
 
     def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]: ...
 
+    def damaged_events(self, run_id: str) -> list[Event]:
+        """The events of ``run_id`` stored with a damaged body, as the stand-ins :meth:`events` reads
+        them as (``payload["damaged"]``: ``{sequence, columns, note}``), in order; ``[]``: none."""
+        ...
+
     def last_sequence(self, run_id: str) -> int: ...
 
     def last_run_event(self, run_id: str) -> str | None:

@@ -137,6 +137,10 @@ class MemoryStore:
         out = [e for e in self._events.get(run_id, []) if e.sequence > after]
         return out if limit is None else out[:limit]
 
+    def damaged_events(self, run_id: str) -> list[Event]:
+        """Always ``[]``: events held in memory are never stored damaged."""
+        return []
+
     def last_sequence(self, run_id: str) -> int:
         events = self._events.get(run_id)
         return events[-1].sequence if events else 0

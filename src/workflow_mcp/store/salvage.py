@@ -30,7 +30,7 @@ from ..events import Event
 from . import _files
 from ._process import ProcessIdentity, owner_alive
 from .base import RunRecord
-from .sqlite import RUN_READ, SqliteStore, record_from_row
+from .sqlite import EVENT_READ, RUN_READ, SqliteStore, event_from_cells, record_from_row
 
 __all__ = [
     "ExportReport",
@@ -136,25 +136,30 @@ def _record(db: sqlite3.Connection, run_id: str) -> RunRecord:
     return record_from_row(row)
 
 
-def _event(run_id: str, body: str) -> Event:
-    event = Event.from_json(json.loads(body))
-    if event.run_id != run_id:
-        raise ValueError(f"an event of run {event.run_id} is stored under run {run_id}")
-    return event
+def _damage_line(run_id: str, damaged: list[tuple[int, tuple[str, ...]]]) -> str:
+    cells = "; ".join(f"{seq} ({', '.join(cols)})" for seq, cols in damaged[:20])
+    more = f" and {len(damaged) - 20} more" if len(damaged) > 20 else ""
+    return f"run {run_id}: damaged event cells at sequence {cells}{more}"
 
 
 def _events(db: sqlite3.Connection, run_id: str, problems: list[str]) -> list[Event]:
+    # Cell by cell (see event_from_cells): a damaged cell is one stand-in event, never a lost log.
     try:
-        rows = db.execute("SELECT body FROM events WHERE run_id = ? ORDER BY sequence", (run_id,)).fetchall()
+        rows = db.execute(
+            f"SELECT {EVENT_READ} FROM events WHERE run_id = ? ORDER BY sequence", (run_id,)
+        ).fetchall()
     except sqlite3.DatabaseError as exc:
         problems.append(f"run {run_id}: its events are damaged ({exc}); they were read one by one")
         return _probe_events(db, run_id, problems)
     out = []
-    for (body,) in rows:
-        try:
-            out.append(_event(run_id, body))
-        except (ValueError, KeyError, TypeError) as exc:
-            problems.append(f"run {run_id}: a stored event is not an event ({exc}); it was left out")
+    damaged: list[tuple[int, tuple[str, ...]]] = []
+    for row in rows:
+        event, columns = event_from_cells(run_id, row)
+        out.append(event)
+        if columns:
+            damaged.append((event.sequence, columns))
+    if damaged:
+        problems.append(_damage_line(run_id, damaged) + ", kept as stand-ins that record the damage")
     return out
 
 
@@ -172,14 +177,14 @@ def _probe_events(db: sqlite3.Connection, run_id: str, problems: list[str]) -> l
         sequence += 1
         try:
             row = db.execute(
-                "SELECT body FROM events WHERE run_id = ? AND sequence = ?", (run_id, sequence)
+                f"SELECT {EVENT_READ} FROM events WHERE run_id = ? AND sequence = ?", (run_id, sequence)
             ).fetchone()
             if row is None:
                 misses += 1
                 continue
-            out.append(_event(run_id, row[0]))
+            out.append(event_from_cells(run_id, row)[0])
             misses = 0
-        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError):
+        except sqlite3.DatabaseError:
             lost += 1
             misses += 1
     if lost:
@@ -271,9 +276,12 @@ def check_store(path: Path) -> list[str]:
 
 def damaged_cells(path: Path) -> list[str]:
     """One line per run whose stored record holds cells that are not what their columns hold (bytes
-    that are not UTF-8, a non-text value in a text column, options that are not a JSON object): SQLite's
-    integrity check passes over them, but they are damage all the same. ``[]``: none. Such a run is
-    listed and shown with the columns named; ``repair_store`` rewrites them.
+    that are not UTF-8, a non-text value in a text column, options that are not a JSON object), and one
+    per run whose events do (``run R: damaged event cells at sequence 5 (body); 7 (type)``: the same,
+    or a body that is not the run's event): SQLite's integrity check passes over them, but they are
+    damage all the same. ``[]``: none. Such runs are listed and shown with the damage named (an event
+    as a stand-in, see :func:`~workflow_mcp.store.sqlite.event_from_cells`); ``repair_store`` rewrites
+    them.
 
     Raises:
         StoreCorruptError: not even the file's header is readable.
@@ -281,9 +289,72 @@ def damaged_cells(path: Path) -> list[str]:
     """
     db, _ = _open(path)
     try:
-        return [_cell_line(r) for r in _damaged_records(db)]
+        lines = [_cell_line(r) for r in _damaged_records(db)]
+        for run_id, damaged in _damaged_events(db).items():
+            cells = [(e.sequence, columns) for e, columns in damaged]
+            lines.append(_damage_line(run_id, cells) + "; `workflow-mcp store repair` rewrites them")
+        return lines
     finally:
         db.close()
+
+
+def _damaged_events(db: sqlite3.Connection) -> dict[str, list[tuple[Event, tuple[str, ...]]]]:
+    """``{run_id: [(stand-in event, damaged columns)]}`` for every run with damaged event cells (runs
+    whose events sit on damaged pages are left to ``PRAGMA integrity_check``)."""
+    out: dict[str, list[tuple[Event, tuple[str, ...]]]] = {}
+    try:
+        run_ids = [str(r[0]) for r in db.execute("SELECT run_id FROM runs ORDER BY created_at, run_id")]
+    except sqlite3.DatabaseError:
+        return out
+    for run_id in run_ids:
+        try:
+            rows = db.execute(
+                f"SELECT {EVENT_READ} FROM events WHERE run_id = ? ORDER BY sequence", (run_id,)
+            )
+            found = [(e, c) for e, c in (event_from_cells(run_id, r) for r in rows) if c]
+        except sqlite3.DatabaseError:
+            continue
+        if found:
+            out[run_id] = found
+    return out
+
+
+def _rewrite_events(
+    target: Path, damaged: dict[str, list[tuple[Event, tuple[str, ...]]]], backup: Path
+) -> list[str]:
+    """Write each damaged event row of ``damaged`` as its stand-in (invalid bytes as U+FFFD; a body that
+    is not the run's event becomes one whose payload records the damage) into the rebuilt database at
+    ``target``, every other event as it was; one line per run."""
+    lines = []
+    db = sqlite3.connect(target, isolation_level=None)
+    try:
+        db.execute("BEGIN")
+        for run_id, found in damaged.items():
+            for event, _ in found:
+                db.execute(
+                    "UPDATE events SET type = ?, timestamp = ?, agent_id = ?, body = ? "
+                    "WHERE run_id = ? AND sequence = ?",
+                    (
+                        event.type,
+                        event.timestamp,
+                        event.agent_id,
+                        json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":")),
+                        run_id,
+                        event.sequence,
+                    ),
+                )
+            cells = [(e.sequence, c) for e, c in found]
+            lines.append(
+                _damage_line(run_id, cells).replace(
+                    "damaged event cells at", "rewrote the damaged event cells at"
+                )
+                + f" (invalid bytes as U+FFFD; a body that was not an event now records the damage in its "
+                f"payload); its other events are kept as they were and the originals are in {backup}"
+            )
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    return lines
 
 
 def _damaged_records(db: sqlite3.Connection) -> list[RunRecord]:
@@ -473,6 +544,7 @@ def repair_store(path: Path) -> RepairReport:
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
         damaged = _damaged_records(db)
+        damaged_events = _damaged_events(db)
         report = RepairReport(backup=backup, method="vacuum", runs=0, events=0)
         if _vacuum(db, target):
             check = sqlite3.connect(target)
@@ -490,6 +562,7 @@ def repair_store(path: Path) -> RepairReport:
             if found != ["ok"]:
                 raise StoreError(f"the rebuilt database {target} failed its check ({'; '.join(found)})")
         report.problems += _rewrite_cells(target, damaged, backup)
+        report.problems += _rewrite_events(target, damaged_events, backup)
     finally:
         db.close()
     os.chmod(target, 0o600)

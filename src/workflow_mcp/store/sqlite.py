@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -41,14 +41,22 @@ from ..errors import (
     StoreError,
     StoreReadOnlyError,
 )
-from ..events import Event, utc_now
+from ..events import EVENT_TYPES, Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from . import _files
 from ._faults import is_corruption, translate
 from ._process import ProcessIdentity, owner_alive, this_process
 from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 
-__all__ = ["RUN_READ", "SqliteStore", "default_home", "migrations", "record_from_row"]
+__all__ = [
+    "EVENT_READ",
+    "RUN_READ",
+    "SqliteStore",
+    "default_home",
+    "event_from_cells",
+    "migrations",
+    "record_from_row",
+]
 
 
 def default_home() -> Path:
@@ -148,6 +156,91 @@ def record_from_row(row: tuple[Any, ...] | sqlite3.Row) -> RunRecord:
         owner_host=v[16],
         damaged=tuple(damaged),
     )
+
+
+EVENT_COLUMNS = ("type", "timestamp", "agent_id", "body")
+EVENT_READ = "sequence, " + ", ".join(f"CAST({c} AS BLOB), typeof({c})" for c in EVENT_COLUMNS)
+"""The columns of ``events`` for :func:`event_from_cells` (``SELECT {EVENT_READ} FROM events``): the
+sequence, then each cell as its bytes and its storage class. Read this way only when the plain read of
+a page fails: a damaged cell then stands for one event, not for the whole log."""
+
+
+def _event_cell(column: str, raw: Any, kind: str, damaged: list[str]) -> str | None:
+    """The text of one ``events`` cell (invalid bytes as U+FFFD), or ``None`` for a null ``agent_id``;
+    ``damaged`` names the column when the cell is not what it holds."""
+    if kind == "null":
+        if column != "agent_id":
+            damaged.append(column)
+        return None
+    data = bytes(raw)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        damaged.append(column)
+        return data.decode("utf-8", "replace")
+    if kind != "text":
+        damaged.append(column)
+    return text
+
+
+def event_from_cells(run_id: str, row: tuple[Any, ...] | sqlite3.Row) -> tuple[Event, tuple[str, ...]]:
+    """The event of one ``SELECT {EVENT_READ} FROM events`` row of ``run_id``, and the columns of that
+    row that are damaged (``()``: none; the event is then exactly the stored one).
+
+    A sound body is the event whatever its row's other cells hold (they are indexed copies of its
+    fields, reported here and rewritten from it by repair). A damaged body is never dropped: its event
+    keeps its run and sequence, and ``payload["damaged"]`` records ``{"sequence", "columns", "note"}``.
+    When the body, read with invalid bytes as U+FFFD, is
+    still this run's event at this sequence, that is the event (its other fields as stored); otherwise
+    it is a stand-in of the type stored beside it (``warning`` when that is unreadable too) whose payload
+    holds only the record of the damage and the stored text (``original``, at most 2,000 characters).
+    ``store repair`` writes exactly this event back, so a read before and after repair agree.
+    """
+    sequence = int(row[0])
+    damaged: list[str] = []
+    type_, timestamp, agent_id, body = (
+        _event_cell(c, row[1 + 2 * i], row[2 + 2 * i], damaged) for i, c in enumerate(EVENT_COLUMNS)
+    )
+    event: Event | None = None
+    try:
+        data = json.loads(body or "")
+        event = Event.from_json(data) if isinstance(data, dict) else None
+    except (ValueError, KeyError, TypeError):
+        event = None
+    if event is not None and (event.run_id != run_id or event.sequence != sequence):
+        event = None
+    if event is None and "body" not in damaged:
+        damaged.append("body")
+    columns = [c for c in EVENT_COLUMNS if c in damaged]
+    if event is not None and "body" not in damaged:
+        # A sound body is the whole envelope, and it is what every read shows: a damaged type, timestamp
+        # or agent id beside it (the indexed copies) changes no event; repair rewrites them from it.
+        return event, tuple(columns)
+    note = {
+        "sequence": sequence,
+        "columns": columns,
+        "note": f"event {sequence} of run {run_id} was stored damaged ({', '.join(columns)}: not valid UTF-8 "
+        "text, not text, missing or not an event); invalid bytes read as U+FFFD",
+    }
+    if event is not None:
+        return replace(event, payload={**event.payload, "damaged": note}), tuple(columns)
+    payload: dict[str, Any] = {"damaged": note}
+    if body:
+        payload["original"] = body[:2000]
+    stand_in = Event(
+        run_id=run_id,
+        sequence=sequence,
+        type=type_ if type_ in EVENT_TYPES and "type" not in damaged else "warning",
+        payload=payload,
+        timestamp=timestamp if timestamp is not None and "timestamp" not in damaged else "",
+        agent_id=agent_id if "agent_id" not in damaged else None,
+    )
+    return stand_in, tuple(columns)
+
+
+def _is_decoding(exc: sqlite3.Error) -> bool:
+    # How sqlite3 reports a TEXT cell that is not UTF-8 (CPython's "Could not decode to UTF-8 column").
+    return isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc)
 
 
 # agent.started adds nothing a resume needs (a started call without a result is simply not reusable),
@@ -653,23 +746,86 @@ class SqliteStore:
     def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         """The events of ``run_id`` with ``sequence > after``, in order (at most ``limit``).
 
+        The page is read and decoded in bulk; only when that fails (a cell that is not UTF-8 text, a
+        body that is not this run's event) is it read again cell by cell, where each damaged row is the
+        stand-in of :func:`event_from_cells`, in its place: nothing is dropped and nothing raises for it.
+
         Raises:
-            StoreCorruptError: the pages holding them, or a stored event, are damaged.
+            StoreCorruptError: the pages holding them are damaged.
         """
         sql = "SELECT body FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence"
         params: tuple[Any, ...] = (run_id, after)
         if limit is not None:
             sql += " LIMIT ?"
             params = (run_id, after, limit)
-        rows = self._read(f"reading the events of run {run_id}", sql, params)
-        out = []
-        for (body,) in rows:
+        what = f"reading the events of run {run_id}"
+        with self._lock:
             try:
-                out.append(Event.from_json(json.loads(body)))
-            except (ValueError, KeyError, TypeError) as exc:
-                detail = f"a stored event of run {run_id} is not an event ({exc})"
-                self._mark_damaged(detail)
-                raise StoreCorruptError(str(self.path), detail) from exc
+                rows = self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                if not _is_decoding(exc):
+                    raise self._error(exc, what) from exc
+                return self.event_cells(run_id, after, limit)
+        out = []
+        try:
+            for (body,) in rows:
+                if body.__class__ is not str:
+                    raise TypeError("a body that is not text")
+                event = Event.from_json(json.loads(body))
+                if event.run_id != run_id:
+                    raise ValueError("an event of another run")
+                out.append(event)
+        except (ValueError, KeyError, TypeError):
+            return self.event_cells(run_id, after, limit)
+        return out
+
+    def event_cells(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        """:meth:`events`, read cell by cell (the slow path: every row through :func:`event_from_cells`)."""
+        return [e for e, _ in self.event_rows(run_id, after, limit)]
+
+    def event_rows(
+        self, run_id: str, after: int = 0, limit: int | None = None
+    ) -> list[tuple[Event, tuple[str, ...]]]:
+        """Each event of ``run_id`` after ``after`` (at most ``limit``) with its damaged columns."""
+        sql = f"SELECT {EVENT_READ} FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence"
+        params: tuple[Any, ...] = (run_id, after)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (run_id, after, limit)
+        rows = self._read(f"reading the events of run {run_id}", sql, params)
+        return [event_from_cells(run_id, r) for r in rows]
+
+    def damaged_events(self, run_id: str) -> list[Event]:
+        """The events of ``run_id`` whose stored body is damaged, as the stand-ins every read gives
+        (:func:`event_from_cells`), in order; ``[]``: none. Found without decoding the log in Python:
+        SQLite's JSON functions (a body that is this run's event at this sequence) and a UTF-8 check of
+        each body's bytes pick the suspects, which are then read cell by cell."""
+        what = f"reading the events of run {run_id}"
+        rows = self._read(
+            what,
+            "SELECT sequence, CASE WHEN typeof(body) = 'text' AND json_valid(body) THEN "
+            "json_extract(body, '$.sequence', '$.runId') IS json_array(sequence, run_id) END, "
+            "CAST(body AS BLOB) FROM events WHERE run_id = ? ORDER BY sequence",
+            (run_id,),
+        )
+        suspects = []
+        for sequence, valid, raw in rows:
+            if valid:
+                try:
+                    bytes(raw).decode("utf-8")
+                    continue
+                except UnicodeDecodeError:
+                    pass
+            suspects.append(sequence)
+        out = []
+        for sequence in suspects:
+            found = self._read(
+                what, f"SELECT {EVENT_READ} FROM events WHERE run_id = ? AND sequence = ?", (run_id, sequence)
+            )
+            if found:
+                event, columns = event_from_cells(run_id, found[0])
+                if "body" in columns:
+                    out.append(event)
         return out
 
     def last_sequence(self, run_id: str) -> int:
@@ -754,13 +910,27 @@ class SqliteStore:
         return [o.record.run_id for o in orphans]
 
     def completion_order(self, run_id: str) -> list[str]:
-        rows = self._read(
-            f"reading the completion order of run {run_id}",
-            "SELECT agent_id FROM events WHERE run_id = ? AND type IN ('agent.completed', 'agent.cached') "
-            "AND agent_id IS NOT NULL ORDER BY sequence",
-            (run_id,),
+        what = f"reading the completion order of run {run_id}"
+        sql = (
+            "SELECT {} FROM events WHERE run_id = ? AND type IN ('agent.completed', 'agent.cached') "
+            "AND agent_id IS NOT NULL ORDER BY sequence"
         )
-        return [str(r[0]) for r in rows]
+        with self._lock:
+            try:
+                return [str(r[0]) for r in self._db.execute(sql.format("agent_id"), (run_id,))]
+            except sqlite3.Error as exc:
+                if not _is_decoding(exc):
+                    raise self._error(exc, what) from exc
+        # An agent id that is not UTF-8 text: that call has no place in the order (it is not replayed
+        # by rank; resume says so), the others keep theirs.
+        rows = self._read(what, sql.format("CAST(agent_id AS BLOB), typeof(agent_id)"), (run_id,))
+        out = []
+        for raw, kind in rows:
+            damaged: list[str] = []
+            text = _event_cell("agent_id", raw, kind, damaged)
+            if text is not None and not damaged:
+                out.append(text)
+        return out
 
     def journal(self, run_id: str) -> list[JournalRow]:
         rows = self._read(

@@ -411,3 +411,27 @@ def test_a_batch_of_events_is_stored_all_or_none(store_for_batches: RunStore) ->
         store_for_batches.append_many([ev(2, "log"), ev(3, "log"), ev(1, "log")])
     assert [e.sequence for e in store_for_batches.events("run_1")] == [1]
     assert store_for_batches.last_sequence("run_1") == 1
+
+
+def test_a_page_of_events_with_a_damaged_row_is_the_same_page_with_that_row_a_stand_in(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "state.db")
+    try:
+        store.create_run(record())
+        store.append_many([ev(i, "log", {"message": f"line {i}"}) for i in range(1, 11)])
+        sound = store.events("run_1", 3, 4)
+        db = sqlite3.connect(tmp_path / "state.db")
+        db.execute("UPDATE events SET body = CAST(X'7BFF' AS TEXT) WHERE sequence = 5")
+        db.commit()
+        db.close()
+        paged = store.events("run_1", 3, 4)
+        assert [e.sequence for e in paged] == [4, 5, 6, 7]
+        assert [e for e in paged if e.sequence != 5] == [e for e in sound if e.sequence != 5]
+        stand_in = paged[1]
+        assert stand_in.type == "log" and stand_in.payload["damaged"]["columns"] == ["body"]
+        assert stand_in.payload["original"] == "{\ufffd"
+        assert store.events("run_1", 5) == sound[2:] + store.events("run_1", 7)  # pages after it: bulk path
+        assert store.write_problem() is None  # a damaged cell is not a damaged file: writes go on
+    finally:
+        store.close()
