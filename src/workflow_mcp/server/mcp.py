@@ -661,19 +661,31 @@ class WorkflowMcpServer(MCPServer[Any]):
             except WorkflowMcpError:
                 decision = _Approval("unknown")  # the body loads it again and reports the problem
             else:
-                if self.trust.allows(source_hash, file, principal.owner):
-                    decision = _Approval("trusted", source_hash)
-                elif _can_elicit(ctx):
-                    _APPROVAL.set(_Approval("ask", source_hash))
-                    return Elicit(
-                        f"Run workflow {label} (sha256 {source_hash[:16]}…) with provider "
-                        f"{provider or 'of the run it continues'!r}? "
-                        "Its JavaScript runs on this machine and starts agents. Approving remembers this "
-                        "exact source; a changed file asks again.",
-                        SourceApproval,
-                    )
-                else:
-                    decision = _Approval("unavailable", source_hash)
+                return self._source_decision(
+                    ctx,
+                    source_hash,
+                    file,
+                    principal.owner,
+                    f"Run workflow {label} (sha256 {source_hash[:16]}…) with provider "
+                    f"{provider or 'of the run it continues'!r}? "
+                    "Its JavaScript runs on this machine and starts agents. Approving remembers this "
+                    "exact source; a changed file asks again.",
+                )
+        _APPROVAL.set(decision)
+        return decision
+
+    def _source_decision(
+        self, ctx: Context[Any, Any], source_hash: str, file: str | None, owner: str | None, question: str
+    ) -> Any:
+        """Trusted or approved for ``owner`` → ``trusted``; else ``Elicit(question)`` when the client
+        can ask the user, else ``unavailable``. Sets :data:`_APPROVAL` for the body either way."""
+        if self.trust.allows(source_hash, file, owner):
+            decision = _Approval("trusted", source_hash)
+        elif _can_elicit(ctx):
+            _APPROVAL.set(_Approval("ask", source_hash))
+            return Elicit(question, SourceApproval)
+        else:
+            decision = _Approval("unavailable", source_hash)
         _APPROVAL.set(decision)
         return decision
 
@@ -1027,18 +1039,15 @@ class WorkflowMcpServer(MCPServer[Any]):
         except WorkflowMcpError:
             decision = _Approval("unknown")
         else:
-            if self.trust.allows(source_hash, file, self._principal().owner):
-                decision = _Approval("trusted", source_hash)
-            elif _can_elicit(ctx):
-                _APPROVAL.set(_Approval("ask", source_hash))
-                return Elicit(
-                    f"Preview workflow {label} (sha256 {source_hash[:16]}…)? Its JavaScript runs on this "
-                    "machine in a dry run (no agent starts). Approving remembers this exact source for "
-                    "workflow_run too; a changed file asks again.",
-                    SourceApproval,
-                )
-            else:
-                decision = _Approval("unavailable", source_hash)
+            return self._source_decision(
+                ctx,
+                source_hash,
+                file,
+                self._principal().owner,
+                f"Preview workflow {label} (sha256 {source_hash[:16]}…)? Its JavaScript runs on this "
+                "machine in a dry run (no agent starts). Approving remembers this exact source for "
+                "workflow_run too; a changed file asks again.",
+            )
         _APPROVAL.set(decision)
         return decision
 
