@@ -2,10 +2,12 @@
 
 A case's ``plugins`` field lists steps that ``tests/conformance/pending/oracle_check.py`` runs for real in
 Claude Code (``claude plugin marketplace add DIR``, ``claude plugin install P@M [--scope S]``, ``claude
-plugin disable P@M``, plus ``{"write"}``, ``{"remove"}`` and ``{"cd"}``). The test runners cannot run
+plugin disable P@M``, plus ``{"write"}``, ``{"remove"}``, ``{"cd"}`` and ``{"git"}`` — a folder served as a
+git repository, named ``{git:<folder>}`` in later steps). The test runners cannot run
 Claude, so this module writes the files those commands were measured to write (Claude Code 2.1.332,
 ``docs/PROFILE.md`` "Plugins"): ``<config>/plugins/known_marketplaces.json`` and the user settings'
-``extraKnownMarketplaces`` for a directory marketplace; a copy under
+``extraKnownMarketplaces`` for a directory marketplace (for a git one, ``{"source": "git", "url"}`` and
+a clone under ``<config>/plugins/marketplaces/<name>``); a copy under
 ``<config>/plugins/cache/<marketplace>/<plugin>/<version>``, an ``installed_plugins.json`` entry and
 ``enabledPlugins`` in the scope's settings file (user: ``<config>/settings.json``; project:
 ``<cwd>/.claude/settings.json``; local: ``.claude/settings.local.json`` of the repository root) for an
@@ -35,13 +37,16 @@ def apply_plugin_steps(case: dict[str, Any], root: Path, cwd: Path) -> None:
     """Carry out the case's ``plugins`` steps under ``root`` for a session in ``cwd``."""
     config = config_dir(case, root)
     here = cwd
+    repos: dict[str, Path] = {}  # URL -> the folder it serves
     for step in case.get("plugins", []):
         if isinstance(step, dict):
+            if "git" in step:
+                repos[_git_url(step["git"])] = root / step["git"]
             if "cd" in step:
                 here = root / step["cd"]
             for rel, text in step.get("write", {}).items():
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_text(text)
+                (root / rel).write_text(_substitute(text, root))
             for rel in step.get("remove", []):
                 target = root / rel
                 if target.is_dir():
@@ -49,8 +54,10 @@ def apply_plugin_steps(case: dict[str, Any], root: Path, cwd: Path) -> None:
                 else:
                     target.unlink(missing_ok=True)
             continue
-        args = [a.replace("{root}", str(root)) for a in step]
-        if args[:2] == ["marketplace", "add"]:
+        args = [_substitute(a, root) for a in step]
+        if args[:2] == ["marketplace", "add"] and args[2] in repos:
+            _add_git_marketplace(config, args[2], repos[args[2]])
+        elif args[:2] == ["marketplace", "add"]:
             _add_marketplace(config, Path(args[2]))
         elif args[0] == "install":
             scope = args[args.index("--scope") + 1] if "--scope" in args else "user"
@@ -59,6 +66,19 @@ def apply_plugin_steps(case: dict[str, Any], root: Path, cwd: Path) -> None:
             _enable(config / "settings.json", args[1], False)
         else:
             raise AssertionError(f"no emulation for `claude plugin {' '.join(step)}`")
+
+
+def _git_url(rel: str) -> str:
+    return f"http://127.0.0.1/git/{rel}.git"
+
+
+def _substitute(text: str, root: Path) -> str:
+    """``{root}`` is the case's directory; ``{git:<folder>}`` the URL the folder is served at."""
+    while "{git:" in text:
+        start = text.index("{git:")
+        end = text.index("}", start)
+        text = text[:start] + _git_url(text[start + 5 : end]) + text[end + 1 :]
+    return text.replace("{root}", str(root))
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -75,6 +95,19 @@ def _add_marketplace(config: Path, location: Path) -> None:
     source = {"source": "directory", "path": str(location)}
     known = _load(config / "plugins" / "known_marketplaces.json")
     known[name] = {"source": source, "installLocation": str(location), "lastUpdated": "2026-12-01T00:00:00Z"}
+    _save(config / "plugins" / "known_marketplaces.json", known)
+    settings = _load(config / "settings.json")
+    settings.setdefault("extraKnownMarketplaces", {})[name] = {"source": source}
+    _save(config / "settings.json", settings)
+
+
+def _add_git_marketplace(config: Path, url: str, folder: Path) -> None:
+    name = json.loads((folder / ".claude-plugin" / "marketplace.json").read_text())["name"]
+    clone = config / "plugins" / "marketplaces" / name
+    shutil.copytree(folder, clone)
+    source = {"source": "git", "url": url}
+    known = _load(config / "plugins" / "known_marketplaces.json")
+    known[name] = {"source": source, "installLocation": str(clone), "lastUpdated": "2026-12-01T00:00:00Z"}
     _save(config / "plugins" / "known_marketplaces.json", known)
     settings = _load(config / "settings.json")
     settings.setdefault("extraKnownMarketplaces", {})[name] = {"source": source}

@@ -17,8 +17,13 @@ Rules (seed "Discovery and precedence", observed in Claude Code 2.1.209; unchang
    ``workflows/*.js`` (top level only), visible as ``<plugin>:<meta.name>`` (the file name plays no
    part); see :mod:`~workflow_mcp.definitions.plugins` for which plugins are enabled and where they are
    read from. A personal or project workflow beats a plugin one of exactly that visible name (seed rule
-   9). They come first in the list, plugin by plugin and by file name, followed by the personal and
-   project ones in ``localeCompare`` order (Claude lists them so; seed rule 10).
+   9). Plugins are read in Claude's order (:class:`~workflow_mcp.definitions.plugins.PluginSet`) and each
+   plugin's ``workflows/`` in directory order (the order the operating system lists it, as Claude reads
+   it — not sorted); when two plugin files give one visible name, the later one wins and the name keeps
+   the place of its first file (measured: two marketplaces holding one plugin name, four plugins whose
+   manifests share a name, five files of one plugin declaring one name). Plugin workflows come first in
+   the list in that order, followed by the personal and project ones in ``localeCompare`` order (Claude
+   lists them so; seed rule 10).
 8. Personal workflows live in ``$CLAUDE_CONFIG_DIR/workflows`` when that is set (measured), and an
    explicit ``home`` means ``<home>/.claude/workflows``.
 
@@ -275,14 +280,16 @@ def _discover(
     found = _Found(profile)
     found.diagnostics.extend(_plugin_diagnostic(p) for p in plugins.problems)
     candidates: list[_Candidate] = []
+    # Plugin ranks are below every local one and rise with Claude's plugin order: a later plugin wins.
     dirs: list[tuple[Source, int, Path, Plugin | None]] = [
-        ("plugin", -1 - i, Path(p.root) / "workflows", p) for i, p in enumerate(plugins.plugins)
+        ("plugin", i - len(plugins.plugins), Path(p.root) / "workflows", p)
+        for i, p in enumerate(plugins.plugins)
     ]
     dirs += [(source, rank, directory, None) for source, rank, directory in _workflow_dirs(here, config)]
     for source, rank, directory, plugin in dirs:
         if reachable is not None and not reachable(_real(directory)):
             continue
-        for path in _listing(directory, found, reachable):
+        for path in _listing(directory, found, reachable, sort=plugin is None):
             try:
                 analysis = analyze_file(str(path), profile)
             except WorkflowNotFoundError as exc:
@@ -320,11 +327,13 @@ def _discover(
         assert analysis.meta is not None
         by_name.setdefault(candidate.identity(), []).append(candidate)
 
+    position = {id(c): i for i, c in enumerate(candidates)}
     plugin_order: list[str] = []
     for name, group in by_name.items():
-        # Nearest directory first; within one directory the first file name (listings are sorted);
-        # plugins last, the first enabled plugin first.
-        group.sort(key=lambda c: -c.rank)
+        # Highest rank first: the nearest local directory, then plugins, the last in Claude's order
+        # first. Within one local directory the first file name wins (listings are sorted); within one
+        # plugin the last file in directory order (as Claude reads it).
+        group.sort(key=lambda c: (-c.rank, position[id(c)] if c.plugin is None else -position[id(c)]))
         best = group[0]
         workflow = best.analysis.to_workflow()
         winner = DiscoveredWorkflow(
@@ -345,7 +354,8 @@ def _discover(
             )
 
     if ordered_names is not None:
-        # Claude lists plugin workflows first (plugin by plugin, by file name), then the local ones.
+        # Claude lists plugin workflows first (plugin by plugin in directory order, a name where its
+        # first file is), then the local ones.
         found.ordered = [found.winners[n] for n in plugin_order]
         found.ordered += [found.winners[n] for n in ordered_names if n in found.winners]
     found.diagnostics.sort(key=lambda d: (d.path, d.kind))
@@ -381,13 +391,16 @@ def _real(path: Path) -> str:
         return str(path)
 
 
-def _listing(directory: Path, found: _Found, reachable: Reachable | None = None) -> list[Path]:
+def _listing(
+    directory: Path, found: _Found, reachable: Reachable | None = None, *, sort: bool = True
+) -> list[Path]:
     """The ``.js`` entries of ``directory`` that are regular files (symbolic links followed), sorted by
-    name; near misses and unreadable entries go to ``found.diagnostics``; entries whose real path
-    ``reachable`` refuses are skipped without a word."""
+    name (with ``sort=False``: in directory order, as the operating system lists them); near misses and
+    unreadable entries go to ``found.diagnostics``; entries whose real path ``reachable`` refuses are
+    skipped without a word."""
     try:
         with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=lambda e: e.name) if sort else list(it)
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as exc:
@@ -441,12 +454,20 @@ def _listing(directory: Path, found: _Found, reachable: Reachable | None = None)
 
 def _shadow_reason(name: str, loser: _Candidate, winner: _Candidate) -> str:
     where = winner.analysis.path
-    if loser.rank == winner.rank:
+    if loser.rank == winner.rank and loser.source == "plugin":
+        why = (
+            "another file of the same plugin declares the same name and comes later in directory order "
+            "(Claude Code keeps the last)"
+        )
+    elif loser.rank == winner.rank:
         why = "another file in the same directory declares the same name and comes first by file name"
     elif loser.source == "plugin" and winner.source != "plugin":
         why = "a personal or project workflow beats a plugin's workflow of the same visible name"
     elif loser.source == "plugin":
-        why = "two enabled plugins ship it; the first plugin by id wins"
+        why = (
+            "two enabled plugins ship it; the one enabled later wins (Claude Code's order: user, "
+            "project, then local settings, each in its key order)"
+        )
     elif loser.source == "personal":
         why = "a project definition beats a personal one"
     else:

@@ -11,6 +11,10 @@ Measured in Claude Code 2.1.332 with the oracle (``docs/PROFILE.md``, "Plugins";
   working directory only — not of the repository root), and the local settings
   (``.claude/settings.local.json`` of the repository root and of the working directory), later files
   overriding earlier ones: ``false`` in the project or local settings hides a plugin the user enabled.
+  **Order**: plugins come in the order of their first entry in those files (user settings first, in
+  the file's key order — the order of ``claude plugin install``), as Claude merges them; a later plugin
+  wins a visible name two plugins ship (measured with two marketplaces holding one plugin name and with
+  four plugins whose manifests share a name).
   Enabling is what counts: a plugin enabled in settings is visible even without ``claude plugin
   install`` having run, and a project-scope install is visible from any directory whose settings
   enable it.
@@ -18,8 +22,13 @@ Measured in Claude Code 2.1.332 with the oracle (``docs/PROFILE.md``, "Plugins";
   directory, live (an edit there shows at once; the copy under ``<config>/plugins/cache`` is not read).
   Marketplaces are the ones recorded in ``<config>/plugins/known_marketplaces.json`` (or the user
   settings' ``extraKnownMarketplaces``); a marketplace a repository declares in its own settings is not
-  used. For other marketplaces (git, GitHub, URL — not measurable offline) the install's
-  ``installPath`` from ``<config>/plugins/installed_plugins.json`` is read.
+  used. For a marketplace added from a git URL (measured with a repository served over loopback HTTP;
+  ``file://`` and a bare repository's path are refused by ``claude plugin marketplace add``) the
+  install's ``installPath`` from ``<config>/plugins/installed_plugins.json`` is read — the copy under
+  ``<config>/plugins/cache``, not the marketplace's clone under ``<config>/plugins/marketplaces`` — and
+  a plugin enabled in settings but never installed from it is not visible. GitHub and URL-catalog
+  marketplaces (``claude plugin install`` refuses a relative entry in a URL catalog) are treated the
+  same way here, not measured.
 - A plugin whose folder is gone or whose ``.claude-plugin/plugin.json`` is not a JSON object with a
   ``name`` is skipped by Claude without a word; here each is a :class:`PluginProblem`.
 """
@@ -94,8 +103,8 @@ class PluginProblem:
 
 @dataclass(frozen=True)
 class PluginSet:
-    """What :func:`find_plugins` found: the enabled plugins in the order their ids sort, and the
-    problems."""
+    """What :func:`find_plugins` found: the enabled plugins in Claude's order (the order of their first
+    ``enabledPlugins`` entry across user, project and local settings), and the problems."""
 
     config_dir: str
     plugins: tuple[Plugin, ...] = ()
@@ -144,7 +153,7 @@ def find_plugins(
     installed = _read_json(config / "plugins" / "installed_plugins.json", problems)
     installs = installed.get("plugins") if isinstance(installed, dict) else None
     plugins: list[Plugin] = []
-    for plugin_id in sorted(decided):
+    for plugin_id in decided:  # first-entry order, as a JavaScript object merge keeps it
         on, scope, settings = decided[plugin_id]
         if not on:
             problems.append(

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -54,32 +55,104 @@ def _lay_out(case: dict[str, Any], script: str, root: Path) -> tuple[Path, Path]
     return cwd, home
 
 
+class _GitServer:
+    """Serves bare repositories over git's smart HTTP protocol on 127.0.0.1 (``git http-backend`` behind
+    the standard library's CGI handler), so a ``git`` marketplace can be added offline: Claude accepts only
+    ``https://…``/``http://…`` git URLs, not ``file://`` or a bare repository's path."""
+
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="wfgit-"))
+        self.base.chmod(0o755)  # the CGI child runs as nobody when the caller is root
+        script = self.base / "cgi-bin" / "git"
+        script.parent.mkdir()
+        script.write_text(
+            "#!/bin/sh\n"
+            f"export GIT_PROJECT_ROOT={self.base}/repos GIT_HTTP_EXPORT_ALL=1 HOME={self.base}\n"
+            "exec git -c safe.directory='*' http-backend\n"
+        )
+        script.chmod(0o755)
+        (self.base / "repos").mkdir()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    def publish(self, folder: Path) -> str:
+        """Commit ``folder`` as a repository and serve a bare clone of it; returns its URL."""
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+        subprocess.run([*git, "init", "-q", str(folder)], check=True)
+        subprocess.run([*git, "-C", str(folder), "add", "-A"], check=True)
+        subprocess.run([*git, "-C", str(folder), "commit", "-qm", "marketplace"], check=True)
+        bare = self.base / "repos" / (folder.name + ".git")
+        subprocess.run(["git", "clone", "-q", "--bare", str(folder), str(bare)], check=True)
+        subprocess.run(["chmod", "-R", "a+rX", str(self.base)], check=True)
+        if self.proc is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = s.getsockname()[1]
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "http.server", "--cgi", str(self.port), "--bind", "127.0.0.1"],
+                cwd=self.base,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                with socket.socket() as s:
+                    if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                        break
+                time.sleep(0.05)
+        return f"http://127.0.0.1:{self.port}/cgi-bin/git/{bare.name}"
+
+    def close(self) -> None:
+        if self.proc is not None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
 def _plugin_steps(case: dict[str, Any], claude: str, cwd: Path, root: Path, env: dict[str, str]) -> list[str]:
     """Run the case's ``plugins`` steps in the run's directory, in order: a list is a ``claude plugin …``
-    command line (``{root}`` stands for the case's directory), ``{"write": {rel: text}}`` writes files and
+    command line (``{root}`` stands for the case's directory), ``{"write": {rel: text}}`` writes files (``{root}`` replaced) and
     ``{"remove": [rel]}`` deletes files or folders (relative to the case's directory), ``{"cd": rel}`` runs
-    the following commands in another directory. Returns what each command printed."""
+    the following commands in another directory, ``{"git": rel}`` commits the folder ``rel`` and serves it
+    as a git repository on loopback (later command lines name it ``{git:rel}``). Returns what each
+    command printed."""
     out: list[str] = []
     here = cwd
-    for step in case.get("plugins", []):
-        if isinstance(step, dict):
-            if "cd" in step:
-                here = root / step["cd"]
-            for rel, text in step.get("write", {}).items():
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_text(text)
-            for rel in step.get("remove", []):
-                target = root / rel
-                shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
-            continue
-        argv = [claude, "plugin", *(a.replace("{root}", str(root)) for a in step)]
-        done = subprocess.run(argv, cwd=here, env=env, capture_output=True, text=True, timeout=120)
-        out.append(
-            f"$ claude plugin {' '.join(step)} -> {done.returncode}: {(done.stdout + done.stderr).strip()}"
-        )
-        if done.returncode != 0:
-            raise SystemExit("\n".join(out))
+    urls: dict[str, str] = {}
+    server: _GitServer | None = None
+    try:
+        for step in case.get("plugins", []):
+            if isinstance(step, dict):
+                if "git" in step:
+                    server = server or _GitServer()
+                    urls[step["git"]] = server.publish(root / step["git"])
+                if "cd" in step:
+                    here = root / step["cd"]
+                for rel, text in step.get("write", {}).items():
+                    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (root / rel).write_text(_substitute(text, root, urls))
+                for rel in step.get("remove", []):
+                    target = root / rel
+                    shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+                continue
+            argv = [claude, "plugin", *(_substitute(a, root, urls) for a in step)]
+            done = subprocess.run(argv, cwd=here, env=env, capture_output=True, text=True, timeout=120)
+            out.append(
+                f"$ claude plugin {' '.join(step)} -> {done.returncode}: {(done.stdout + done.stderr).strip()}"
+            )
+            if done.returncode != 0:
+                raise SystemExit("\n".join(out))
+    finally:
+        if server is not None:
+            server.close()
     return out
+
+
+def _substitute(arg: str, root: Path, urls: dict[str, str]) -> str:
+    for rel, url in urls.items():
+        arg = arg.replace("{git:" + rel + "}", url)
+    return arg.replace("{root}", str(root))
 
 
 def _environment(home: Path, port: int, case: dict[str, Any], work: Path) -> dict[str, str]:
