@@ -15,7 +15,8 @@ the prompt answers; without a matching rule the default policy answers:
 - anything else gets ``mock final answer``.
 
 :class:`Reply` says what to answer: text, a JSON value (a ``StructuredOutput`` tool_use when the tool
-is offered, else the JSON as text), an HTTP error status with an Anthropic error body, or ``hold``
+is offered, else the JSON as text), a call of any offered tool (``tool_use``), an HTTP error status
+with an Anthropic error body, or ``hold``
 (keep the request open until :meth:`MockMessages.release` or :meth:`MockMessages.stop`).
 ``auth_error = True`` answers every request with 401 ``authentication_error``.
 
@@ -49,7 +50,9 @@ class Reply:
     ``text``: the assistant message. ``json``: a value sent as a ``StructuredOutput`` tool_use when
     that tool is offered, else as compact JSON text. ``status``: an HTTP error status (``message`` is
     the error text). ``hold``: keep the request open until released. ``tokens``: ``(input, output,
-    cache_read, cache_write)`` usage of the answer.
+    cache_read, cache_write)`` usage of the answer. ``tool_use``: ``(tool name, input)`` — answer with
+    a ``tool_use`` block calling that tool (a rule usually answers ``after_tool_result`` requests with
+    text, or the turn never ends).
     """
 
     text: str | None = None
@@ -58,6 +61,7 @@ class Reply:
     message: str = "mock error"
     hold: bool = False
     tokens: tuple[int, int, int, int] = (10, 5, 0, 0)
+    tool_use: tuple[str, Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json(
                     reply.status, {"type": "error", "error": {"type": kind, "message": reply.message}}
                 )
+            if reply.tool_use is not None:
+                name, value = reply.tool_use
+                return self._answer(body, ("tool", (name, dict(value))), reply.tokens)
             if reply.json is not _UNSET and rec.structured_tool is not None:
                 if rec.after_tool_result:
                     return self._answer(body, ("text", "done"), (0, 0, 0, 0))
