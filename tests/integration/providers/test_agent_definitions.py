@@ -1,6 +1,7 @@
 """A workflow naming a project agent type runs on the real agent programs (the bundled ``codex``,
 Claude Code through the Agent SDK, codex-acp) against the loopback mock model servers, and the request
-the mock records carries the agent definition's instructions and model; an agent type that nothing
+the mock records carries the agent definition's instructions and model (on codex also for a plugin's
+workflow, started by its ``<plugin>:<name>`` identity, naming its plugin's agent); an agent type that nothing
 defines fails the call before any provider is contacted, on every provider.
 
 Skipped, with the reason, when a provider's extra is not installed.
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from claude_plugins import apply_plugin_steps
 from mocks.mock_chat import MockChat
 from mocks.mock_chat import Reply as ChatReply
 from mocks.mock_responses import Reply as ResponsesReply
@@ -97,6 +99,57 @@ def test_on_codex_the_agents_instructions_are_developer_instructions_and_its_mod
     ]
     assert any(f"You are a security auditor. {MARKER}.\n\nSecond paragraph." in t for t in developer)
     assert MARKER not in request.prompt
+
+
+PLUGIN_HELLO = """export const meta = { name: 'hello', description: 'a plugin workflow' }
+return await agent('plugin review ECHO:p', { agentType: 'wfp:helper' })
+"""
+PLUGIN_HELPER = f"""---
+name: helper
+description: a plugin agent
+model: gpt-5.4-mini
+---
+You review as the plugin says. {MARKER}-PLUGIN.
+"""
+
+
+def test_on_codex_a_plugin_workflow_runs_by_its_identity_and_its_plugin_agent_reaches_the_model(
+    codex: CodexSetup, tmp_path: Path
+) -> None:
+    # A directory marketplace installed as `claude plugin marketplace add` / `install` leave it
+    # (tests/claude_plugins.py); the run's workflow starts the plugin's `wfp:hello` by its identity.
+    market = tmp_path / "mkt"
+    (market / ".claude-plugin").mkdir(parents=True)
+    (market / ".claude-plugin" / "marketplace.json").write_text(
+        '{"name": "localmkt", "plugins": [{"name": "wfp", "source": "./plugins/wfp"}]}'
+    )
+    plugin = market / "plugins" / "wfp"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "wfp", "version": "1.0.0"}')
+    (plugin / "workflows").mkdir()
+    (plugin / "workflows" / "hello.js").write_text(PLUGIN_HELLO)
+    (plugin / "agents").mkdir()
+    (plugin / "agents" / "helper.md").write_text(PLUGIN_HELPER)
+    steps = {"plugins": [["marketplace", "add", "{root}/mkt"], ["install", "wfp@localmkt"]]}
+    apply_plugin_steps(steps, tmp_path, codex.cwd)
+    codex.mock.on("plugin review ECHO:p", ResponsesReply(text="reviewed by the plugin agent"))
+
+    async def scenario() -> Outcome:
+        async with codex.router() as router:
+            return await run_in(codex.cwd, tmp_path / "home", "return await workflow('wfp:hello')", router)
+
+    out = arun(scenario())
+    assert out.status == "completed", out.error
+    assert out.result == "reviewed by the plugin agent"
+    (request,) = [r for r in codex.mock.received if r.prompt == "plugin review ECHO:p"]
+    assert request.model == "gpt-5.4-mini"  # the plugin agent's model
+    developer = [
+        t
+        for item in request.body.get("input") or []
+        if item.get("role") == "developer"
+        for t in texts_of(item)
+    ]
+    assert any(f"You review as the plugin says. {MARKER}-PLUGIN." in t for t in developer)
 
 
 def test_on_codex_an_agent_without_edit_tools_runs_in_a_read_only_sandbox(
