@@ -280,9 +280,12 @@ def _discover(
     found = _Found(profile)
     found.diagnostics.extend(_plugin_diagnostic(p) for p in plugins.problems)
     candidates: list[_Candidate] = []
-    # Plugin ranks are below every local one and rise with Claude's plugin order: a later plugin wins.
+    # Plugin ranks are below every local one; they rise with Claude's plugin order when a later plugin
+    # wins (fall with it under 2.1.209, where the first one does).
+    last_wins = profile.plugin_workflows_last_wins
+    count = len(plugins.plugins)
     dirs: list[tuple[Source, int, Path, Plugin | None]] = [
-        ("plugin", i - len(plugins.plugins), Path(p.root) / "workflows", p)
+        ("plugin", i - count if last_wins else -1 - i, Path(p.root) / "workflows", p)
         for i, p in enumerate(plugins.plugins)
     ]
     dirs += [(source, rank, directory, None) for source, rank, directory in _workflow_dirs(here, config)]
@@ -330,10 +333,15 @@ def _discover(
     position = {id(c): i for i, c in enumerate(candidates)}
     plugin_order: list[str] = []
     for name, group in by_name.items():
-        # Highest rank first: the nearest local directory, then plugins, the last in Claude's order
-        # first. Within one local directory the first file name wins (listings are sorted); within one
-        # plugin the last file in directory order (as Claude reads it).
-        group.sort(key=lambda c: (-c.rank, position[id(c)] if c.plugin is None else -position[id(c)]))
+        # Highest rank first: the nearest local directory, then plugins (the last in Claude's order
+        # first; 2.1.209: the first). Within one local directory the first file name wins (listings are
+        # sorted); within one plugin the last file in directory order (2.1.209: the first).
+        group.sort(
+            key=lambda c: (
+                -c.rank,
+                -position[id(c)] if c.plugin is not None and last_wins else position[id(c)],
+            )
+        )
         best = group[0]
         workflow = best.analysis.to_workflow()
         winner = DiscoveredWorkflow(
@@ -350,7 +358,9 @@ def _discover(
         found.winners[name] = winner
         for loser in group[1:]:
             found.diagnostics.append(
-                Diagnostic(loser.analysis.path or "", "shadowed", _shadow_reason(name, loser, best))
+                Diagnostic(
+                    loser.analysis.path or "", "shadowed", _shadow_reason(name, loser, best, last_wins)
+                )
             )
 
     if ordered_names is not None:
@@ -452,20 +462,22 @@ def _listing(
     return paths
 
 
-def _shadow_reason(name: str, loser: _Candidate, winner: _Candidate) -> str:
+def _shadow_reason(name: str, loser: _Candidate, winner: _Candidate, last_wins: bool) -> str:
     where = winner.analysis.path
     if loser.rank == winner.rank and loser.source == "plugin":
-        why = (
-            "another file of the same plugin declares the same name and comes later in directory order "
-            "(Claude Code keeps the last)"
+        why = "another file of the same plugin declares the same name and comes " + (
+            "later in directory order (Claude Code keeps the last)"
+            if last_wins
+            else "first in directory order (Claude Code 2.1.209 keeps the first)"
         )
     elif loser.rank == winner.rank:
         why = "another file in the same directory declares the same name and comes first by file name"
     elif loser.source == "plugin" and winner.source != "plugin":
         why = "a personal or project workflow beats a plugin's workflow of the same visible name"
     elif loser.source == "plugin":
+        which = "later" if last_wins else "first"
         why = (
-            "two enabled plugins ship it; the one enabled later wins (Claude Code's order: user, "
+            f"two enabled plugins ship it; the one enabled {which} wins (Claude Code's order: user, "
             "project, then local settings, each in its key order)"
         )
     elif loser.source == "personal":

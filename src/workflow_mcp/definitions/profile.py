@@ -81,6 +81,10 @@ class Profile:
             listed among the available workflows, and ``workflow()`` of it rejects with the parse error
             (2.1.332, measured, ``errors-child-resolution-messages``); 2.1.209 does not see it (``no
             workflow with that name``).
+        plugin_workflows_last_wins: when plugin files give one visible workflow name, the last one
+            Claude reads wins (plugins in their enabling order, each plugin's ``workflows/`` in
+            directory order); 2.1.209 keeps the first (measured: ``plugins-order-of-plugins`` and five
+            files of one plugin declaring one name). Plugin agents: the last plugin wins in both.
     """
 
     name: str
@@ -135,6 +139,7 @@ class Profile:
     # Claude's own refusals (invalid or unusable schemas, the StructuredOutput retry cap, tool lists)
     # are named TelemetrySafeError; 2.1.209 named an invalid schema TypeError, the rest Error.
     telemetry_safe_errors: bool = True
+    plugin_workflows_last_wins: bool = True
 
 
 PROFILES: dict[str, Profile] = {
@@ -180,6 +185,7 @@ PROFILES: dict[str, Profile] = {
         schema_strict_keywords=False,
         schema_coercion=False,
         telemetry_safe_errors=False,
+        plugin_workflows_last_wins=False,
     ),
 }
 

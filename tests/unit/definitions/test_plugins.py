@@ -196,3 +196,26 @@ def test_files_of_one_plugin_that_share_a_name_resolve_to_the_last_in_directory_
     losers = [d for d in found.diagnostics if d.kind == "shadowed"]
     assert sorted(d.path for d in losers) == sorted(str(workflows / f) for f in dups[:-1])
     assert all("comes later in directory order" in d.message for d in losers)
+
+
+def test_under_profile_2_1_209_the_first_plugin_file_of_a_name_wins(tmp_path: Path) -> None:
+    # Measured in Claude Code 2.1.209 (plugins-order-of-plugins: ccc's wfp:shared, ddd's wfp:helper;
+    # five files of one plugin declaring `dup`: the first its directory listing returns).
+    proj = plugins_sharing_a_name(tmp_path, ["aaa", "bbb", "ccc", "ddd"], ["ccc", "aaa", "bbb"], ["ddd"])
+    home = tmp_path / "home"
+    workflows = tmp_path / "mkt" / "ccc" / "workflows"
+    for stem in ("b", "a", "c"):
+        (workflows / f"dup-{stem}.js").write_text(
+            f"export const meta = {{ name: 'dup', description: 'd' }}\nreturn '{stem}'\n"
+        )
+    found = find_workflows(proj, home, profile="claude-code/2.1.209")
+    shared = next(w for w in found.workflows if w.name == "wfp:shared")
+    assert shared.plugin is not None and shared.plugin.id == "ccc@m"
+    dups = [f for f in os.listdir(workflows) if f.startswith("dup-")]
+    assert next(w for w in found.workflows if w.name == "wfp:dup").path == str(workflows / dups[0])
+    messages = [d.message for d in found.diagnostics if d.kind == "shadowed"]
+    assert any("the one enabled first wins" in m for m in messages)
+    assert any("comes first in directory order" in m for m in messages)
+    # Plugin agents: the last plugin wins in 2.1.209 too.
+    helper = find_agents(proj, home, profile="claude-code/2.1.209").definitions["wfp:helper"]
+    assert helper.plugin == "ddd@m"
