@@ -5,15 +5,18 @@ listing ``plugins/workflow-mcp`` (``.mcp.json``: ``workflow-mcp serve``).
 Each test installs it with the program's own commands into an isolated home (``HOME``,
 ``CLAUDE_CONFIG_DIR`` / ``CODEX_HOME`` under ``tmp_path``), with ``workflow-mcp`` on ``PATH`` (a
 shim running the code under test), then checks the program's MCP list and the tools it offers the
-model on the first request of a headless turn, answered by a loopback mock model. The tool names
+model on the first request of a headless turn, answered by a loopback mock model that then calls
+``workflow_list`` through the program (whose answer names the project's workflow). The tool names
 must be exactly the ones the server lists to a real MCP client (``mcp`` SDK, stdio).
 
 Measured (Claude Code 2.1.332, Codex CLI 0.163.0; ``docs/PROFILE.md``, "Plugins"): both start the
-server in the background, so a first request can go out without its tools. ``MCP_CONNECTION_NONBLOCKING=0``
-makes ``claude -p`` wait for the connection (``ENABLE_TOOL_SEARCH=false`` sends MCP tools in the
-request's ``tools`` instead of deferring them to tool search); ``-c mcp_optional_startup_grace_ms=0``
-makes ``codex exec`` wait up to the server's startup timeout. Without them the tools were missing
-from the first request in every run measured.
+server in the background, so a first request can go out without its tools (every run measured).
+Claude: ``MCP_CONNECTION_NONBLOCKING=0`` makes ``claude -p`` wait, but only for a bounded few seconds
+(``MCP_TIMEOUT`` does not extend it), which a slow start on a loaded machine can miss; so the test
+holds a session through the Agent SDK and asks for ``mcp_reconnect`` (``reconnect_mcp_server``), which
+answers once the server is connected, before the first prompt (``ENABLE_TOOL_SEARCH=false`` sends MCP
+tools in the request's ``tools`` instead of deferring them to tool search). Codex: ``-c
+mcp_optional_startup_grace_ms=0`` makes ``codex exec`` wait up to the server's startup timeout.
 
 The programs are the ones the extras bundle (``claude-agent-sdk``'s Claude Code CLI, ``openai-codex``'s
 codex); a test skips, saying which extra to install, when its program is absent. Every command has a
@@ -38,6 +41,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 import workflow_mcp
 from mocks.mock_messages import MockMessages, Received, Reply
 from mocks.mock_responses import MockResponses
+from mocks.mock_responses import Received as ResponsesReceived
+from mocks.mock_responses import Reply as ResponsesReply
 
 REPO = Path(__file__).resolve().parents[2]
 STEP_TIMEOUT_S = 120
@@ -101,7 +106,9 @@ def server_tools(shim: Path, project: Path) -> set[str]:
     """The tool names ``workflow-mcp serve`` (through the shim) lists to a real MCP client."""
 
     async def listing() -> set[str]:
-        params = StdioServerParameters(command=str(shim / "workflow-mcp"), args=["serve"], cwd=str(project))
+        params = StdioServerParameters(
+            command=str(shim / "workflow-mcp"), args=["serve"], cwd=str(project), env=dict(os.environ)
+        )  # the whole environment: the SDK's default one would drop WORKFLOW_MCP_HOME
         with anyio.fail_after(STEP_TIMEOUT_S):
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
@@ -132,15 +139,20 @@ def isolated_environment(tmp_path: Path, shim: Path, prefixes: tuple[str, ...]) 
 
 
 def test_claude_code_installs_the_plugin_and_offers_and_calls_the_servers_tools(
-    tmp_path: Path, shim: Path, project: Path
+    tmp_path: Path, shim: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     claude = claude_binary()
     if claude is None:
         pytest.skip(
             "Claude Code is not installed: the claude extra bundles it (pip install -e '.[test,claude]')"
         )
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+
     expected = server_tools(shim, project)
     assert {"workflow_list", "workflow_run", "workflow_run_status"} <= expected
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "CLAUDE_")):  # the SDK passes os.environ on
+            monkeypatch.delenv(name)
     env = isolated_environment(tmp_path, shim, ("ANTHROPIC_", "CLAUDE_"))
     with MockMessages() as mock:
 
@@ -161,7 +173,6 @@ def test_claude_code_installs_the_plugin_and_offers_and_calls_the_servers_tools(
             DISABLE_AUTOUPDATER="1",
             DISABLE_TELEMETRY="1",
             DISABLE_ERROR_REPORTING="1",
-            MCP_CONNECTION_NONBLOCKING="0",
             ENABLE_TOOL_SEARCH="false",
         )
         added = run([str(claude), "plugin", "marketplace", "add", str(REPO)], project, env)
@@ -173,23 +184,27 @@ def test_claude_code_installs_the_plugin_and_offers_and_calls_the_servers_tools(
         listed = run([str(claude), "mcp", "list"], project, env)
         assert f"{CLAUDE_SERVER}: workflow-mcp serve - ✔ Connected" in listed.stdout
 
-        turn = run(
-            [
-                str(claude),
-                "-p",
-                "LIST-WORKFLOWS",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--allowedTools",
-                CLAUDE_TOOL_PREFIX + "workflow_list",
-            ],
-            project,
-            env,
+        options = ClaudeAgentOptions(
+            cli_path=str(claude),
+            cwd=str(project),
+            env=env,
+            setting_sources=["user", "project", "local"],  # the plugin is enabled in the user settings
+            allowed_tools=[CLAUDE_TOOL_PREFIX + "workflow_list"],
         )
-    events = [json.loads(line) for line in turn.stdout.splitlines() if line.startswith("{")]
-    init = next(e for e in events if e.get("type") == "system" and e.get("subtype") == "init")
-    assert {"name": CLAUDE_SERVER, "status": "connected", "source": "plugin"} in init["mcp_servers"]
+
+        async def session() -> tuple[dict[str, Any], list[Any]]:
+            with anyio.fail_after(STEP_TIMEOUT_S):
+                async with ClaudeSDKClient(options) as client:
+                    # The server starts in the background; `mcp_reconnect` answers once it is connected.
+                    await client.reconnect_mcp_server(CLAUDE_SERVER)
+                    status = dict(await client.get_mcp_status())
+                    await client.query("LIST-WORKFLOWS")
+                    return status, [m async for m in client.receive_response()]
+
+        status, messages = anyio.run(session)
+    (server,) = [s for s in status["mcpServers"] if s["name"] == CLAUDE_SERVER]
+    assert (server["status"], server["source"]) == ("connected", "plugin")
+    assert {t["name"] for t in server["tools"]} == expected
     first = mock.received[0]
     offered = {t[len(CLAUDE_TOOL_PREFIX) :] for t in first.tools if t.startswith(CLAUDE_TOOL_PREFIX)}
     assert offered == expected
@@ -201,11 +216,11 @@ def test_claude_code_installs_the_plugin_and_offers_and_calls_the_servers_tools(
     ]
     assert len(results) == 1 and not results[0].get("is_error"), results
     assert WORKFLOW in json.dumps(results[0])
-    final = next(e for e in events if e.get("type") == "result")
-    assert final.get("result") == "listed"
+    final = messages[-1]
+    assert isinstance(final, ResultMessage) and final.result == "listed", final
 
 
-def test_codex_installs_the_plugin_and_offers_the_servers_tools(
+def test_codex_installs_the_plugin_and_offers_and_calls_the_servers_tools(
     tmp_path: Path, shim: Path, project: Path
 ) -> None:
     codex = codex_binary()
@@ -222,6 +237,13 @@ def test_codex_installs_the_plugin_and_offers_the_servers_tools(
     env = isolated_environment(tmp_path, shim, ("OPENAI_", "CODEX_"))
     codex_home = tmp_path / "home" / ".codex"
     with MockResponses() as mock:
+
+        def list_then_finish(rec: ResponsesReceived) -> ResponsesReply:
+            if rec.function_outputs:
+                return ResponsesReply(text="listed")
+            return ResponsesReply(function_call=("workflow_list", {}, CODEX_NAMESPACE))
+
+        mock.on("LIST-WORKFLOWS", list_then_finish)
         mock.codex_config(codex_home)
         env.update(CODEX_HOME=str(codex_home), MOCK_API_KEY="dummy")
         added = run([str(codex), "plugin", "marketplace", "add", str(REPO)], project, env)
@@ -246,12 +268,26 @@ def test_codex_installs_the_plugin_and_offers_the_servers_tools(
                 "--skip-git-repo-check",
                 "-c",
                 "mcp_optional_startup_grace_ms=0",
-                "ECHO:plugin",
+                "LIST-WORKFLOWS",
             ],
             project,
             env,
         )
-    assert '"text":"plugin-done"' in turn.stdout
+    items = [
+        json.loads(line)["item"]
+        for line in turn.stdout.splitlines()
+        if line.startswith("{") and json.loads(line).get("type") == "item.completed"
+    ]
+    (tool_call,) = [i for i in items if i.get("type") == "mcp_tool_call"]
+    assert (tool_call["server"], tool_call["tool"], tool_call["status"]) == (
+        "workflow-mcp",
+        "workflow_list",
+        "completed",
+    )
+    assert WORKFLOW in json.dumps(tool_call["result"])
+    assert (items[-1]["type"], items[-1]["text"]) == ("agent_message", "listed")
+    (answered,) = [r for r in mock.received if r.function_outputs]
+    assert WORKFLOW in json.dumps(answered.function_outputs)
     first = mock.received[0]
     namespaces: list[dict[str, Any]] = [
         t

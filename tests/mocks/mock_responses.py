@@ -52,7 +52,10 @@ class Reply:
     ``echo``: answer with the prompt itself. ``status``: an HTTP error status (``message`` is the
     error text, ``code`` the OpenAI error code). ``delay_s``: wait before answering (bounded by
     :meth:`MockResponses.stop`). ``hold``: keep the request open until released. ``tokens``:
-    ``(input, output)`` usage reported in ``response.completed``.
+    ``(input, output)`` usage reported in ``response.completed``. ``function_call``: ``(name,
+    arguments, namespace)`` — answer with a ``function_call`` output item calling that tool (an MCP
+    server's tools arrive in a ``namespace`` tool; ``None`` for a top-level one); the rule usually
+    answers the follow-up request, which carries :attr:`Received.function_outputs`, with text.
     """
 
     text: str | None = None
@@ -64,6 +67,7 @@ class Reply:
     delay_s: float = 0.0
     hold: bool = False
     tokens: tuple[int, int] = (10, 5)
+    function_call: tuple[str, Mapping[str, Any], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,16 @@ class Received:
     turn_id: str | None
     model: str | None
     body: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def function_outputs(self) -> list[Mapping[str, Any]]:
+        """The ``function_call_output`` items of the request's input (tool results codex sends back)."""
+        inp = self.body.get("input")
+        return [
+            i
+            for i in (inp if isinstance(inp, list) else [])
+            if isinstance(i, dict) and i.get("type") == "function_call_output"
+        ]
 
 
 def last_user_text(body: Mapping[str, Any]) -> str:
@@ -355,12 +369,52 @@ class _Handler(BaseHTTPRequestHandler):
                         }
                     },
                 )
-            self._stream(_answer_text(reply, rec), reply.tokens)
+            if reply.function_call is not None:
+                self._stream_call(reply.function_call, reply.tokens)
+            else:
+                self._stream(_answer_text(reply, rec), reply.tokens)
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
             mock._leave()
         self.close_connection = True
+
+    def _stream_call(self, call: tuple[str, Mapping[str, Any], str | None], tokens: tuple[int, int]) -> None:
+        rid, mid = self.mock._ids()
+        name, arguments, namespace = call
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "id": mid,
+            "call_id": f"call_{mid}",
+            "name": name,
+            "arguments": json.dumps(dict(arguments)),
+            "status": "completed",
+        }
+        if namespace is not None:
+            item["namespace"] = namespace
+        self._events(rid, [item], tokens)
+
+    def _events(self, rid: str, items: list[dict[str, Any]], tokens: tuple[int, int]) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        usage = {
+            "input_tokens": tokens[0],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": tokens[1],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": tokens[0] + tokens[1],
+        }
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": rid}}]
+        for index, item in enumerate(items):
+            events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+            events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+        events.append({"type": "response.completed", "response": {"id": rid, "usage": usage}})
+        for data in events:
+            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
 
     def _stream(self, answer: str, tokens: tuple[int, int]) -> None:
         rid, mid = self.mock._ids()
