@@ -423,7 +423,7 @@ def find_agents(
             continue
         seen.add(real)
         searched.append(str(folder))
-        for path in _agent_files(folder, problems, reachable):
+        for path in _agent_files(folder, problems, reachable, sort=False):
             found = _load(path, "plugin", prof, problems)
             if found is not None:
                 identity = ":".join((plugin.name, *path.relative_to(folder).parent.parts, found.name))
@@ -538,10 +538,16 @@ def _project_dirs(here: Path) -> list[Path]:
 
 
 def _agent_files(
-    folder: Path, problems: list[AgentFileProblem], reachable: Callable[[str], bool] | None
+    folder: Path,
+    problems: list[AgentFileProblem],
+    reachable: Callable[[str], bool] | None,
+    *,
+    sort: bool = True,
 ) -> list[Path]:
     """Every ``*.md`` file below ``folder`` (symbolic links followed, each real folder once), sorted by
-    its path within ``folder`` in code-point order."""
+    its path within ``folder`` in code-point order; with ``sort=False`` in directory order (what the
+    file system lists, as Claude reads a plugin's ``agents/``: of two files of one name the last wins,
+    measured)."""
     found: list[tuple[str, Path]] = []
     visited: set[str] = set()
 
@@ -572,7 +578,8 @@ def _agent_files(
                 found.append((rel + entry.name, path))
 
     walk(folder, "")
-    found.sort(key=lambda pair: pair[0])
+    if sort:
+        found.sort(key=lambda pair: pair[0])
     return [path for _, path in found]
 
 

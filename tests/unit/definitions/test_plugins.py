@@ -219,3 +219,20 @@ def test_under_profile_2_1_209_the_first_plugin_file_of_a_name_wins(tmp_path: Pa
     # Plugin agents: the last plugin wins in 2.1.209 too.
     helper = find_agents(proj, home, profile="claude-code/2.1.209").definitions["wfp:helper"]
     assert helper.plugin == "ddd@m"
+
+
+def test_agent_files_of_one_plugin_that_share_a_name_resolve_to_the_last_in_directory_order(
+    tmp_path: Path,
+) -> None:
+    # Measured in 2.1.332: five files of one plugin's agents/ defining `dup`; the one the directory
+    # listing returns last answers `wfp:dup` (its model reached the mock).
+    proj = market(tmp_path, {"p@m": True})
+    agents = tmp_path / "mkt" / "p" / "agents"
+    for stem in ("b", "a", "c", "e", "d"):
+        (agents / f"{stem}.md").write_text(
+            f"---\nname: dup\ndescription: d\nmodel: m-{stem}\n---\nFROM-{stem}\n"
+        )
+    last = [f for f in os.listdir(agents) if f != "helper.md"][-1]
+    dup = find_agents(proj, tmp_path / "home").definitions["p:dup"]
+    assert dup.path == str(agents / last)
+    assert dup.instructions == f"FROM-{last[0]}"
