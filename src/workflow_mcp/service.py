@@ -301,7 +301,8 @@ class WorkflowService:
         self.cwd = cwd or os.getcwd()
         self.home = home
         self.notify = notify
-        self.providers = providers or ProviderPool(on_pick=self._picked)
+        # `is None`, not `or`: an empty pool has no providers yet, so it is falsy (it has a length).
+        self.providers = providers if providers is not None else ProviderPool(on_pick=self._picked)
         self._closing: set[asyncio.Task[None]] = set()  # workers of prepared runs that were not launched
         self.live: dict[str, RunHandle] = {}
         self._states: dict[str, _LiveState] = {}  # the runs of self.live, their state kept as they go
@@ -1700,6 +1701,35 @@ class WorkflowService:
             self._states.pop(rid, None)
             self._owners.pop(rid, None)
         return len(dropped)
+
+    # -- notes on ended runs ---------------------------------------------------------------------
+    def note_ended_run(self, run_id: str, kind: str, payload: Mapping[str, Any]) -> Event:
+        """Append one ``log`` or ``warning`` event (``kind``) to the log of run ``run_id``, which has
+        ended (:data:`~workflow_mcp.state.TERMINAL`, so no engine writes its log any more): what the
+        service did about it later, e.g. an automatic resume. ``payload`` is a JSON object with a
+        ``message``. The status the log projects is unchanged (neither kind is a ``run.*`` event).
+
+        Raises:
+            RunNotFoundError: unknown run id.
+            InvalidInputError: ``kind`` is not ``log``/``warning``, or the run has not ended.
+            StoreError: the store refuses the write (nothing stored changes).
+        """
+        if kind not in ("log", "warning"):
+            raise InvalidInputError(f"a note on an ended run is a log or warning event, not {kind!r}")
+        if not self._has_ended(run_id):
+            raise InvalidInputError(f"run {run_id} has not ended; only an ended run's log takes notes")
+        event = Event(
+            run_id=run_id,
+            sequence=self.store.last_sequence(run_id) + 1,
+            type=kind,
+            payload=dict(payload),
+            timestamp=utc_now(),
+        )
+        self.store.append_many([event])
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            live.fold([event])
+        return event
 
     async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:
         """Cancel every run this process still runs (each ends ``cancelled`` and stays resumable), wait

@@ -1,0 +1,321 @@
+"""Automatic resume of runs paused for a usage limit (``workflow-mcp serve --auto-resume``).
+
+A provider whose usage or quota limit is spent pauses the run with reason ``usage_limit`` and, when the
+backend said, ``resetsAt`` (see :class:`~workflow_mcp.providers.base.ProviderUsageLimitError`). An
+:class:`AutoResumer` watches the runs its service executes and resumes each such run once its
+``resetsAt`` has passed, exactly as :meth:`~workflow_mcp.service.WorkflowService.resume` does (the run's
+stored source, args, limits, provider choice and fake script; every finished call replayed).
+
+Rules (workflow-mcp's; the profile has no unattended resume):
+
+- Only ``usage_limit`` pauses are resumed. A run paused for authentication (``auth_required``: a login
+  is needed first) or a human checkpoint (``checkpoint_required``: someone must answer it) is never
+  resumed automatically, nor is a run that ended any other way (completed, failed, cancelled).
+- A paused run and the runs resuming it form one *chain*; a chain gets at most
+  :attr:`AutoResumeSettings.attempts` resumes. The first waits until ``resetsAt`` (or
+  ``backoff_s`` after the pause when the backend gave no reset time); each later one also waits
+  ``backoff_s``, doubled per attempt up to ``max_backoff_s``, after the one before it.
+- A paused run that someone else resumed meanwhile (another run resumes it, or another process holds
+  its claim) is left to them.
+- Every attempt is an event in the paused run's own log: a ``log`` event naming the run that resumes
+  it, or a ``warning`` when the resume could not start; a chain out of attempts gets a ``warning``
+  saying so and how to resume it by hand. Each carries ``autoResume``: ``{"attempt", "attempts",
+  "resumedAs"?}``.
+
+Time comes from an injectable ``clock`` (seconds since the epoch), so tests move it instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .errors import InvalidInputError, RunClaimedError, WorkflowMcpError
+from .service import WorkflowService
+
+__all__ = ["AUTO_RESUME_KEYS", "AutoResumeSettings", "AutoResumer", "auto_resume_settings"]
+
+AUTO_RESUME_KEYS: Final = ("enabled", "attempts", "backoff_s", "max_backoff_s")
+"""The keys of the configuration's ``[auto_resume]`` table (see :func:`auto_resume_settings`)."""
+
+#: How often the runs are looked at when none of them ends meanwhile (a run's end wakes it at once).
+POLL_S: Final = 5.0
+
+
+@dataclass(frozen=True)
+class AutoResumeSettings:
+    """How a server resumes its usage-limit-paused runs (module docstring).
+
+    ``attempts``: resumes per chain (default 5, at least 1). ``backoff_s``: the wait, in seconds,
+    after an attempt before the next (default 60), doubled per attempt up to ``max_backoff_s``
+    (default 3,600); also the wait after a pause that gave no reset time.
+
+    Raises:
+        InvalidInputError: a value out of range (the message names the setting).
+    """
+
+    attempts: int = 5
+    backoff_s: float = 60.0
+    max_backoff_s: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.attempts <= 1000:
+            raise InvalidInputError(f"auto_resume.attempts must be from 1 to 1000, got {self.attempts}")
+        if not 0 <= self.backoff_s <= self.max_backoff_s:
+            raise InvalidInputError(
+                f"auto_resume.backoff_s must be from 0 to max_backoff_s ({self.max_backoff_s}), got "
+                f"{self.backoff_s}"
+            )
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds between attempt ``attempt`` (from 1) and the next."""
+        return float(min(self.max_backoff_s, self.backoff_s * 2 ** min(attempt - 1, 40)))
+
+
+def auto_resume_settings(table: Mapping[str, Any], source: str) -> tuple[bool, AutoResumeSettings]:
+    """``(enabled, settings)`` from a configuration's ``[auto_resume]`` table (every key optional)::
+
+        [auto_resume]
+        enabled = true        # serve resumes usage-limit-paused runs (serve --auto-resume says so too)
+        attempts = 5
+        backoff_s = 60
+        max_backoff_s = 3600
+
+    Raises:
+        InvalidInputError: an unknown key or a wrong type; the message names ``source`` and the key.
+    """
+    for key in table:
+        if key not in AUTO_RESUME_KEYS:
+            raise InvalidInputError(
+                f"{source}: auto_resume.{key}: unknown key; expected one of {', '.join(AUTO_RESUME_KEYS)}"
+            )
+    enabled = table.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise InvalidInputError(f"{source}: auto_resume.enabled: must be true or false, got {enabled!r}")
+    values: dict[str, Any] = {}
+    for key in ("attempts", "backoff_s", "max_backoff_s"):
+        if key not in table:
+            continue
+        value = table[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise InvalidInputError(
+                f"{source}: auto_resume.{key}: must be a non-negative number, got {value!r}"
+            )
+        if key == "attempts" and not isinstance(value, int):
+            raise InvalidInputError(f"{source}: auto_resume.attempts: must be an integer, got {value!r}")
+        values[key] = value
+    try:
+        return enabled, AutoResumeSettings(**values)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{source}: {exc}") from None
+
+
+ResumeFn = Callable[[str], Awaitable[str]]
+"""Resumes one stored run by id and returns the id of the run that continues it (raises
+:class:`~workflow_mcp.errors.WorkflowMcpError` when it cannot start)."""
+
+
+@dataclass
+class _Chain:
+    """A paused run and the runs resuming it: how many resumes it had, and when the last one was."""
+
+    root: str
+    attempts: int = 0
+    last_attempt: float | None = None
+
+
+@dataclass
+class _Pending:
+    chain: _Chain
+    due: float
+    resets_at: str | None = None
+
+
+@dataclass
+class _Seen:
+    pending: dict[str, _Pending] = field(default_factory=dict)
+    decided: set[str] = field(default_factory=set)  # run ids looked at and settled
+    started: dict[str, _Chain] = field(default_factory=dict)  # run id we started -> its chain
+
+
+class AutoResumer:
+    """Resumes the usage-limit-paused runs ``service`` executes (module docstring).
+
+    ``resume`` starts the continuation of one run (default: ``service.resume`` with the run's own
+    options and owner; the MCP server passes one that also applies its run cap, provider policy and
+    file scope). ``clock`` is seconds since the epoch (default ``time.time``). Drive it with
+    :meth:`tick` (tests) or :meth:`run` (a server's background task).
+    """
+
+    def __init__(
+        self,
+        service: WorkflowService,
+        settings: AutoResumeSettings | None = None,
+        *,
+        resume: ResumeFn | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.service = service
+        self.settings = settings or AutoResumeSettings()
+        self._resume = resume or self._default_resume
+        self._clock = clock or time.time
+        self._seen = _Seen()
+
+    async def _default_resume(self, run_id: str) -> str:
+        handle = await self.service.resume(run_id, owner=self.service.owner_of(run_id))
+        return handle.run_id
+
+    def next_due(self) -> float | None:
+        """When (epoch seconds) the next resume is due, or ``None`` when none is waiting."""
+        return min((p.due for p in self._seen.pending.values()), default=None)
+
+    def waiting(self) -> dict[str, float]:
+        """The paused runs waiting for their resume, with when (epoch seconds) it is due."""
+        return {run_id: p.due for run_id, p in self._seen.pending.items()}
+
+    async def tick(self) -> list[str]:
+        """Look at the service's runs once and start every resume that is due by the clock; returns
+        the ids of the runs started. Never raises for one run's trouble (each is an event in its log)."""
+        now = self._clock()
+        self._notice(now)
+        started: list[str] = []
+        for run_id in sorted(self._seen.pending, key=lambda rid: self._seen.pending[rid].due):
+            pending = self._seen.pending[run_id]
+            if pending.due > now:
+                continue
+            del self._seen.pending[run_id]
+            new_id = await self._attempt(run_id, pending, now)
+            if new_id is not None:
+                started.append(new_id)
+        return started
+
+    async def run(self, sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+        """Tick until cancelled: after each tick, wait until the next resume is due, a run of the
+        service ends, or :data:`POLL_S` has passed, whichever comes first."""
+        while True:
+            await self.tick()
+            due = self.next_due()
+            wait = POLL_S if due is None else max(0.0, min(POLL_S, due - self._clock()))
+            if sleep is not None:
+                await sleep(wait)
+                continue
+            running = [h for h in self.service.live.values() if h.status == "running"]
+            tasks = [
+                asyncio.ensure_future(asyncio.sleep(wait)),
+                *(asyncio.ensure_future(h.wait()) for h in running),
+            ]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+
+    # -- one pass ----------------------------------------------------------------------------
+    def _notice(self, now: float) -> None:
+        """Take in the runs that paused since the last look."""
+        for run_id, handle in list(self.service.live.items()):
+            if run_id in self._seen.decided or run_id in self._seen.pending or handle.status != "paused":
+                continue
+            state = self.service.status(run_id)
+            chain = self._seen.started.pop(run_id, None) or _Chain(root=run_id)
+            if state.paused_reason != "usage_limit":
+                self._seen.decided.add(run_id)  # auth_required and checkpoint_required wait for a person
+                continue
+            if chain.attempts >= self.settings.attempts:
+                self._seen.decided.add(run_id)
+                self._note(
+                    run_id,
+                    "warning",
+                    f"auto-resume gave up: the usage limit still held after {chain.attempts} automatic "
+                    f"resume(s); resume it by hand (`workflow-mcp resume {run_id} --wait`)",
+                    chain,
+                )
+                continue
+            self._seen.pending[run_id] = _Pending(
+                chain, self._due(state.resets_at, chain, now), state.resets_at
+            )
+
+    def _due(self, resets_at: str | None, chain: _Chain, now: float) -> float:
+        reset = _epoch(resets_at)
+        if chain.last_attempt is not None:
+            after = chain.last_attempt + self.settings.backoff(chain.attempts)
+            return max(after, reset) if reset is not None else after
+        return reset if reset is not None else now + self.settings.backoff_s
+
+    async def _attempt(self, run_id: str, pending: _Pending, now: float) -> str | None:
+        chain = pending.chain
+        self._seen.decided.add(run_id)
+        if self.service.run_status(run_id) != "paused" or self._continued(run_id):
+            return None  # resumed by someone else, or no longer paused
+        chain.attempts += 1
+        chain.last_attempt = now
+        attempt, of = chain.attempts, self.settings.attempts
+        try:
+            new_id = await self._resume(run_id)
+        except RunClaimedError as exc:
+            self._note(run_id, "log", f"auto-resume left this run alone: {exc}", chain)
+            return None
+        except WorkflowMcpError as exc:
+            if attempt < of:
+                retry = now + self.settings.backoff(attempt)
+                self._seen.decided.discard(run_id)  # waits again
+                self._seen.pending[run_id] = _Pending(chain, retry, pending.resets_at)
+                then = f"; the next attempt is due at {_iso(retry)}"
+            else:
+                then = f"; no attempts are left: resume it by hand (`workflow-mcp resume {run_id}`)"
+            self._note(
+                run_id,
+                "warning",
+                f"auto-resume attempt {attempt} of {of} could not start: {exc}{then}",
+                chain,
+            )
+            return None
+        self._seen.started[new_id] = chain
+        reset = f" (the usage limit reset at {pending.resets_at})" if pending.resets_at else ""
+        self._note(
+            run_id,
+            "log",
+            f"auto-resume attempt {attempt} of {of}: resumed as run {new_id}{reset}",
+            chain,
+            resumed_as=new_id,
+        )
+        return new_id
+
+    def _continued(self, run_id: str) -> bool:
+        """Whether a run of this service already resumes ``run_id``."""
+        for other in list(self.service.live):
+            record = self.service.store.get_run(other)
+            if record is not None and record.resumed_from == run_id:
+                return True
+        return False
+
+    def _note(
+        self, run_id: str, kind: str, message: str, chain: _Chain, *, resumed_as: str | None = None
+    ) -> None:
+        detail: dict[str, Any] = {"attempt": chain.attempts, "attempts": self.settings.attempts}
+        if resumed_as is not None:
+            detail["resumedAs"] = resumed_as
+        with contextlib.suppress(WorkflowMcpError):  # a store refusing the note must not stop the others
+            self.service.note_ended_run(run_id, kind, {"message": message, "autoResume": detail})
+
+
+def _epoch(stamp: str | None) -> float | None:
+    """An ISO 8601 time (``Z`` or an offset; no zone means UTC) as epoch seconds; ``None`` if unreadable."""
+    if not stamp:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def _iso(moment: float) -> str:
+    return datetime.datetime.fromtimestamp(int(moment), tz=datetime.UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,316 @@
+"""Automatic resume of usage-limit-paused runs: the fake provider's scripted usage limit pauses a run
+the way a real backend's does, and an :class:`AutoResumer` driven by a hand-moved clock resumes it
+after ``resetsAt`` (bounded attempts with backoff, each an event), never a run paused for a login or a
+checkpoint, nor a cancelled one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workflow_mcp import MemoryStore, RunOptions, WorkflowService, load_workflow
+from workflow_mcp._auto_resume import AutoResumer, AutoResumeSettings, auto_resume_settings
+from workflow_mcp.errors import InvalidInputError, RunFailedError, WorkflowMcpError
+from workflow_mcp.events import Event
+from workflow_mcp.providers.base import (
+    AgentContext,
+    AgentRequest,
+    AgentResult,
+    CheckpointAsk,
+    ProviderCapabilities,
+)
+from workflow_mcp.providers.pool import ProviderPool
+from workflow_mcp.service import ProviderChoice
+
+from helpers import LoggedOutAfterFirst
+
+BOUND_S = 60.0
+RESET = "2026-01-01T05:00:00Z"
+RESET_EPOCH = 1767243600.0
+
+TWO_CALLS = (
+    "export const meta = { name: 'two-calls', description: 'a then b' }\n"
+    "const a = await agent('first', { label: 'a' })\n"
+    "const b = await agent('second', { label: 'b' })\n"
+    "return [a, b]\n"
+)
+LIMITED_UNTIL_RESET = {
+    "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "resetsAt": RESET}}],
+    "default": {"echo": True},
+}
+ALWAYS_LIMITED = {  # a relative Retry-After never expires: every attempt pauses again
+    "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "retryAfterMs": 60_000}}],
+    "default": {"echo": True},
+}
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def arun(coro: Coroutine[Any, Any, Any]) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, BOUND_S)
+
+    return asyncio.run(bounded())
+
+
+def service_at(tmp_path: Path, clock: Clock) -> WorkflowService:
+    (tmp_path / "two.js").write_text(TWO_CALLS)
+    return WorkflowService(MemoryStore(), cwd=str(tmp_path), providers=ProviderPool(fake_clock=clock))
+
+
+async def paused_run(service: WorkflowService, tmp_path: Path, script: dict[str, Any]) -> str:
+    handle = await service.start(str(tmp_path / "two.js"), provider=ProviderChoice("fake", script))
+    assert await handle.wait() == "paused"
+    return handle.run_id
+
+
+def notes(service: WorkflowService, run_id: str) -> list[Event]:
+    return [e for e in service.events(run_id) if "autoResume" in e.payload]
+
+
+async def settle(service: WorkflowService, run_id: str) -> str:
+    return await service.live[run_id].wait()
+
+
+def test_a_scripted_usage_limit_pauses_the_run_with_its_reset_time_in_the_status(tmp_path: Path) -> None:
+    async def go() -> None:
+        service = service_at(tmp_path, Clock(RESET_EPOCH - 60))
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        state = service.status(run_id)
+        assert (state.status, state.paused_reason, state.resets_at) == ("paused", "usage_limit", RESET)
+        (paused,) = [e for e in service.events(run_id) if e.type == "run.paused"]
+        assert paused.payload["backend"] == "fake" and paused.payload["resumable"] is True
+        with pytest.raises(RunFailedError, match=rf"fake reached its usage limit \(it resets at {RESET}\)"):
+            await service.live[run_id].result()
+
+    arun(go())
+
+
+def test_the_run_is_resumed_only_once_the_clock_has_passed_resets_at_and_replays_its_first_call(
+    tmp_path: Path,
+) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 60)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        resumer = AutoResumer(service, clock=clock)
+        assert await resumer.tick() == [] and resumer.waiting() == {run_id: RESET_EPOCH}
+        clock.now = RESET_EPOCH - 0.001
+        assert await resumer.tick() == []
+        clock.now = RESET_EPOCH
+        (resumed,) = await resumer.tick()
+        assert await service.live[resumed].result() == ["first", "second"]
+        record = service.store.get_run(resumed)
+        assert record is not None and record.resumed_from == run_id
+        assert [e.payload["label"] for e in service.events(resumed) if e.type == "agent.cached"] == ["a"]
+        (note,) = notes(service, run_id)
+        assert note.type == "log" and note.payload["autoResume"] == {
+            "attempt": 1,
+            "attempts": 5,
+            "resumedAs": resumed,
+        }
+        assert note.payload["message"] == (
+            f"auto-resume attempt 1 of 5: resumed as run {resumed} (the usage limit reset at {RESET})"
+        )
+        assert service.status(run_id).status == "paused"  # a note is not a run.* event
+        assert await resumer.tick() == [] and resumer.waiting() == {}  # the completed run is left alone
+
+    arun(go())
+
+
+def test_attempts_are_bounded_and_each_waits_its_backoff_after_the_one_before(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, ALWAYS_LIMITED)
+        settings = AutoResumeSettings(attempts=2, backoff_s=100, max_backoff_s=150)
+        resumer = AutoResumer(service, settings, clock=clock)
+        assert await resumer.tick() == []  # resetsAt is the clock + 60 s
+        clock.now += 60
+        (second,) = await resumer.tick()
+        assert await settle(service, second) == "paused"
+        # The new pause resets 60 s from now, but the backoff after attempt 1 is 100 s.
+        assert await resumer.tick() == [] and resumer.waiting() == {second: clock.now + 100}
+        clock.now += 99.9
+        assert await resumer.tick() == []
+        clock.now += 0.1
+        (third,) = await resumer.tick()
+        assert await settle(service, third) == "paused"
+        assert await resumer.tick() == [] and resumer.waiting() == {}
+        clock.now += 10_000
+        assert await resumer.tick() == []
+        (gave_up,) = notes(service, third)
+        assert gave_up.type == "warning" and gave_up.payload["autoResume"] == {"attempt": 2, "attempts": 2}
+        assert "gave up" in gave_up.payload["message"] and f"workflow-mcp resume {third}" in str(
+            gave_up.payload
+        )
+        assert [
+            n.payload["autoResume"]["attempt"] for n in notes(service, run_id) + notes(service, second)
+        ] == [
+            1,
+            2,
+        ]
+
+    arun(go())
+
+
+def test_a_backoff_doubles_per_attempt_up_to_its_ceiling() -> None:
+    settings = AutoResumeSettings(attempts=9, backoff_s=60, max_backoff_s=200)
+    assert [settings.backoff(n) for n in (1, 2, 3, 4)] == [60, 120, 200, 200]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"attempts": 0}, "auto_resume.attempts must be from 1 to 1000, got 0"),
+        ({"backoff_s": 10, "max_backoff_s": 5}, r"auto_resume.backoff_s must be from 0 to max_backoff_s"),
+    ],
+)
+def test_settings_out_of_range_are_refused_naming_the_setting(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        AutoResumeSettings(**fields)
+
+
+def test_a_pause_without_a_reset_time_is_resumed_one_backoff_after_it_was_seen(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH)
+        service = service_at(tmp_path, clock)
+        script = {"rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit"}}]}
+        run_id = await paused_run(service, tmp_path, script)
+        resumer = AutoResumer(service, AutoResumeSettings(backoff_s=30), clock=clock)
+        assert await resumer.tick() == [] and resumer.waiting() == {run_id: RESET_EPOCH + 30}
+
+    arun(go())
+
+
+class AsksPermission:
+    """Asks a human checkpoint on every call (nobody answers: the run pauses checkpoint_required)."""
+
+    name = "fake"
+    capabilities = ProviderCapabilities()
+
+    async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
+        assert context.checkpoint is not None
+        allowed = await context.checkpoint(CheckpointAsk(tool="execute", title="run it", command="make"))
+        return AgentResult(text=str(allowed))
+
+    async def aclose(self) -> None:
+        pass  # holds nothing
+
+
+@pytest.mark.parametrize("provider", [LoggedOutAfterFirst(), AsksPermission()], ids=["auth", "checkpoint"])
+def test_a_run_paused_for_a_login_or_a_checkpoint_is_never_resumed(tmp_path: Path, provider: Any) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH)
+        service = service_at(tmp_path, clock)
+        handle = service.start_run(
+            load_workflow(source=TWO_CALLS), provider=provider, options=RunOptions(cwd=str(tmp_path))
+        )
+        assert await handle.wait() == "paused"
+        assert service.status(handle.run_id).paused_reason in ("auth_required", "checkpoint_required")
+        resumer = AutoResumer(service, clock=clock)
+        for _ in range(3):
+            clock.now += 86_400
+            assert await resumer.tick() == []
+        assert resumer.waiting() == {} and notes(service, handle.run_id) == []
+
+    arun(go())
+
+
+def test_a_cancelled_run_is_never_resumed_and_neither_is_its_chain(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, ALWAYS_LIMITED)
+        resumer = AutoResumer(service, clock=clock)
+        clock.now += 60
+        (resumed,) = await resumer.tick()
+        service.cancel(resumed, "stop it")  # cancelled before its call reached the fake
+        assert await settle(service, resumed) == "cancelled"
+        clock.now += 86_400
+        assert await resumer.tick() == [] and resumer.waiting() == {}
+        slow = await service.start(
+            str(tmp_path / "two.js"), provider=ProviderChoice("fake", {"default": {"delayMs": 60_000}})
+        )
+        service.cancel(slow.run_id)
+        assert await slow.wait() == "cancelled"
+        assert await resumer.tick() == [] and notes(service, slow.run_id) == []
+        assert len(notes(service, run_id)) == 1
+
+    arun(go())
+
+
+def test_a_resume_that_cannot_start_is_a_warning_and_is_tried_again_after_its_backoff(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 1)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        failures = [WorkflowMcpError("the store is read-only")]
+
+        async def resume(rid: str) -> str:
+            if failures:
+                raise failures.pop()
+            return (await service.resume(rid)).run_id
+
+        resumer = AutoResumer(service, AutoResumeSettings(backoff_s=10), resume=resume, clock=clock)
+        clock.now = RESET_EPOCH
+        assert await resumer.tick() == [] and resumer.waiting() == {run_id: RESET_EPOCH + 10}
+        (warning,) = notes(service, run_id)
+        assert warning.type == "warning" and warning.payload["message"] == (
+            "auto-resume attempt 1 of 5 could not start: the store is read-only; the next attempt is due at "
+            "2026-01-01T05:00:10Z"
+        )
+        clock.now += 10
+        (resumed,) = await resumer.tick()
+        assert await service.live[resumed].result() == ["first", "second"]
+        assert notes(service, run_id)[-1].payload["autoResume"]["attempt"] == 2
+
+    arun(go())
+
+
+def test_a_run_resumed_by_hand_meanwhile_is_left_to_that_resume(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 1)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        resumer = AutoResumer(service, clock=clock)
+        assert await resumer.tick() == []
+        clock.now = RESET_EPOCH
+        by_hand = await service.resume(run_id)
+        assert await by_hand.result() == ["first", "second"]
+        assert await resumer.tick() == [] and notes(service, run_id) == []
+
+    arun(go())
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"enable": True}, r"cfg: auto_resume.enable: unknown key; expected one of enabled, attempts"),
+        ({"enabled": "yes"}, r"cfg: auto_resume.enabled: must be true or false"),
+        ({"attempts": 2.5}, r"cfg: auto_resume.attempts: must be an integer"),
+        ({"backoff_s": -1}, r"cfg: auto_resume.backoff_s: must be a non-negative number"),
+        ({"attempts": 0}, r"cfg: auto_resume.attempts must be from 1 to 1000"),
+    ],
+)
+def test_a_bad_auto_resume_table_is_refused_naming_the_file_and_key(
+    table: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        auto_resume_settings(table, "cfg")
+
+
+def test_an_auto_resume_table_gives_its_settings() -> None:
+    enabled, settings = auto_resume_settings({"enabled": True, "attempts": 3, "backoff_s": 5}, "cfg")
+    assert enabled and settings == AutoResumeSettings(attempts=3, backoff_s=5)
+    assert auto_resume_settings({}, "cfg") == (False, AutoResumeSettings())
