@@ -31,17 +31,20 @@ import asyncio
 import contextlib
 import datetime
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .errors import InvalidInputError, RunClaimedError, WorkflowMcpError
+from .providers.config import load_config
 from .service import WorkflowService
 
-__all__ = ["AUTO_RESUME_KEYS", "AutoResumeSettings", "AutoResumer", "auto_resume_settings"]
-
-AUTO_RESUME_KEYS: Final = ("enabled", "attempts", "backoff_s", "max_backoff_s")
-"""The keys of the configuration's ``[auto_resume]`` table (see :func:`auto_resume_settings`)."""
+__all__ = [
+    "AutoResumeSettings",
+    "AutoResumer",
+    "ResumeDeferredError",
+    "auto_resume_settings",
+]
 
 #: How often the runs are looked at when none of them ends meanwhile (a run's end wakes it at once).
 POLL_S: Final = 5.0
@@ -77,8 +80,10 @@ class AutoResumeSettings:
         return float(min(self.max_backoff_s, self.backoff_s * 2 ** min(attempt - 1, 40)))
 
 
-def auto_resume_settings(table: Mapping[str, Any], source: str) -> tuple[bool, AutoResumeSettings]:
-    """``(enabled, settings)`` from a configuration's ``[auto_resume]`` table (every key optional)::
+def auto_resume_settings(cwd: str | None = None) -> tuple[bool, AutoResumeSettings]:
+    """``(enabled, settings)`` from the ``[auto_resume]`` table of the configuration that applies in
+    ``cwd`` (``workflow-mcp.toml`` up from it, else ``$WORKFLOW_MCP_HOME/config.toml``; see
+    :mod:`workflow_mcp.providers.config`, which checks the table)::
 
         [auto_resume]
         enabled = true        # serve resumes usage-limit-paused runs (serve --auto-resume says so too)
@@ -87,37 +92,28 @@ def auto_resume_settings(table: Mapping[str, Any], source: str) -> tuple[bool, A
         max_backoff_s = 3600
 
     Raises:
-        InvalidInputError: an unknown key or a wrong type; the message names ``source`` and the key.
+        ProviderConfigError: the configuration is malformed (the message names the file and key).
     """
-    for key in table:
-        if key not in AUTO_RESUME_KEYS:
-            raise InvalidInputError(
-                f"{source}: auto_resume.{key}: unknown key; expected one of {', '.join(AUTO_RESUME_KEYS)}"
-            )
-    enabled = table.get("enabled", False)
-    if not isinstance(enabled, bool):
-        raise InvalidInputError(f"{source}: auto_resume.enabled: must be true or false, got {enabled!r}")
-    values: dict[str, Any] = {}
-    for key in ("attempts", "backoff_s", "max_backoff_s"):
-        if key not in table:
-            continue
-        value = table[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise InvalidInputError(
-                f"{source}: auto_resume.{key}: must be a non-negative number, got {value!r}"
-            )
-        if key == "attempts" and not isinstance(value, int):
-            raise InvalidInputError(f"{source}: auto_resume.attempts: must be an integer, got {value!r}")
-        values[key] = value
-    try:
-        return enabled, AutoResumeSettings(**values)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"{source}: {exc}") from None
+    table = load_config(cwd).auto_resume
+    values = {key: table[key] for key in ("attempts", "backoff_s", "max_backoff_s") if key in table}
+    defaults = AutoResumeSettings()
+    if "max_backoff_s" not in values and values.get("backoff_s", 0) > defaults.max_backoff_s:
+        values["max_backoff_s"] = values["backoff_s"]
+    if "backoff_s" not in values and values.get("max_backoff_s", defaults.backoff_s) < defaults.backoff_s:
+        values["backoff_s"] = values["max_backoff_s"]
+    return bool(table.get("enabled", False)), AutoResumeSettings(**values)
+
+
+class ResumeDeferredError(WorkflowMcpError):
+    """Raised by a :data:`ResumeFn` when the resume cannot start *now* for a reason that passes by
+    itself (a server already runs as many runs as it may): the resume is tried again after
+    ``backoff_s`` without spending one of the chain's attempts."""
 
 
 ResumeFn = Callable[[str], Awaitable[str]]
 """Resumes one stored run by id and returns the id of the run that continues it (raises
-:class:`~workflow_mcp.errors.WorkflowMcpError` when it cannot start)."""
+:class:`~workflow_mcp.errors.WorkflowMcpError` when it cannot start, :class:`ResumeDeferredError` when
+it cannot start yet)."""
 
 
 @dataclass
@@ -134,6 +130,7 @@ class _Pending:
     chain: _Chain
     due: float
     resets_at: str | None = None
+    deferred: bool = False  # a deferral was noted (once per pause)
 
 
 @dataclass
@@ -252,15 +249,27 @@ class AutoResumer:
         self._seen.decided.add(run_id)
         if self.service.run_status(run_id) != "paused" or self._continued(run_id):
             return None  # resumed by someone else, or no longer paused
-        chain.attempts += 1
-        chain.last_attempt = now
-        attempt, of = chain.attempts, self.settings.attempts
+        attempt, of = chain.attempts + 1, self.settings.attempts
         try:
             new_id = await self._resume(run_id)
+        except ResumeDeferredError as exc:  # not an attempt: nothing was tried
+            retry = now + self.settings.backoff_s
+            self._seen.decided.discard(run_id)
+            self._seen.pending[run_id] = _Pending(chain, retry, pending.resets_at, deferred=True)
+            if not pending.deferred:
+                self._note(
+                    run_id,
+                    "log",
+                    f"auto-resume deferred: {exc}; it is tried again every {self.settings.backoff_s:g} s",
+                    chain,
+                )
+            return None
         except RunClaimedError as exc:
+            chain.attempts, chain.last_attempt = attempt, now
             self._note(run_id, "log", f"auto-resume left this run alone: {exc}", chain)
             return None
         except WorkflowMcpError as exc:
+            chain.attempts, chain.last_attempt = attempt, now
             if attempt < of:
                 retry = now + self.settings.backoff(attempt)
                 self._seen.decided.discard(run_id)  # waits again
@@ -275,6 +284,7 @@ class AutoResumer:
                 chain,
             )
             return None
+        chain.attempts, chain.last_attempt = attempt, now
         self._seen.started[new_id] = chain
         reset = f" (the usage limit reset at {pending.resets_at})" if pending.resets_at else ""
         self._note(

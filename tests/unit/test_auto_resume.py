@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 
 from workflow_mcp import MemoryStore, RunOptions, WorkflowService, load_workflow
-from workflow_mcp._auto_resume import AutoResumer, AutoResumeSettings, auto_resume_settings
+from workflow_mcp._auto_resume import (
+    AutoResumer,
+    AutoResumeSettings,
+    ResumeDeferredError,
+    auto_resume_settings,
+)
 from workflow_mcp.errors import InvalidInputError, RunFailedError, WorkflowMcpError
 from workflow_mcp.events import Event
 from workflow_mcp.providers.base import (
@@ -278,6 +283,39 @@ def test_a_resume_that_cannot_start_is_a_warning_and_is_tried_again_after_its_ba
     arun(go())
 
 
+def test_a_deferred_resume_spends_no_attempt_and_is_noted_once(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 1)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        clock.now = RESET_EPOCH
+        deferrals = 2
+
+        async def resume(rid: str) -> str:
+            nonlocal deferrals
+            if deferrals:
+                deferrals -= 1
+                raise ResumeDeferredError("the server runs 16 runs, its max_runs")
+            return (await service.resume(rid)).run_id
+
+        resumer = AutoResumer(
+            service, AutoResumeSettings(attempts=1, backoff_s=10), resume=resume, clock=clock
+        )
+        assert await resumer.tick() == [] and resumer.waiting() == {run_id: RESET_EPOCH + 10}
+        clock.now += 10
+        assert await resumer.tick() == []
+        clock.now += 10
+        (resumed,) = await resumer.tick()
+        assert await service.live[resumed].result() == ["first", "second"]
+        deferred, done = notes(service, run_id)
+        assert deferred.payload["message"] == (
+            "auto-resume deferred: the server runs 16 runs, its max_runs; it is tried again every 10 s"
+        )
+        assert done.payload["autoResume"] == {"attempt": 1, "attempts": 1, "resumedAs": resumed}
+
+    arun(go())
+
+
 def test_a_run_resumed_by_hand_meanwhile_is_left_to_that_resume(tmp_path: Path) -> None:
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 1)
@@ -296,21 +334,34 @@ def test_a_run_resumed_by_hand_meanwhile_is_left_to_that_resume(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"enable": True}, r"cfg: auto_resume.enable: unknown key; expected one of enabled, attempts"),
-        ({"enabled": "yes"}, r"cfg: auto_resume.enabled: must be true or false"),
-        ({"attempts": 2.5}, r"cfg: auto_resume.attempts: must be an integer"),
-        ({"backoff_s": -1}, r"cfg: auto_resume.backoff_s: must be a non-negative number"),
-        ({"attempts": 0}, r"cfg: auto_resume.attempts must be from 1 to 1000"),
+        ("enable = true", r"auto_resume.enable: unknown key; expected one of enabled, attempts"),
+        ('enabled = "yes"', r"auto_resume.enabled: must be true or false"),
+        ("attempts = 2.5", r"auto_resume.attempts: must be an integer from 1 to 1000"),
+        ("attempts = 0", r"auto_resume.attempts: must be an integer from 1 to 1000, got 0"),
+        ("backoff_s = -1", r"auto_resume.backoff_s: must be a number of seconds from 0"),
+        ("backoff_s = 10\nmax_backoff_s = 5", r"auto_resume.backoff_s: must not exceed max_backoff_s \(5\)"),
     ],
 )
 def test_a_bad_auto_resume_table_is_refused_naming_the_file_and_key(
-    table: dict[str, Any], message: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str, message: str
 ) -> None:
-    with pytest.raises(InvalidInputError, match=message):
-        auto_resume_settings(table, "cfg")
+    monkeypatch.setenv("WORKFLOW_MCP_HOME", str(tmp_path / "home"))
+    (tmp_path / "workflow-mcp.toml").write_text(f"[auto_resume]\n{table}\n")
+    with pytest.raises(InvalidInputError, match=f"{tmp_path / 'workflow-mcp.toml'}: {message}"):
+        auto_resume_settings(str(tmp_path))
 
 
-def test_an_auto_resume_table_gives_its_settings() -> None:
-    enabled, settings = auto_resume_settings({"enabled": True, "attempts": 3, "backoff_s": 5}, "cfg")
-    assert enabled and settings == AutoResumeSettings(attempts=3, backoff_s=5)
-    assert auto_resume_settings({}, "cfg") == (False, AutoResumeSettings())
+def test_an_auto_resume_table_gives_its_settings_and_none_means_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_MCP_HOME", str(tmp_path / "home"))
+    assert auto_resume_settings(str(tmp_path)) == (False, AutoResumeSettings())
+    (tmp_path / "workflow-mcp.toml").write_text(
+        "[auto_resume]\nenabled = true\nattempts = 3\nbackoff_s = 5\n"
+    )
+    assert auto_resume_settings(str(tmp_path)) == (True, AutoResumeSettings(attempts=3, backoff_s=5))
+    (tmp_path / "workflow-mcp.toml").write_text("[auto_resume]\nbackoff_s = 7200\n")
+    assert auto_resume_settings(str(tmp_path)) == (
+        False,
+        AutoResumeSettings(backoff_s=7200, max_backoff_s=7200),
+    )
