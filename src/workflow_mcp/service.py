@@ -311,6 +311,7 @@ class WorkflowService:
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
+        self._noting: set[asyncio.Task[None]] = set()  # notes waiting for their run to end
 
     @classmethod
     def open(
@@ -749,7 +750,7 @@ class WorkflowService:
             self._discard_later(prepared)
             return self.live[existing]
         try:
-            return self.start_run(
+            handle = self.start_run(
                 prepared.workflow,
                 provider=prepared.provider,
                 args=prepared.args,
@@ -768,6 +769,8 @@ class WorkflowService:
         except BaseException:
             self._discard_later(prepared)
             raise
+        self._record_unused_replies(handle, prepared.options.checkpoint_replies)
+        return handle
 
     async def start(
         self,
@@ -1702,6 +1705,40 @@ class WorkflowService:
             self._owners.pop(rid, None)
         return len(dropped)
 
+    # -- checkpoint replies no checkpoint used ----------------------------------------------------
+    def _record_unused_replies(self, handle: RunHandle, replies: Mapping[str, CheckpointReply]) -> None:
+        """Once the run of ``handle`` has ended, record the checkpoint replies given to it
+        (``checkpointReplies``; not the decisions it inherited) that none of its checkpoints used, as
+        one ``warning`` event, instead of dropping them: ``{"message", "unusedCheckpointReplies":
+        {"cp_…": "allow" | "deny"}}``."""
+        given = {cid: reply for cid, reply in replies.items() if reply.source == "reply"}
+        if not given:
+            return
+
+        async def record() -> None:
+            await handle.wait()
+            used = {
+                e.payload.get("checkpointId")
+                for e in self._all_events(handle.run_id)
+                if e.type == "checkpoint.resolved" and e.payload.get("source") == "reply"
+            }
+            unused = {cid: "allow" if r.allow else "deny" for cid, r in given.items() if cid not in used}
+            if not unused:
+                return
+            listed = ", ".join(f"{cid}={decision}" for cid, decision in unused.items())
+            message = (
+                f"checkpoint replies no checkpoint of this run asked for were not used: {listed} (a paused "
+                "run names the checkpoint it waits for in checkpointContext.checkpointId)"
+            )
+            with contextlib.suppress(WorkflowMcpError):  # the store refusing the note loses nothing else
+                self.note_ended_run(
+                    handle.run_id, "warning", {"message": message, "unusedCheckpointReplies": unused}
+                )
+
+        task = asyncio.get_running_loop().create_task(record())
+        self._noting.add(task)
+        task.add_done_callback(self._noting.discard)
+
     # -- notes on ended runs ---------------------------------------------------------------------
     def note_ended_run(self, run_id: str, kind: str, payload: Mapping[str, Any]) -> Event:
         """Append one ``log`` or ``warning`` event (``kind``) to the log of run ``run_id``, which has
@@ -1739,7 +1776,7 @@ class WorkflowService:
         running = [h for h in self.live.values() if h.status == "running"]
         for handle in running:
             handle.cancel(reason)
-        pending = [*(h.wait() for h in running), *self._closing]
+        pending = [*(h.wait() for h in running), *self._closing, *self._noting]
         if pending:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout_s):
