@@ -615,6 +615,7 @@ class WorkflowService:
         resume_from: str | None = None,
         policy: ResumePolicy = "content",
         replay: Replay | None = None,
+        child_check: ChildCheck | None = None,
     ) -> PreparedRun:
         """Check a new run without recording anything; :meth:`launch` starts it, :meth:`start` does both.
 
@@ -626,6 +627,8 @@ class WorkflowService:
         defaults to a loaded workflow's. ``resume_from`` reuses an earlier run's journal under
         ``policy`` (a new source with the limits given here; :meth:`prepare_resume` continues a run
         under its own); a ready ``replay`` (an imported Claude Code run) is used as is.
+        ``child_check`` says which nested workflows the before-any-agent look (:mod:`._preflight`) may
+        read (pass the one :meth:`launch` gets; ``None``: every child, as the engine runs them).
 
         Raises:
             WorkflowNotFoundError: ``target`` is neither a file nor a visible workflow name.
@@ -650,7 +653,7 @@ class WorkflowService:
         if isinstance(target, Workflow):
             options = _configured(options)
             agent, choice = self._provider_of(wanted, run_cwd)
-            self._refuse_unservable(target, agent, options)
+            self._refuse_unservable(target, agent, options, child_check)
             if journal is not None:
                 replay = self.replay_for(journal, policy)
             return PreparedRun(target, agent, choice, args, options, resume_from, policy, replay)
@@ -661,11 +664,22 @@ class WorkflowService:
             return pending, self.replay_for(journal, policy) if journal is not None else replay
 
         return await self._prepare_in_own_worker(
-            read, wanted, args=args, options=options, resume_from=resume_from, policy=policy
+            read,
+            wanted,
+            args=args,
+            options=options,
+            resume_from=resume_from,
+            policy=policy,
+            child_check=child_check,
         )
 
     async def prepare_resume(
-        self, run_id: str, overrides: RunOverrides | None = None, *, ceiling: RunLimits | None = None
+        self,
+        run_id: str,
+        overrides: RunOverrides | None = None,
+        *,
+        ceiling: RunLimits | None = None,
+        child_check: ChildCheck | None = None,
     ) -> PreparedRun:
         """Check the continuation of stored run ``run_id`` without recording anything; :meth:`launch`
         starts it, :meth:`resume` does both.
@@ -675,7 +689,7 @@ class WorkflowService:
         ``syncTimeoutMs``, heap), profile, directory and provider choice with its fake script, replaying
         every finished agent call of its journal. ``overrides`` (:class:`RunOverrides`) may narrow the
         limits, and replace the provider, args, directory or resume policy; ``ceiling`` (a server's
-        policy) caps the limits.
+        policy) caps the limits; ``child_check`` is :meth:`prepare_run`'s.
 
         Raises:
             RunNotFoundError: no stored run ``run_id``.
@@ -714,6 +728,7 @@ class WorkflowService:
             options=options,
             resume_from=run_id,
             policy=o.policy,
+            child_check=child_check,
         )
 
     def launch(
@@ -800,6 +815,7 @@ class WorkflowService:
             cwd=cwd,
             resume_from=resume_from,
             policy=policy,
+            child_check=child_check,
         )
         return self.launch(
             prepared, idempotency_key=idempotency_key, owner=owner, on_event=on_event, child_check=child_check
@@ -960,7 +976,7 @@ class WorkflowService:
     ) -> RunHandle:
         """Continue stored run ``run_id`` under its own options: :meth:`prepare_resume` then
         :meth:`launch` (arguments and errors are theirs). The new run replays every finished call."""
-        prepared = await self.prepare_resume(run_id, overrides, ceiling=ceiling)
+        prepared = await self.prepare_resume(run_id, overrides, ceiling=ceiling, child_check=child_check)
         return self.launch(
             prepared, idempotency_key=idempotency_key, owner=owner, on_event=on_event, child_check=child_check
         )
@@ -1014,6 +1030,7 @@ class WorkflowService:
         options: RunOptions,
         resume_from: str | None,
         policy: ResumePolicy,
+        child_check: ChildCheck | None = None,
     ) -> PreparedRun:
         """Start the run's Node worker first; while it boots, ``read()`` the source and the journal (in
         a thread) and build the provider; then take V8's verdict on the source from that same worker. A
@@ -1033,17 +1050,29 @@ class WorkflowService:
             raise
         try:
             workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
-            self._refuse_unservable(workflow, agent, options)
+            self._refuse_unservable(workflow, agent, options, child_check)
         except BaseException:
             await worker.close()
             raise
         return PreparedRun(workflow, agent, choice, args, options, resume_from, policy, replay, worker)
 
-    def _refuse_unservable(self, workflow: Workflow, provider: AgentProvider, options: RunOptions) -> None:
-        """Refuse (:class:`~workflow_mcp.errors.CallNotServableError`) a run whose source certainly
-        makes a call its provider configuration cannot serve (:mod:`._preflight`)."""
+    def _refuse_unservable(
+        self,
+        workflow: Workflow,
+        provider: AgentProvider,
+        options: RunOptions,
+        child_check: ChildCheck | None = None,
+    ) -> None:
+        """Refuse (:class:`~workflow_mcp.errors.CallNotServableError`) a run whose source (or a nested
+        workflow it names, as far as ``child_check`` lets it be read) certainly makes a call its
+        provider configuration cannot serve (:mod:`._preflight`)."""
         refuse_unservable(
-            workflow, provider, cwd=options.cwd or self.cwd, home=options.home, profile=options.profile
+            workflow,
+            provider,
+            cwd=options.cwd or self.cwd,
+            home=options.home,
+            profile=options.profile,
+            child_check=child_check,
         )
 
     def _discard_later(self, prepared: PreparedRun) -> None:

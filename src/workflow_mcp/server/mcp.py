@@ -824,6 +824,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                     cwd=base,
                     resume_from=resumeFromRunId,
                     policy=resumePolicy,
+                    child_check=self.children.of(principal.owner),
                 )
             else:
                 assert resumeFromRunId is not None
@@ -836,7 +837,10 @@ class WorkflowMcpServer(MCPServer[Any]):
                     checkpoint_replies=checkpointReplies or {},
                 )
                 prepared = await self.service.prepare_resume(
-                    resumeFromRunId, overrides, ceiling=self._ceiling()
+                    resumeFromRunId,
+                    overrides,
+                    ceiling=self._ceiling(),
+                    child_check=self.children.of(principal.owner),
                 )
         except WorkflowMcpError as exc:
             if isinstance(exc, WorkflowLoadError):
@@ -1804,7 +1808,9 @@ class WorkflowMcpServer(MCPServer[Any]):
     async def _resume_unattended(self, run_id: str) -> str:
         owner = self.service.owner_of(run_id)
         principal = Principal(owner=owner, scoped=owner is not None)
-        prepared = await self.service.prepare_resume(run_id, ceiling=self._ceiling())
+        prepared = await self.service.prepare_resume(
+            run_id, ceiling=self._ceiling(), child_check=self.children.of(owner)
+        )
         refused = self._disallowed(prepared.choice)
         busy = self._at_run_cap(principal)
         if refused is not None or busy is not None:
