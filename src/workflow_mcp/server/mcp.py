@@ -1801,9 +1801,17 @@ class WorkflowMcpServer(MCPServer[Any]):
         ceiling on limits, its providers, its file scope for nested workflows, and its run cap (a
         server at its cap defers the resume, see :class:`~workflow_mcp._auto_resume.AutoResumer`).
         Needs a running event loop."""
-        resumer = AutoResumer(self.service, settings, resume=self._resume_unattended)
+        resumer = self.auto_resumer(settings)
         self._auto_resume_task = asyncio.get_running_loop().create_task(resumer.run())
         return resumer
+
+    def auto_resumer(
+        self, settings: AutoResumeSettings, *, clock: Callable[[], float] | None = None
+    ) -> AutoResumer:
+        """The :class:`~workflow_mcp._auto_resume.AutoResumer` :meth:`start_auto_resume` runs, not
+        started: its resumes go through this server's policy (drive it with ``tick()``; ``clock`` is
+        seconds since the epoch, default ``time.time``)."""
+        return AutoResumer(self.service, settings, resume=self._resume_unattended, clock=clock)
 
     async def _resume_unattended(self, run_id: str) -> str:
         owner = self.service.owner_of(run_id)
