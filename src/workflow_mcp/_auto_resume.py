@@ -15,8 +15,9 @@ Rules (workflow-mcp's; the profile has no unattended resume):
   :attr:`AutoResumeSettings.attempts` resumes. The first waits until ``resetsAt`` (or
   ``backoff_s`` after the pause when the backend gave no reset time); each later one also waits
   ``backoff_s``, doubled per attempt up to ``max_backoff_s``, after the one before it.
-- A paused run that someone else resumed meanwhile (another run resumes it, or another process holds
-  its claim) is left to them.
+- A paused run that someone else resumed meanwhile (a run of this service or, among the store's newest
+  :data:`CONTINUED_SCAN` runs, another process's resumes it, or another process holds its claim) is
+  left to them.
 - Every attempt is an event in the paused run's own log: a ``log`` event naming the run that resumes
   it, or a ``warning`` when the resume could not start; a chain out of attempts gets a ``warning``
   saying so and how to resume it by hand. Each carries ``autoResume``: ``{"attempt", "attempts",
@@ -48,6 +49,9 @@ __all__ = [
 
 #: How often the runs are looked at when none of them ends meanwhile (a run's end wakes it at once).
 POLL_S: Final = 5.0
+#: workflow-mcp limit: how many of the store's newest runs are searched for one that already resumes a
+#: paused run before it is resumed automatically.
+CONTINUED_SCAN: Final = 1000
 
 
 @dataclass(frozen=True)
@@ -297,12 +301,17 @@ class AutoResumer:
         return new_id
 
     def _continued(self, run_id: str) -> bool:
-        """Whether a run of this service already resumes ``run_id``."""
+        """Whether a run already resumes ``run_id``: one of this service's, or one of the newest
+        :data:`CONTINUED_SCAN` runs in the store (another process's ``workflow-mcp resume``, which would
+        otherwise be repeated, its calls run twice)."""
         for other in list(self.service.live):
             record = self.service.store.get_run(other)
             if record is not None and record.resumed_from == run_id:
                 return True
-        return False
+        try:
+            return any(r.resumed_from == run_id for r in self.service.store.list_runs(CONTINUED_SCAN))
+        except WorkflowMcpError:
+            return False  # the store's claim on the run still refuses a second live resume
 
     def _note(
         self, run_id: str, kind: str, message: str, chain: _Chain, *, resumed_as: str | None = None

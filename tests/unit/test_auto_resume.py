@@ -365,3 +365,22 @@ def test_an_auto_resume_table_gives_its_settings_and_none_means_off(
         False,
         AutoResumeSettings(backoff_s=7200, max_backoff_s=7200),
     )
+
+
+def test_a_run_another_process_resumed_meanwhile_is_not_resumed_again(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 1)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        resumer = AutoResumer(service, clock=clock)
+        assert await resumer.tick() == [] and run_id in resumer.waiting()
+        clock.now = RESET_EPOCH
+        # Another process over the same store (`workflow-mcp resume RUN_ID --wait`) gets there first.
+        other = WorkflowService(service.store, cwd=str(tmp_path), providers=ProviderPool(fake_clock=clock))
+        by_other = await other.resume(run_id)
+        assert await by_other.result() == ["first", "second"]
+        await other.shutdown()
+        assert await resumer.tick() == [] and notes(service, run_id) == []
+        assert [r.resumed_from for r in service.store.list_runs()].count(run_id) == 1
+
+    arun(go())
