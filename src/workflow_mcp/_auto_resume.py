@@ -197,7 +197,8 @@ class AutoResumer:
 
     async def run(self, sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
         """Tick until cancelled: after each tick, wait until the next resume is due, a run of the
-        service ends, or :data:`POLL_S` has passed, whichever comes first."""
+        service ends, or :data:`POLL_S` has passed, whichever comes first. ``sleep`` (seconds) replaces
+        that wait (a test's, which moves its clock instead)."""
         while True:
             await self.tick()
             due = self.next_due()

@@ -14,6 +14,7 @@ import pytest
 
 from workflow_mcp import MemoryStore, RunOptions, WorkflowService, load_workflow
 from workflow_mcp._auto_resume import (
+    POLL_S,
     AutoResumer,
     AutoResumeSettings,
     ResumeDeferredError,
@@ -382,5 +383,28 @@ def test_a_run_another_process_resumed_meanwhile_is_not_resumed_again(tmp_path: 
         await other.shutdown()
         assert await resumer.tick() == [] and notes(service, run_id) == []
         assert [r.resumed_from for r in service.store.list_runs()].count(run_id) == 1
+
+    arun(go())
+
+
+def test_the_loop_sleeps_until_the_reset_in_poll_sized_steps_and_then_resumes(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 12)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        resumer = AutoResumer(service, clock=clock)
+        waits: list[float] = []
+
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            clock.now += seconds
+            if notes(service, run_id):
+                raise asyncio.CancelledError  # resumed: stop the loop
+
+        with pytest.raises(asyncio.CancelledError):
+            await resumer.run(sleep)
+        assert waits[:3] == [POLL_S, POLL_S, 2.0]  # 12 s to the reset, in steps of at most POLL_S
+        (note,) = notes(service, run_id)
+        assert await service.live[note.payload["autoResume"]["resumedAs"]].result() == ["first", "second"]
 
     arun(go())
