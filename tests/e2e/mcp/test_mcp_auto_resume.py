@@ -23,7 +23,7 @@ TWO_CALLS = (
     "const b = await agent('second', { label: 'b' })\n"
     "return [a, b]\n"
 )
-RESET_IN_S = 4  # the real wait this test makes (the limit must actually reset), counted once connected
+RESET_IN_S = 6  # the real wait this test makes (the limit must actually reset), counted once connected
 
 
 def limited_until(moment: float) -> dict[str, Any]:
