@@ -111,7 +111,7 @@ def auto_resume_settings(cwd: str | None = None) -> tuple[bool, AutoResumeSettin
 class ResumeDeferredError(WorkflowMcpError):
     """Raised by a :data:`ResumeFn` when the resume cannot start *now* for a reason that passes by
     itself (a server already runs as many runs as it may): the resume is tried again after
-    ``backoff_s`` without spending one of the chain's attempts."""
+    ``backoff_s`` (at least :data:`POLL_S`) without spending one of the chain's attempts."""
 
 
 ResumeFn = Callable[[str], Awaitable[str]]
@@ -258,14 +258,15 @@ class AutoResumer:
         try:
             new_id = await self._resume(run_id)
         except ResumeDeferredError as exc:  # not an attempt: nothing was tried
-            retry = now + self.settings.backoff_s
+            every = max(self.settings.backoff_s, POLL_S)  # never a busy loop, even with backoff_s = 0
+            retry = now + every
             self._seen.decided.discard(run_id)
             self._seen.pending[run_id] = _Pending(chain, retry, pending.resets_at, deferred=True)
             if not pending.deferred:
                 self._note(
                     run_id,
                     "log",
-                    f"auto-resume deferred: {exc}; it is tried again every {self.settings.backoff_s:g} s",
+                    f"auto-resume deferred: {exc}; it is tried again every {every:g} s",
                     chain,
                 )
             return None

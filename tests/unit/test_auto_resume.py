@@ -408,3 +408,19 @@ def test_the_loop_sleeps_until_the_reset_in_poll_sized_steps_and_then_resumes(tm
         assert await service.live[note.payload["autoResume"]["resumedAs"]].result() == ["first", "second"]
 
     arun(go())
+
+
+def test_a_deferral_with_no_backoff_waits_a_poll_interval_instead_of_spinning(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 1)
+        service = service_at(tmp_path, clock)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        clock.now = RESET_EPOCH
+
+        async def busy(rid: str) -> str:
+            raise ResumeDeferredError("this server is at its limit of concurrent runs")
+
+        resumer = AutoResumer(service, AutoResumeSettings(backoff_s=0), resume=busy, clock=clock)
+        assert await resumer.tick() == [] and resumer.waiting() == {run_id: RESET_EPOCH + POLL_S}
+
+    arun(go())
