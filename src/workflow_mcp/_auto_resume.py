@@ -190,7 +190,13 @@ class AutoResumer:
             if pending.due > now:
                 continue
             del self._seen.pending[run_id]
-            new_id = await self._attempt(run_id, pending, now)
+            try:
+                new_id = await self._attempt(run_id, pending, now)
+            except BaseException:
+                # Nothing was decided: the resume stays due for the next pass.
+                self._seen.decided.discard(run_id)
+                self._seen.pending[run_id] = pending
+                raise
             if new_id is not None:
                 started.append(new_id)
         return started
@@ -198,11 +204,21 @@ class AutoResumer:
     async def run(self, sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
         """Tick until cancelled: after each tick, wait until the next resume is due, a run of the
         service ends, or :data:`POLL_S` has passed, whichever comes first. ``sleep`` (seconds) replaces
-        that wait (a test's, which moves its clock instead)."""
+        that wait (a test's, which moves its clock instead). A pass that fails (the store refusing a
+        read, say) is reported through the service's ``notify`` and the loop goes on after
+        :data:`POLL_S` (a lasting fault must not spin)."""
         while True:
-            await self.tick()
+            failed = False
+            try:
+                await self.tick()
+            except Exception as exc:  # the top-level loop: one bad pass must not end automatic resume
+                failed = True
+                if self.service.notify is not None:
+                    self.service.notify(
+                        f"auto-resume: a pass failed ({type(exc).__name__}: {exc}); trying again"
+                    )
             due = self.next_due()
-            wait = POLL_S if due is None else max(0.0, min(POLL_S, due - self._clock()))
+            wait = POLL_S if due is None or failed else max(0.0, min(POLL_S, due - self._clock()))
             if sleep is not None:
                 await sleep(wait)
                 continue

@@ -20,7 +20,7 @@ from workflow_mcp._auto_resume import (
     ResumeDeferredError,
     auto_resume_settings,
 )
-from workflow_mcp.errors import InvalidInputError, RunFailedError, WorkflowMcpError
+from workflow_mcp.errors import InvalidInputError, RunFailedError, StoreError, WorkflowMcpError
 from workflow_mcp.events import Event
 from workflow_mcp.providers.base import (
     AgentContext,
@@ -422,5 +422,47 @@ def test_a_deferral_with_no_backoff_waits_a_poll_interval_instead_of_spinning(tm
 
         resumer = AutoResumer(service, AutoResumeSettings(backoff_s=0), resume=busy, clock=clock)
         assert await resumer.tick() == [] and resumer.waiting() == {run_id: RESET_EPOCH + POLL_S}
+
+    arun(go())
+
+
+class FlakyStore(MemoryStore):
+    """A memory store whose next ``get_run`` refuses once when armed (a busy or failing store)."""
+
+    armed = False
+
+    def get_run(self, run_id: str) -> Any:
+        if self.armed:
+            self.armed = False
+            raise StoreError("the store is busy")
+        return super().get_run(run_id)
+
+
+def test_a_failing_pass_is_reported_and_the_loop_goes_on(tmp_path: Path) -> None:
+    async def go() -> None:
+        clock = Clock(RESET_EPOCH - 1)
+        heard: list[str] = []
+        store = FlakyStore()
+        service = WorkflowService(
+            store, cwd=str(tmp_path), providers=ProviderPool(fake_clock=clock), notify=heard.append
+        )
+        (tmp_path / "two.js").write_text(TWO_CALLS)
+        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        clock.now = RESET_EPOCH
+        store.armed = True  # the first pass's look for a run that already resumes it fails
+        resumer = AutoResumer(service, clock=clock)
+
+        waits: list[float] = []
+
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            if len(waits) == 3:
+                raise asyncio.CancelledError
+
+        with pytest.raises(asyncio.CancelledError):
+            await resumer.run(sleep)
+        assert heard == ["auto-resume: a pass failed (StoreError: the store is busy); trying again"]
+        assert waits[0] == POLL_S  # after a failed pass, never at once (a lasting fault must not spin)
+        assert [n.payload["autoResume"]["attempt"] for n in notes(service, run_id)] == [1]
 
     arun(go())
