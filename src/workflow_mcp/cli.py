@@ -1138,6 +1138,14 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     "any JavaScript it writes on this machine, with the providers' powers; only for a stdio server whose "
     "client is your own agent (refused with --http).",
 )
+@click.option(
+    "--auto-resume/--no-auto-resume",
+    "auto_resume",
+    default=None,
+    help="Resume this server's runs that paused for a usage limit once the limit has reset (their "
+    "resetsAt), at most [auto_resume] attempts times with backoff; never a run paused for a login or a "
+    "checkpoint. Default: the configuration's [auto_resume] enabled (off).",
+)
 def serve(
     use_http: bool,
     host: str,
@@ -1154,6 +1162,7 @@ def serve(
     header_timeout: float,
     confirm_above: int | None,
     allow_inline: bool,
+    auto_resume: bool | None,
 ) -> None:
     """Serve the workflow tools over MCP: stdio (default; stdout carries only JSON-RPC) or Streamable
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
@@ -1181,6 +1190,9 @@ def serve(
             header_timeout_s=header_timeout,
         )
     service = _service()
+    from ._auto_resume import auto_resume_settings
+
+    enabled, resume_settings = auto_resume_settings(service.cwd)
     sys.exit(
         run_server(
             service,
@@ -1195,6 +1207,7 @@ def serve(
             limits=limits,
             allowed_hosts=allowed_hosts,
             allow_inline=allow_inline,
+            auto_resume=resume_settings if (enabled if auto_resume is None else auto_resume) else None,
         )
     )
 

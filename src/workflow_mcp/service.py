@@ -301,7 +301,8 @@ class WorkflowService:
         self.cwd = cwd or os.getcwd()
         self.home = home
         self.notify = notify
-        self.providers = providers or ProviderPool(on_pick=self._picked)
+        # `is None`, not `or`: an empty pool has no providers yet, so it is falsy (it has a length).
+        self.providers = providers if providers is not None else ProviderPool(on_pick=self._picked)
         self._closing: set[asyncio.Task[None]] = set()  # workers of prepared runs that were not launched
         self.live: dict[str, RunHandle] = {}
         self._states: dict[str, _LiveState] = {}  # the runs of self.live, their state kept as they go
@@ -310,6 +311,7 @@ class WorkflowService:
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
+        self._noting: set[asyncio.Task[None]] = set()  # notes waiting for their run to end
 
     @classmethod
     def open(
@@ -613,6 +615,7 @@ class WorkflowService:
         resume_from: str | None = None,
         policy: ResumePolicy = "content",
         replay: Replay | None = None,
+        child_check: ChildCheck | None = None,
     ) -> PreparedRun:
         """Check a new run without recording anything; :meth:`launch` starts it, :meth:`start` does both.
 
@@ -624,6 +627,8 @@ class WorkflowService:
         defaults to a loaded workflow's. ``resume_from`` reuses an earlier run's journal under
         ``policy`` (a new source with the limits given here; :meth:`prepare_resume` continues a run
         under its own); a ready ``replay`` (an imported Claude Code run) is used as is.
+        ``child_check`` says which nested workflows the before-any-agent look (:mod:`._preflight`) may
+        read (pass the one :meth:`launch` gets; ``None``: every child, as the engine runs them).
 
         Raises:
             WorkflowNotFoundError: ``target`` is neither a file nor a visible workflow name.
@@ -648,7 +653,7 @@ class WorkflowService:
         if isinstance(target, Workflow):
             options = _configured(options)
             agent, choice = self._provider_of(wanted, run_cwd)
-            self._refuse_unservable(target, agent, options)
+            self._refuse_unservable(target, agent, options, child_check)
             if journal is not None:
                 replay = self.replay_for(journal, policy)
             return PreparedRun(target, agent, choice, args, options, resume_from, policy, replay)
@@ -659,11 +664,22 @@ class WorkflowService:
             return pending, self.replay_for(journal, policy) if journal is not None else replay
 
         return await self._prepare_in_own_worker(
-            read, wanted, args=args, options=options, resume_from=resume_from, policy=policy
+            read,
+            wanted,
+            args=args,
+            options=options,
+            resume_from=resume_from,
+            policy=policy,
+            child_check=child_check,
         )
 
     async def prepare_resume(
-        self, run_id: str, overrides: RunOverrides | None = None, *, ceiling: RunLimits | None = None
+        self,
+        run_id: str,
+        overrides: RunOverrides | None = None,
+        *,
+        ceiling: RunLimits | None = None,
+        child_check: ChildCheck | None = None,
     ) -> PreparedRun:
         """Check the continuation of stored run ``run_id`` without recording anything; :meth:`launch`
         starts it, :meth:`resume` does both.
@@ -673,7 +689,7 @@ class WorkflowService:
         ``syncTimeoutMs``, heap), profile, directory and provider choice with its fake script, replaying
         every finished agent call of its journal. ``overrides`` (:class:`RunOverrides`) may narrow the
         limits, and replace the provider, args, directory or resume policy; ``ceiling`` (a server's
-        policy) caps the limits.
+        policy) caps the limits; ``child_check`` is :meth:`prepare_run`'s.
 
         Raises:
             RunNotFoundError: no stored run ``run_id``.
@@ -712,6 +728,7 @@ class WorkflowService:
             options=options,
             resume_from=run_id,
             policy=o.policy,
+            child_check=child_check,
         )
 
     def launch(
@@ -748,7 +765,7 @@ class WorkflowService:
             self._discard_later(prepared)
             return self.live[existing]
         try:
-            return self.start_run(
+            handle = self.start_run(
                 prepared.workflow,
                 provider=prepared.provider,
                 args=prepared.args,
@@ -767,6 +784,8 @@ class WorkflowService:
         except BaseException:
             self._discard_later(prepared)
             raise
+        self._record_unused_replies(handle, prepared.options.checkpoint_replies)
+        return handle
 
     async def start(
         self,
@@ -796,6 +815,7 @@ class WorkflowService:
             cwd=cwd,
             resume_from=resume_from,
             policy=policy,
+            child_check=child_check,
         )
         return self.launch(
             prepared, idempotency_key=idempotency_key, owner=owner, on_event=on_event, child_check=child_check
@@ -956,7 +976,7 @@ class WorkflowService:
     ) -> RunHandle:
         """Continue stored run ``run_id`` under its own options: :meth:`prepare_resume` then
         :meth:`launch` (arguments and errors are theirs). The new run replays every finished call."""
-        prepared = await self.prepare_resume(run_id, overrides, ceiling=ceiling)
+        prepared = await self.prepare_resume(run_id, overrides, ceiling=ceiling, child_check=child_check)
         return self.launch(
             prepared, idempotency_key=idempotency_key, owner=owner, on_event=on_event, child_check=child_check
         )
@@ -1010,6 +1030,7 @@ class WorkflowService:
         options: RunOptions,
         resume_from: str | None,
         policy: ResumePolicy,
+        child_check: ChildCheck | None = None,
     ) -> PreparedRun:
         """Start the run's Node worker first; while it boots, ``read()`` the source and the journal (in
         a thread) and build the provider; then take V8's verdict on the source from that same worker. A
@@ -1029,17 +1050,29 @@ class WorkflowService:
             raise
         try:
             workflow = pending.complete(await worker.check(pending.sources) if pending.sources else [])
-            self._refuse_unservable(workflow, agent, options)
+            self._refuse_unservable(workflow, agent, options, child_check)
         except BaseException:
             await worker.close()
             raise
         return PreparedRun(workflow, agent, choice, args, options, resume_from, policy, replay, worker)
 
-    def _refuse_unservable(self, workflow: Workflow, provider: AgentProvider, options: RunOptions) -> None:
-        """Refuse (:class:`~workflow_mcp.errors.CallNotServableError`) a run whose source certainly
-        makes a call its provider configuration cannot serve (:mod:`._preflight`)."""
+    def _refuse_unservable(
+        self,
+        workflow: Workflow,
+        provider: AgentProvider,
+        options: RunOptions,
+        child_check: ChildCheck | None = None,
+    ) -> None:
+        """Refuse (:class:`~workflow_mcp.errors.CallNotServableError`) a run whose source (or a nested
+        workflow it names, as far as ``child_check`` lets it be read) certainly makes a call its
+        provider configuration cannot serve (:mod:`._preflight`)."""
         refuse_unservable(
-            workflow, provider, cwd=options.cwd or self.cwd, home=options.home, profile=options.profile
+            workflow,
+            provider,
+            cwd=options.cwd or self.cwd,
+            home=options.home,
+            profile=options.profile,
+            child_check=child_check,
         )
 
     def _discard_later(self, prepared: PreparedRun) -> None:
@@ -1701,6 +1734,69 @@ class WorkflowService:
             self._owners.pop(rid, None)
         return len(dropped)
 
+    # -- checkpoint replies no checkpoint used ----------------------------------------------------
+    def _record_unused_replies(self, handle: RunHandle, replies: Mapping[str, CheckpointReply]) -> None:
+        """Once the run of ``handle`` has ended, record the checkpoint replies given to it
+        (``checkpointReplies``; not the decisions it inherited) that none of its checkpoints used, as
+        one ``warning`` event, instead of dropping them: ``{"message", "unusedCheckpointReplies":
+        {"cp_…": "allow" | "deny"}}``."""
+        given = {cid: reply for cid, reply in replies.items() if reply.source == "reply"}
+        if not given:
+            return
+
+        async def record() -> None:
+            await handle.wait()
+            used = {
+                e.payload.get("checkpointId")
+                for e in self._all_events(handle.run_id)
+                if e.type == "checkpoint.resolved" and e.payload.get("source") == "reply"
+            }
+            unused = {cid: "allow" if r.allow else "deny" for cid, r in given.items() if cid not in used}
+            if not unused:
+                return
+            listed = ", ".join(f"{cid}={decision}" for cid, decision in unused.items())
+            message = (
+                f"checkpoint replies no checkpoint of this run asked for were not used: {listed} (a paused "
+                "run names the checkpoint it waits for in checkpointContext.checkpointId)"
+            )
+            with contextlib.suppress(WorkflowMcpError):  # the store refusing the note loses nothing else
+                self.note_ended_run(
+                    handle.run_id, "warning", {"message": message, "unusedCheckpointReplies": unused}
+                )
+
+        task = asyncio.get_running_loop().create_task(record())
+        self._noting.add(task)
+        task.add_done_callback(self._noting.discard)
+
+    # -- notes on ended runs ---------------------------------------------------------------------
+    def note_ended_run(self, run_id: str, kind: str, payload: Mapping[str, Any]) -> Event:
+        """Append one ``log`` or ``warning`` event (``kind``) to the log of run ``run_id``, which has
+        ended (:data:`~workflow_mcp.state.TERMINAL`, so no engine writes its log any more): what the
+        service did about it later, e.g. an automatic resume. ``payload`` is a JSON object with a
+        ``message``. The status the log projects is unchanged (neither kind is a ``run.*`` event).
+
+        Raises:
+            RunNotFoundError: unknown run id.
+            InvalidInputError: ``kind`` is not ``log``/``warning``, or the run has not ended.
+            StoreError: the store refuses the write (nothing stored changes).
+        """
+        if kind not in ("log", "warning"):
+            raise InvalidInputError(f"a note on an ended run is a log or warning event, not {kind!r}")
+        if not self._has_ended(run_id):
+            raise InvalidInputError(f"run {run_id} has not ended; only an ended run's log takes notes")
+        event = Event(
+            run_id=run_id,
+            sequence=self.store.last_sequence(run_id) + 1,
+            type=kind,
+            payload=dict(payload),
+            timestamp=utc_now(),
+        )
+        self.store.append_many([event])
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            live.fold([event])
+        return event
+
     async def shutdown(self, reason: str = "the server stopped", timeout_s: float = 5.0) -> list[str]:
         """Cancel every run this process still runs (each ends ``cancelled`` and stays resumable), wait
         up to ``timeout_s`` for them to record their last event, then close every provider the pool
@@ -1709,7 +1805,7 @@ class WorkflowService:
         running = [h for h in self.live.values() if h.status == "running"]
         for handle in running:
             handle.cancel(reason)
-        pending = [*(h.wait() for h in running), *self._closing]
+        pending = [*(h.wait() for h in running), *self._closing, *self._noting]
         if pending:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout_s):

@@ -159,7 +159,7 @@ def test_claude_code_installs_the_plugin_and_offers_and_calls_the_servers_tools(
         def list_then_finish(rec: Received) -> Reply:
             if rec.after_tool_result:
                 return Reply(text="listed")
-            return Reply(tool_use=(CLAUDE_TOOL_PREFIX + "workflow_list", {}))
+            return Reply(tool=(CLAUDE_TOOL_PREFIX + "workflow_list", {}))
 
         mock.on("LIST-WORKFLOWS", list_then_finish)
         env.update(

@@ -50,9 +50,9 @@ class Reply:
     ``text``: the assistant message. ``json``: a value sent as a ``StructuredOutput`` tool_use when
     that tool is offered, else as compact JSON text. ``status``: an HTTP error status (``message`` is
     the error text). ``hold``: keep the request open until released. ``tokens``: ``(input, output,
-    cache_read, cache_write)`` usage of the answer. ``tool_use``: ``(tool name, input)`` — answer with
-    a ``tool_use`` block calling that tool (a rule usually answers ``after_tool_result`` requests with
-    text, or the turn never ends).
+    cache_read, cache_write)`` usage of the answer. ``tool``: ``(name, input)`` of a tool_use to answer
+    with (e.g. ``("Bash", {"command": "touch a"})``); the follow-up request carrying its tool result is
+    answered with ``text``.
     """
 
     text: str | None = None
@@ -61,7 +61,7 @@ class Reply:
     message: str = "mock error"
     hold: bool = False
     tokens: tuple[int, int, int, int] = (10, 5, 0, 0)
-    tool_use: tuple[str, Mapping[str, Any]] | None = None
+    tool: tuple[str, dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,19 @@ class Received:
     tools: tuple[str, ...]
     after_tool_result: bool
     body: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def tool_results(self) -> list[str]:
+        """The text of each tool_result in the request's last message (what a tool answered)."""
+        messages = self.body.get("messages") or []
+        last = messages[-1] if messages else {}
+        content = last.get("content") if isinstance(last, dict) else None
+        out = []
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                out.append(inner if isinstance(inner, str) else "\n".join(_texts(inner)))
+        return out
 
     @property
     def structured_tool(self) -> Mapping[str, Any] | None:
@@ -294,9 +307,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json(
                     reply.status, {"type": "error", "error": {"type": kind, "message": reply.message}}
                 )
-            if reply.tool_use is not None:
-                name, value = reply.tool_use
-                return self._answer(body, ("tool", (name, dict(value))), reply.tokens)
+            if reply.tool is not None and not rec.after_tool_result:
+                return self._answer(body, ("tool", reply.tool), reply.tokens)
             if reply.json is not _UNSET and rec.structured_tool is not None:
                 if rec.after_tool_result:
                     return self._answer(body, ("text", "done"), (0, 0, 0, 0))

@@ -50,7 +50,9 @@ class Reply:
 
     ``text``: the assistant message. ``json``: any JSON value sent as the message text (compact).
     ``echo``: answer with the prompt itself. ``status``: an HTTP error status (``message`` is the
-    error text, ``code`` the OpenAI error code). ``delay_s``: wait before answering (bounded by
+    error text, ``code`` the OpenAI error code, ``error_type`` its ``type``, ``error_fields`` more
+    fields of the error object such as ``resets_in_seconds``, ``headers`` extra response headers such
+    as ``retry-after``). ``delay_s``: wait before answering (bounded by
     :meth:`MockResponses.stop`). ``hold``: keep the request open until released. ``tokens``:
     ``(input, output)`` usage reported in ``response.completed``. ``function_call``: ``(name,
     arguments, namespace)`` — answer with a ``function_call`` output item calling that tool (an MCP
@@ -64,6 +66,9 @@ class Reply:
     status: int = 200
     message: str = "mock error"
     code: str | None = None
+    error_type: str = "invalid_request_error"
+    error_fields: tuple[tuple[str, Any], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
     delay_s: float = 0.0
     hold: bool = False
     tokens: tuple[int, int] = (10, 5)
@@ -330,11 +335,13 @@ class _Handler(BaseHTTPRequestHandler):
     def mock(self) -> MockResponses:
         return self.server.mock  # type: ignore[attr-defined,no-any-return]
 
-    def _json(self, code: int, obj: Any) -> None:
+    def _json(self, code: int, obj: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
         data = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -364,10 +371,12 @@ class _Handler(BaseHTTPRequestHandler):
                     {
                         "error": {
                             "message": reply.message,
-                            "type": "invalid_request_error",
+                            "type": reply.error_type,
                             "code": reply.code,
+                            **dict(reply.error_fields),
                         }
                     },
+                    reply.headers,
                 )
             if reply.function_call is not None:
                 self._stream_call(reply.function_call, reply.tokens)

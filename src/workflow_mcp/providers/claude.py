@@ -29,8 +29,14 @@ Each agent() call is one ``ClaudeSDKClient`` query: one CLI process, one Claude 
 - **Policy.** The sandbox mode becomes Claude's permission mode: ``read-only`` → ``plan``,
   ``workspace-write`` → ``acceptEdits`` (``auto`` when approvals are ``auto-review``),
   ``danger-full-access`` → ``bypassPermissions`` — the only way to get it. A ``permission_mode``
-  setting may narrow this, never widen it. Nobody answers a permission prompt: a tool use that
-  needs one is denied (fail closed). Without network, ``WebFetch`` and ``WebSearch`` are disallowed.
+  setting may narrow this, never widen it. With approvals ``never`` nobody answers a permission
+  prompt: a tool use that needs one is denied (fail closed). With approvals ``ask`` the SDK's
+  ``can_use_tool`` callback answers each prompt from the policy
+  (:func:`~.acp.decide_permission`, the rules ACP agents get: Claude's ``Bash`` is ``execute``, its
+  edit tools ``edit`` with their file path, ``WebFetch``/``WebSearch`` ``fetch``, …) and what the policy
+  cannot vouch for becomes the run's human checkpoint (``context.checkpoint``); a checkpoint nobody
+  answers denies the tool use and interrupts the turn while the run pauses. Without network,
+  ``WebFetch`` and ``WebSearch`` are disallowed.
   Writable roots become ``--add-dir``. The CLI sees only the allowlisted environment
   (:func:`~.policy.allowed_env` plus Claude's own names): every other inherited name is blanked
   (set to the empty string; names only, never a value, leave this process).
@@ -63,11 +69,13 @@ from types import ModuleType
 from typing import Any, Final, Literal
 
 from ._probe import program_version
+from .acp import PermissionAsk, decide_permission
 from .base import (
     AgentContext,
     AgentExecutionError,
     AgentRequest,
     AgentResult,
+    CheckpointAsk,
     ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
@@ -294,7 +302,9 @@ class ClaudeProvider:
             raise AgentExecutionError("the claude provider is closed")
         sdk = _sdk()
         prompt, resume = self._prompt(request)
-        options = sdk.ClaudeAgentOptions(**self._options(request, resume))
+        options = sdk.ClaudeAgentOptions(
+            **self._options(request, resume), **self._permission_handler(sdk, request, context)
+        )
         turn = _Turn()
         clients: list[Any] = []
         consumer = asyncio.ensure_future(self._consume(sdk, prompt, options, turn, context, clients))
@@ -365,6 +375,47 @@ class ClaudeProvider:
         if self.bin is not None:
             options["cli_path"] = shutil.which(self.bin) or self.bin
         return options
+
+    def _permission_handler(self, sdk: Any, request: AgentRequest, context: AgentContext) -> dict[str, Any]:
+        """``{"can_use_tool": …}`` under approvals ``ask`` (module docstring, "Policy"), else ``{}``."""
+        if self.policy.approvals != "ask":
+            return {}
+        policy = self.policy.narrow({"sandbox": "read-only"}) if request.read_only else self.policy
+        cwd = request.cwd or os.getcwd()
+
+        async def can_use_tool(tool_name: str, tool_input: dict[str, Any], _context: Any) -> Any:
+            ask = _permission_ask(tool_name, tool_input)
+            decision = decide_permission(policy, ask, cwd=cwd)
+            allow, reason = decision.allow, decision.reason
+            if decision.ask:
+                answer = None
+                if context.checkpoint is not None:
+                    answer = await context.checkpoint(
+                        CheckpointAsk(
+                            tool=ask.kind or "other", title=ask.title, command=ask.command, paths=ask.paths
+                        )
+                    )
+                if answer is None:
+                    why = (
+                        "the run is pausing for a human checkpoint"
+                        if context.checkpoint
+                        else "nobody can be asked"
+                    )
+                    return sdk.PermissionResultDeny(message=f"{reason}; {why}", interrupt=True)
+                allow, reason = answer, f"{'allowed' if answer else 'denied'} by a human checkpoint"
+            verdict = "allowed" if allow else "denied"
+            await context.emit(
+                ProviderEvent(
+                    kind="progress",
+                    text=f"permission {verdict}: {ask.kind} {ask.title} ({reason})",
+                    data={"permission": ask.kind, "allowed": allow, "paths": list(ask.paths)},
+                )
+            )
+            if allow:
+                return sdk.PermissionResultAllow(updated_input=tool_input)
+            return sdk.PermissionResultDeny(message=f"workflow-mcp policy: {reason}")
+
+        return {"can_use_tool": can_use_tool}
 
     def _env(self) -> dict[str, str]:
         """The allowlisted environment; every other inherited name is blanked (the SDK starts the
@@ -550,6 +601,45 @@ def _usage_limit(detail: str) -> bool:
     "You've hit your limit · resets 3pm")."""
     lowered = detail.lower()
     return "usage limit reached" in lowered or "hit your limit" in lowered
+
+
+# Claude Code's tools as ACP tool kinds, for the policy's permission rules (acp.decide_permission).
+_TOOL_KINDS: Final[Mapping[str, str]] = {
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Write": "edit",
+    "NotebookEdit": "edit",
+    "Read": "read",
+    "Glob": "search",
+    "Grep": "search",
+    "LS": "search",
+    "WebFetch": "fetch",
+    "WebSearch": "fetch",
+    "TodoWrite": "think",
+}
+
+
+def _permission_ask(tool_name: str, tool_input: Mapping[str, Any]) -> PermissionAsk:
+    """A Claude permission prompt (tool name and input) as the policy's question: its kind
+    (``other`` for a tool not in :data:`_TOOL_KINDS`, e.g. an MCP tool), title (the tool and its
+    ``description``), file path and command (non-secret: names and paths, never file contents)."""
+    path = next(
+        (tool_input[k] for k in ("file_path", "notebook_path", "path") if isinstance(tool_input.get(k), str)),
+        None,
+    )
+    command = tool_input.get("command")
+    description = tool_input.get("description")
+    title = f"{tool_name}: {description}" if isinstance(description, str) and description else tool_name
+    return PermissionAsk(
+        kind=_TOOL_KINDS.get(tool_name, "other"),
+        title=title,
+        paths=(path,) if path else (),
+        options=(("allow", "allow_once"), ("deny", "reject_once")),
+        command=command if isinstance(command, str) else None,
+    )
 
 
 def _reset_time(detail: str) -> str | None:

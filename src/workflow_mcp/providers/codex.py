@@ -52,10 +52,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import threading
 import tomllib
@@ -595,9 +597,12 @@ class CodexProvider:
                 raise ProviderAuthError("codex", detail, login_hint=LOGIN_HINT)
             if kind == "usageLimitExceeded":
                 # A plan's usage limit or an exhausted quota: the run pauses until it resets.
-                raise ProviderUsageLimitError("codex", detail)
+                raise ProviderUsageLimitError("codex", detail, resets_at=_reset_time(detail))
             if kind in _API_FAILURES:
                 load = {"rateLimitExceeded": "rate_limit", "serverOverloaded": "overloaded"}.get(kind or "")
+                if load is None and http is not None:
+                    # Codex's own retries spent on a 429 or an overloaded answer: the engine backs off too.
+                    load = "rate_limit" if http == 429 else "overloaded" if http in (503, 529) else None
                 return AgentResult(
                     outcome="provider_failed",
                     message=detail,
@@ -733,6 +738,35 @@ def _error_kind(error: Any) -> tuple[str | None, int | None]:
         status = inner.get("httpStatusCode") if isinstance(inner, dict) else None
         return str(kind), int(status) if isinstance(status, int) else None
     return None, None
+
+
+_RESET: Final = re.compile(
+    r"try again at (?:(?P<month>[A-Z][a-z]{2}) (?P<day>\d{1,2})(?:st|nd|rd|th), (?P<year>\d{4}) )?"
+    r"(?P<hour>\d{1,2}):(?P<minute>\d{2}) (?P<half>[AP]M)"
+)
+
+
+def _reset_time(detail: str, now: datetime.datetime | None = None) -> str | None:
+    """When a codex usage limit resets, from its message (``… or try again at Dec 2nd, 2026 8:26 AM``,
+    or ``… at 8:26 AM`` the same day, in codex's local time, which is ours: ``TZ`` is passed through),
+    as ISO 8601 UTC rounded up to the whole minute after it (the message drops the seconds, and a
+    resume must not come before the reset); ``None`` when the message names no time."""
+    found = _RESET.search(detail)
+    if found is None:
+        return None
+    hour = int(found["hour"]) % 12 + (12 if found["half"] == "PM" else 0)
+    try:
+        if found["month"]:
+            month = datetime.datetime.strptime(found["month"], "%b").month
+            day = datetime.date(int(found["year"]), month, int(found["day"]))
+        else:
+            day = (now or datetime.datetime.now()).date()
+        # Naive, so astimezone() reads it in the local zone with that date's offset (DST included).
+        moment = datetime.datetime.combine(day, datetime.time(hour, int(found["minute"])))
+        moment = (moment + datetime.timedelta(minutes=1)).astimezone(datetime.UTC)
+    except (ValueError, OverflowError):
+        return None
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def _error_message(error: Any) -> str:

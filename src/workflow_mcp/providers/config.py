@@ -39,6 +39,12 @@ Format (every key optional)::
     [estimates]                        # what `workflow-mcp plan` assumes per call (estimates.py)
     input_tokens = 20000
 
+    [auto_resume]                      # `workflow-mcp serve` resumes runs paused for a usage limit
+    enabled = true                     # (serve --auto-resume / --no-auto-resume decide instead)
+    attempts = 5                       # resumes per paused run and the runs resuming it (1..1000)
+    backoff_s = 60                     # seconds between attempts, doubled each time …
+    max_backoff_s = 3600               # … up to this
+
     [providers.codex]                  # settings handed to that provider (its docstring lists them)
     model = "gpt-5.5"
     [providers.codex.models]           # model alias map: workflow model -> provider model
@@ -66,6 +72,7 @@ from .estimates import DEFAULT_ESTIMATES, Estimates, parse_estimates
 from .policy import DEFAULT_POLICY, Policy, PolicyError
 
 __all__ = [
+    "AUTO_RESUME_KEYS",
     "CONFIG_FILE_NAME",
     "LIMIT_KEYS",
     "NO_CONFIG",
@@ -83,7 +90,16 @@ CONFIG_FILE_NAME: Final = "workflow-mcp.toml"
 NO_CONFIG: Final = "no configuration file"
 """What :attr:`ProviderConfig.where` says when no configuration file applies."""
 USER_CONFIG_NAME: Final = "config.toml"
-_TOP_KEYS: Final = ("default", "fallback", "policy", "limits", "rules", "providers", "estimates")
+_TOP_KEYS: Final = (
+    "default",
+    "fallback",
+    "policy",
+    "limits",
+    "rules",
+    "providers",
+    "estimates",
+    "auto_resume",
+)
 LIMIT_KEYS: Final = (
     "agent_timeout_ms",
     "stall_ms",
@@ -92,6 +108,8 @@ LIMIT_KEYS: Final = (
     "rate_limit_max_ms",
 )
 """The keys of ``[limits]``: per-call defaults of the runs the file applies to."""
+AUTO_RESUME_KEYS: Final = ("enabled", "attempts", "backoff_s", "max_backoff_s")
+"""The keys of ``[auto_resume]``: how ``workflow-mcp serve`` resumes usage-limit-paused runs."""
 _RULE_KEYS: Final = ("phase", "label", "model", "agentType", "provider")
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -140,7 +158,9 @@ class ProviderConfig:
     ``settings`` maps a provider name to the settings handed to it; ``models`` to its alias map;
     ``policy`` is the effective server/user policy; ``limits`` the ``[limits]`` table (keys of
     :data:`LIMIT_KEYS`, integer values); ``estimates`` what a cost preview assumes per call
-    (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`)."""
+    (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`); ``auto_resume`` the ``[auto_resume]``
+    table, checked (keys of :data:`AUTO_RESUME_KEYS`: ``enabled`` a boolean, ``attempts`` an integer
+    from 1 to 1,000, ``backoff_s`` and ``max_backoff_s`` non-negative seconds, backoff ≤ max)."""
 
     path: str | None = None
     default: str | None = None
@@ -151,6 +171,7 @@ class ProviderConfig:
     policy: Policy = DEFAULT_POLICY
     limits: Mapping[str, int] = field(default_factory=dict)
     estimates: Estimates = DEFAULT_ESTIMATES
+    auto_resume: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -288,6 +309,7 @@ def parse_config(
         if "estimates" in data
         else DEFAULT_ESTIMATES
     )
+    auto_resume = _auto_resume(data.get("auto_resume", {}), source)
     return ProviderConfig(
         path=source,
         default=default,
@@ -298,7 +320,40 @@ def parse_config(
         policy=policy,
         limits=limits,
         estimates=estimates,
+        auto_resume=auto_resume,
     )
+
+
+def _auto_resume(raw: Any, source: str) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise ProviderConfigError(source, "auto_resume", f"must be a table, got {_kind(raw)}")
+    for key in raw:
+        if key not in AUTO_RESUME_KEYS:
+            raise ProviderConfigError(
+                source, f"auto_resume.{key}", f"unknown key; expected one of {', '.join(AUTO_RESUME_KEYS)}"
+            )
+    if "enabled" in raw and not isinstance(raw["enabled"], bool):
+        raise ProviderConfigError(
+            source, "auto_resume.enabled", f"must be true or false, got {raw['enabled']!r}"
+        )
+    attempts = raw.get("attempts", 1)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 1000:
+        raise ProviderConfigError(
+            source, "auto_resume.attempts", f"must be an integer from 1 to 1000, got {attempts!r}"
+        )
+    for key in ("backoff_s", "max_backoff_s"):
+        value = raw.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2**31:
+            raise ProviderConfigError(
+                source, f"auto_resume.{key}", f"must be a number of seconds from 0 to {2**31}, got {value!r}"
+            )
+    if "backoff_s" in raw and "max_backoff_s" in raw and raw["backoff_s"] > raw["max_backoff_s"]:
+        raise ProviderConfigError(
+            source,
+            "auto_resume.backoff_s",
+            f"must not exceed max_backoff_s ({raw['max_backoff_s']}), got {raw['backoff_s']}",
+        )
+    return dict(raw)
 
 
 def _limits(raw: Any, source: str) -> dict[str, int]:

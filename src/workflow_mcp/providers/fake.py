@@ -30,12 +30,25 @@ neither, the call behaves as ``{"synthesize": true}``.
                    the text: a string as is, anything else as compact JSON (``JSON.stringify``).
     ``fail``       ``provider`` → outcome ``provider_failed``; ``skip`` → outcome ``skipped``;
                    ``error`` → raises :class:`AgentExecutionError`; ``no_structured_output`` →
-                   ``completed`` with text but no structured output. ``message`` gives the text.
+                   ``completed`` with text but no structured output; ``usage_limit`` → raises
+                   :class:`~workflow_mcp.providers.base.ProviderUsageLimitError`, so the run pauses with
+                   reason ``usage_limit`` exactly as it does for a real backend's spent quota.
+                   ``message`` gives the text (for ``usage_limit``: the backend's detail).
     ``synthesize: true``  text calls echo the prompt; schema calls get
                    :func:`~workflow_mcp.providers._synthesize.synthesize_instance` of the schema.
     No answer key  same as ``synthesize: true`` (so ``{"delayMs": 50}`` alone is valid).
   and, alongside the answer:
     ``message``    text for ``fail`` (only valid with ``fail``).
+    ``resetsAt``   with ``fail: usage_limit`` only: when the limit resets, an ISO 8601 time with a zone
+                   (``2026-01-01T05:00:00Z``), reported as the pause's ``resetsAt`` (UTC, whole seconds).
+                   It simulates a spent limit: once the provider's clock reaches it, the step no longer
+                   answers and the call goes on to the next rule that matches (then ``default``, then
+                   synthesis), as a real backend answers again after its reset. The counter of a
+                   ``sequence`` is not advanced by a step passed over this way.
+    ``retryAfterMs``  with ``fail: usage_limit`` only (not with ``resetsAt``): the backend's
+                   ``Retry-After`` hint, a non-negative number of milliseconds; the pause's ``resetsAt``
+                   is the provider's clock at the call plus this much. Every call the step answers is
+                   refused (the hint is relative, so it never expires).
     ``delayMs``    wall-clock delay before answering, a non-negative number of milliseconds;
                    firing ``context.signal`` ends it at once with :class:`asyncio.CancelledError`.
     ``tokens``     ``{"input": n, "output": m}`` (also ``cacheRead``, ``cacheWrite``), non-negative
@@ -53,7 +66,9 @@ Decisions (the README leaves these open):
 - A schema the synthesizer cannot satisfy raises :class:`AgentExecutionError` naming the schema.
 - A call whose signal has already fired raises :class:`asyncio.CancelledError` before answering.
 - Default messages: ``provider`` → "fake provider failure", ``skip`` → "skipped by the user",
-  ``error`` → "fake execution error", ``no_structured_output`` → text "".
+  ``error`` → "fake execution error", ``no_structured_output`` → text "", ``usage_limit`` → no detail.
+- The provider's clock is ``time.time`` (seconds since the epoch) unless ``clock`` is given, so a test
+  can move time past a ``resetsAt`` without waiting for it.
 - Unknown keys, wrong types and bad regular expressions are refused when the script is loaded,
   with :class:`~workflow_mcp.errors.InvalidInputError` naming the path, e.g.
   ``rules[2].respond.fail: must be one of provider, skip, error, no_structured_output``.
@@ -63,12 +78,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime
 import json
 import math
 import os
 import re
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -81,6 +98,7 @@ from .base import (
     AgentResult,
     ProviderCapabilities,
     ProviderEvent,
+    ProviderUsageLimitError,
     TokenUsage,
 )
 
@@ -99,9 +117,12 @@ _RESPOND_KEYS: Final = (
     "tokens",
     "sequence",
     "synthesize",
+    "resetsAt",
+    "retryAfterMs",
 )
 _ANSWER_KEYS: Final = ("text", "echo", "result", "fail", "synthesize")
-_FAIL_KINDS: Final = ("provider", "skip", "error", "no_structured_output")
+_FAIL_KINDS: Final = ("provider", "skip", "error", "no_structured_output", "usage_limit")
+_LIMIT_KEYS: Final = ("resetsAt", "retryAfterMs")  # only with fail: usage_limit
 _TOKEN_KEYS: Final = {
     "input": "input",
     "output": "output",
@@ -139,6 +160,12 @@ class _Respond:
     message: str | None = None
     delay_ms: float = 0.0
     tokens: TokenUsage = field(default_factory=TokenUsage)
+    resets_at: float | None = None  # fail: usage_limit — epoch seconds the simulated limit resets at
+    retry_after_ms: float | None = None  # fail: usage_limit — a relative Retry-After hint
+
+    def expired(self, now: float) -> bool:
+        """A simulated usage limit whose reset time ``now`` (epoch seconds) has reached."""
+        return self.fail == "usage_limit" and self.resets_at is not None and now >= self.resets_at
 
 
 @dataclass(frozen=True)
@@ -174,16 +201,29 @@ class FakeProvider:
     used first, one per call, in order. Every ``execute()`` request is appended to :attr:`calls`.
 
     Raises :class:`~workflow_mcp.errors.InvalidInputError` naming the offending path when the
-    script is malformed.
+    script is malformed. ``clock`` (seconds since the epoch; default ``time.time``) decides when a
+    scripted usage limit resets and what ``retryAfterMs`` resolves to.
     """
 
-    def __init__(self, script: Mapping[str, Any] | None = None, *, name: str = "fake") -> None:
-        self._setup(name, _parse_script({} if script is None else script, "fake script"))
+    def __init__(
+        self,
+        script: Mapping[str, Any] | None = None,
+        *,
+        name: str = "fake",
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._setup(name, _parse_script({} if script is None else script, "fake script"), clock)
         #: The script as given (JSON), kept so a resumed run can be answered the same way.
         self.script: dict[str, Any] = copy.deepcopy(dict(script)) if script is not None else {}
 
-    def _setup(self, name: str, parsed: tuple[list[_Rule], tuple[_Respond, ...] | None]) -> None:
+    def _setup(
+        self,
+        name: str,
+        parsed: tuple[list[_Rule], tuple[_Respond, ...] | None],
+        clock: Callable[[], float] | None,
+    ) -> None:
         self.name = name
+        self._clock = clock or time.time
         self.capabilities = ProviderCapabilities(structured_output=True, streaming=True, cancellation=True)
         self.calls: list[AgentRequest] = []
         self._rules, self._default = parsed
@@ -193,7 +233,9 @@ class FakeProvider:
         self.closed = False
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], *, name: str = "fake") -> FakeProvider:
+    def from_file(
+        cls, path: str | os.PathLike[str], *, name: str = "fake", clock: Callable[[], float] | None = None
+    ) -> FakeProvider:
         """Load a script from a UTF-8 JSON file (the CLI's ``--fake-script``).
 
         Raises :class:`~workflow_mcp.errors.InvalidInputError` when the file cannot be read, is
@@ -216,7 +258,7 @@ class FakeProvider:
                 f"{where}: nested too deeply to read; a result may nest at most {_MAX_DEPTH} levels"
             ) from None
         provider = cls.__new__(cls)
-        provider._setup(name, _parse_script(script, where))
+        provider._setup(name, _parse_script(script, where), clock)
         provider.script = script
         return provider
 
@@ -243,26 +285,58 @@ class FakeProvider:
         respond = self._choose(request)
         if respond.delay_ms > 0:
             await _delay(respond.delay_ms / 1000, context)
+        if respond.fail == "usage_limit":
+            raise ProviderUsageLimitError(
+                self.name, respond.message or "", resets_at=self._resets_at(respond)
+            )
         return await _answer(respond, request, context)
+
+    def _resets_at(self, respond: _Respond) -> str | None:
+        """The pause's ``resetsAt`` (ISO 8601 UTC, whole seconds) for a ``usage_limit`` step."""
+        if respond.resets_at is not None:
+            moment = respond.resets_at
+        elif respond.retry_after_ms is not None:
+            moment = self._clock() + respond.retry_after_ms / 1000
+        else:
+            return None
+        return _iso(moment)
 
     async def aclose(self) -> None:
         """Refuse later calls (idempotent). The fake holds no process or connection to release."""
         self.closed = True
 
     def _choose(self, request: AgentRequest) -> _Respond:
-        if self._queue:
-            return self._queue.popleft()
+        now = self._clock()
+        while self._queue:
+            queued = self._queue.popleft()
+            if not queued.expired(now):
+                return queued
         for index, rule in enumerate(self._rules):
             if rule.match.holds(request):
-                return self._step(index, rule.steps)
+                step = self._step(index, rule.steps, now)
+                if step is not None:
+                    return step
         if self._default is not None:
-            return self._step(-1, self._default)
+            step = self._step(-1, self._default, now)
+            if step is not None:
+                return step
         return _Respond()
 
-    def _step(self, key: int, steps: tuple[_Respond, ...]) -> _Respond:
+    def _step(self, key: int, steps: tuple[_Respond, ...], now: float) -> _Respond | None:
+        """The rule's current step, or ``None`` when it is a usage limit that has reset by ``now``
+        (the counter then stays: the call is answered elsewhere)."""
         count = self._counters.get(key, 0)
+        step = steps[min(count, len(steps) - 1)]
+        if step.expired(now):
+            return None
         self._counters[key] = count + 1
-        return steps[min(count, len(steps) - 1)]
+        return step
+
+
+def _iso(moment: float) -> str:
+    """Epoch seconds as ISO 8601 UTC with whole seconds: ``2026-01-01T05:00:00Z``."""
+    stamp = datetime.datetime.fromtimestamp(math.floor(moment), tz=datetime.UTC)
+    return stamp.isoformat().replace("+00:00", "Z")
 
 
 async def _delay(seconds: float, context: AgentContext) -> None:
@@ -437,6 +511,7 @@ def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> 
             raise _invalid(where, f"{path}.message", "is only valid with `fail`")
         if not isinstance(message, str):
             raise _invalid(where, f"{path}.message", f"must be a string, got {_kind(message)}")
+    resets_at, retry_after_ms = _parse_limit(raw, fail, path, where)
     delay = raw.get("delayMs", 0)
     if not _is_number(delay) or delay < 0 or not math.isfinite(delay):
         raise _invalid(where, f"{path}.delayMs", "must be a non-negative number of milliseconds")
@@ -453,8 +528,39 @@ def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> 
             message=message,
             delay_ms=float(delay),
             tokens=tokens,
+            resets_at=resets_at,
+            retry_after_ms=retry_after_ms,
         ),
     )
+
+
+def _parse_limit(
+    raw: Mapping[str, Any], fail: Any, path: str, where: str
+) -> tuple[float | None, float | None]:
+    """``resetsAt`` (as epoch seconds) and ``retryAfterMs`` of a ``fail: usage_limit`` step."""
+    given = [key for key in _LIMIT_KEYS if key in raw]
+    if not given:
+        return None, None
+    if fail != "usage_limit":
+        raise _invalid(where, f"{path}.{given[0]}", "is only valid with `fail: usage_limit`")
+    if len(given) > 1:
+        raise _invalid(where, path, "resetsAt and retryAfterMs are mutually exclusive; give one")
+    if "retryAfterMs" in raw:
+        hint = raw["retryAfterMs"]
+        if not _is_number(hint) or hint < 0 or not math.isfinite(hint):
+            raise _invalid(where, f"{path}.retryAfterMs", "must be a non-negative number of milliseconds")
+        return None, float(hint)
+    stamp = raw["resetsAt"]
+    example = "an ISO 8601 time with a zone, e.g. 2026-01-01T05:00:00Z"
+    if not isinstance(stamp, str):
+        raise _invalid(where, f"{path}.resetsAt", f"must be {example}, got {_kind(stamp)}")
+    try:
+        moment = datetime.datetime.fromisoformat(stamp)
+    except ValueError:
+        raise _invalid(where, f"{path}.resetsAt", f"must be {example}, got {stamp!r}") from None
+    if moment.tzinfo is None:
+        raise _invalid(where, f"{path}.resetsAt", f"must name its zone (Z or +HH:MM): {example}")
+    return moment.timestamp(), None
 
 
 def _parse_tokens(raw: Any, path: str, where: str) -> TokenUsage:

@@ -37,14 +37,20 @@ class ProviderPool:
 
     ``environ`` is the environment configuration is read with (default ``os.environ``); ``on_pick``
     hears the one-line notice naming the provider chosen when nothing is configured (the CLI prints
-    it on stderr).
+    it on stderr). ``fake_clock`` is the clock (seconds since the epoch) of the fake providers it
+    builds (default ``time.time``): a test moves it past a scripted usage limit's ``resetsAt``.
     """
 
     def __init__(
-        self, *, environ: Mapping[str, str] | None = None, on_pick: Callable[[str], None] | None = None
+        self,
+        *,
+        environ: Mapping[str, str] | None = None,
+        on_pick: Callable[[str], None] | None = None,
+        fake_clock: Callable[[], float] | None = None,
     ) -> None:
         self._environ = environ
         self._on_pick = on_pick
+        self._fake_clock = fake_clock
         self._built: dict[tuple[str | None, str], AgentProvider] = {}
 
     def get(
@@ -60,7 +66,7 @@ class ProviderPool:
         provider; each names the file and key).
         """
         if name == "fake":
-            return FakeProvider(fake_script)
+            return FakeProvider(fake_script, clock=self._fake_clock)
         if fake_script is not None:
             raise InvalidInputError(
                 f"a fake script applies only to provider 'fake', not {name or 'routing'!r}"

@@ -20,9 +20,11 @@ import gc
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .._auto_resume import AutoResumeSettings
 from ..errors import WorkflowMcpError
 from ..service import WorkflowService
 from ._files import FileScope
@@ -69,6 +71,17 @@ async def serve_stdio(server: WorkflowMcpServer) -> None:
         await asyncio.shield(server.aclose("the MCP client disconnected (the server's stdin closed)"))
 
 
+async def _serving(
+    server: WorkflowMcpServer, serve: Coroutine[Any, Any, None], auto_resume: AutoResumeSettings | None
+) -> None:
+    """Run ``serve`` (the transport, in this task: its signal handlers cancel this task) with the
+    server's automatic resume started first when ``auto_resume`` is given (the transport's
+    ``aclose`` stops it)."""
+    if auto_resume is not None:
+        server.start_auto_resume(auto_resume)
+    await serve
+
+
 def _freeze_startup_heap() -> None:
     """What start-up made (modules, tool schemas, the server) lives as long as the process: move it out
     of the collector's generations, so a full collection scans only what runs made since. On a warm
@@ -90,6 +103,7 @@ def run_server(
     limits: HttpLimits | None = None,
     allowed_hosts: tuple[str, ...] = (),
     allow_inline: bool = False,
+    auto_resume: AutoResumeSettings | None = None,
 ) -> int:
     """Run the server in this process until it stops; returns the exit status (0, or 2 for bad input).
 
@@ -100,7 +114,8 @@ def run_server(
     configured tokens;
     ``allowed_hosts`` are the ``Host`` names it answers besides its own (``--allowed-host``);
     ``allow_inline`` runs every inline script without asking (``--allow-inline-scripts``, see
-    :attr:`SourceTrust.allow_inline`).
+    :attr:`SourceTrust.allow_inline`); ``auto_resume`` resumes the server's usage-limit-paused runs
+    after their reset (``--auto-resume``, :meth:`WorkflowMcpServer.start_auto_resume`; ``None``: never).
     """
     try:
         trust = SourceTrust(
@@ -123,8 +138,17 @@ def run_server(
             server = create_server(service, policy=policy, trust=trust, principal=None, scope=scope)
             _freeze_startup_heap()
             asyncio.run(
-                serve_http(
-                    server, host=host, port=port, tokens=tokens, limits=limits, allowed_hosts=allowed_hosts
+                _serving(
+                    server,
+                    serve_http(
+                        server,
+                        host=host,
+                        port=port,
+                        tokens=tokens,
+                        limits=limits,
+                        allowed_hosts=allowed_hosts,
+                    ),
+                    auto_resume,
                 )
             )
         else:
@@ -133,7 +157,7 @@ def run_server(
             print(f"workflow-mcp: serving MCP on stdio (state {where})", file=sys.stderr, flush=True)
             _freeze_startup_heap()
             with contextlib.suppress(asyncio.CancelledError):
-                asyncio.run(serve_stdio(server))
+                asyncio.run(_serving(server, serve_stdio(server), auto_resume))
     except WorkflowMcpError as exc:
         print(f"workflow-mcp: {exc}", file=sys.stderr)
         return 2

@@ -77,12 +77,14 @@ from mcp.types import Resource as MCPResource
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
+from .._auto_resume import AutoResumer, AutoResumeSettings, ResumeDeferredError
 from ..definitions.disclosure import NOT_A_WORKFLOW, redacted
 from ..definitions.discover import Diagnostic, DiscoveredWorkflow
 from ..definitions.load import Workflow
 from ..errors import (
     CallNotServableError,
     IdempotencyKeyReusedError,
+    InvalidInputError,
     PathRefusedError,
     RunNotConfirmedError,
     WorkflowLoadError,
@@ -261,6 +263,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._legacy_subscribers: dict[str, set[ServerSession]] = {}
         self._pending_updates: set[tuple[str, str | None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._auto_resume_task: asyncio.Task[None] | None = None  # serve --auto-resume
         self.middleware.append(self._principal_middleware)
         self._tool_names: set[str] = set()
         self._tool_arguments: dict[str, tuple[str, ...]] = {}
@@ -821,6 +824,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                     cwd=base,
                     resume_from=resumeFromRunId,
                     policy=resumePolicy,
+                    child_check=self.children.of(principal.owner),
                 )
             else:
                 assert resumeFromRunId is not None
@@ -833,7 +837,10 @@ class WorkflowMcpServer(MCPServer[Any]):
                     checkpoint_replies=checkpointReplies or {},
                 )
                 prepared = await self.service.prepare_resume(
-                    resumeFromRunId, overrides, ceiling=self._ceiling()
+                    resumeFromRunId,
+                    overrides,
+                    ceiling=self._ceiling(),
+                    child_check=self.children.of(principal.owner),
                 )
         except WorkflowMcpError as exc:
             if isinstance(exc, WorkflowLoadError):
@@ -1786,8 +1793,53 @@ class WorkflowMcpServer(MCPServer[Any]):
         the SDK cannot parse (:mod:`workflow_mcp.server._stdio`)."""
         await serve_stdio_lines(self._lowlevel_server)
 
+    # -- unattended resume (serve --auto-resume) ---------------------------------------------
+    def start_auto_resume(self, settings: AutoResumeSettings) -> AutoResumer:
+        """Resume this server's usage-limit-paused runs once their limit has reset, in a task the server
+        owns (:meth:`aclose` stops it first). Each resume is the run's own continuation
+        (``WorkflowService.resume``: its stored options, for its owner) under this server's policy: its
+        ceiling on limits, its providers, its file scope for nested workflows, and its run cap (a
+        server at its cap defers the resume, see :class:`~workflow_mcp._auto_resume.AutoResumer`).
+        Needs a running event loop."""
+        resumer = self.auto_resumer(settings)
+        self._auto_resume_task = asyncio.get_running_loop().create_task(resumer.run())
+        return resumer
+
+    def auto_resumer(
+        self, settings: AutoResumeSettings, *, clock: Callable[[], float] | None = None
+    ) -> AutoResumer:
+        """The :class:`~workflow_mcp._auto_resume.AutoResumer` :meth:`start_auto_resume` runs, not
+        started: its resumes go through this server's policy (drive it with ``tick()``; ``clock`` is
+        seconds since the epoch, default ``time.time``)."""
+        return AutoResumer(self.service, settings, resume=self._resume_unattended, clock=clock)
+
+    async def _resume_unattended(self, run_id: str) -> str:
+        owner = self.service.owner_of(run_id)
+        principal = Principal(owner=owner, scoped=owner is not None)
+        prepared = await self.service.prepare_resume(
+            run_id, ceiling=self._ceiling(), child_check=self.children.of(owner)
+        )
+        refused = self._disallowed(prepared.choice)
+        busy = self._at_run_cap(principal)
+        if refused is not None or busy is not None:
+            await prepared.discard()
+            if refused is not None:
+                used = repr(prepared.choice.name) if prepared.choice.name else "the configured routing"
+                raise InvalidInputError(f"the run uses provider {used}, which this server does not offer")
+            raise ResumeDeferredError("this server is at its limit of concurrent runs")
+        handle = self.service.launch(
+            prepared, owner=owner, on_event=self._events_of(owner), child_check=self.children.of(owner)
+        )
+        self._publish_later(None, owner)
+        self.service.prune_finished()
+        return handle.run_id
+
     async def aclose(self, reason: str = "the MCP server stopped") -> list[str]:
         """Stop: cancel the runs this process still runs (they stay resumable). Returns their ids."""
+        if self._auto_resume_task is not None:  # first, so nothing is resumed while runs are stopped
+            self._auto_resume_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._auto_resume_task
         stopped = await self.service.shutdown(reason)
         for task in list(self._tasks):
             task.cancel()

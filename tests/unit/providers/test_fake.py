@@ -24,6 +24,7 @@ from workflow_mcp.providers import (
     ProviderEvent,
     TokenUsage,
 )
+from workflow_mcp.providers.base import ProviderUsageLimitError
 
 SCHEMA = {
     "type": "object",
@@ -317,6 +318,96 @@ def test_fail_no_structured_output_completes_with_text_but_no_structured_output(
     assert (bare.has_structured, bare.text) == (False, "")
 
 
+class Clock:
+    """A clock a test moves by hand (seconds since the epoch)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+RESET = "2026-01-01T05:00:00Z"
+RESET_EPOCH = 1767243600.0  # RESET as seconds since the epoch
+
+
+def test_fail_usage_limit_raises_the_usage_limit_error_the_engine_pauses_on() -> None:
+    provider = FakeProvider(
+        {"default": {"fail": "usage_limit", "resetsAt": RESET, "message": "5-hour limit"}},
+        clock=Clock(RESET_EPOCH - 60),
+    )
+    with pytest.raises(ProviderUsageLimitError) as caught:
+        call(provider)
+    assert caught.value.to_json() == {
+        "reason": "usage_limit",
+        "backend": "fake",
+        "detail": "5-hour limit",
+        "resetsAt": RESET,
+    }
+    with pytest.raises(ProviderUsageLimitError) as bare:
+        call(FakeProvider({"default": {"fail": "usage_limit"}}))
+    assert bare.value.resets_at is None and bare.value.detail == ""
+
+
+def test_a_reset_time_with_another_zone_is_reported_in_utc_whole_seconds() -> None:
+    provider = FakeProvider(
+        {"default": {"fail": "usage_limit", "resetsAt": "2026-01-01T07:00:00.750+02:00"}},
+        clock=Clock(0),
+    )
+    with pytest.raises(ProviderUsageLimitError) as caught:
+        call(provider)
+    assert caught.value.resets_at == RESET
+
+
+def test_a_usage_limit_stops_answering_once_the_clock_reaches_its_reset_time() -> None:
+    clock = Clock(RESET_EPOCH - 1)
+    provider = FakeProvider(
+        {
+            "rules": [{"match": {"label": "a"}, "respond": {"fail": "usage_limit", "resetsAt": RESET}}],
+            "default": {"text": "after the reset"},
+        },
+        clock=clock,
+    )
+    with pytest.raises(ProviderUsageLimitError):
+        call(provider, label="a")
+    clock.now = RESET_EPOCH
+    assert text_of(provider, label="a") == "after the reset"
+
+
+def test_an_expired_limit_in_a_sequence_does_not_advance_its_counter() -> None:
+    clock = Clock(RESET_EPOCH)
+    provider = FakeProvider(
+        {"default": {"sequence": [{"fail": "usage_limit", "resetsAt": RESET}, {"text": "second"}]}},
+        clock=clock,
+    )
+    assert text_of(provider, "p") == "p"  # the limit has reset: synthesized, the counter stays at 0
+    clock.now = RESET_EPOCH - 5
+    with pytest.raises(ProviderUsageLimitError):
+        call(provider)
+    assert text_of(provider) == "second"
+
+
+def test_an_expired_queued_limit_is_dropped_and_the_next_answer_used() -> None:
+    provider = FakeProvider({"default": {"text": "scripted"}}, clock=Clock(RESET_EPOCH + 1))
+    provider.enqueue({"fail": "usage_limit", "resetsAt": RESET})
+    provider.enqueue({"text": "queued"})
+    assert text_of(provider) == "queued"
+    assert text_of(provider) == "scripted"
+
+
+def test_retry_after_ms_reports_a_reset_that_far_after_the_call_and_never_expires() -> None:
+    clock = Clock(RESET_EPOCH - 90.4)
+    provider = FakeProvider({"default": {"fail": "usage_limit", "retryAfterMs": 90_000}}, clock=clock)
+    with pytest.raises(ProviderUsageLimitError) as caught:
+        call(provider)
+    assert caught.value.resets_at == "2026-01-01T04:59:59Z"  # whole seconds, rounded down
+    clock.now = RESET_EPOCH + 3600
+    with pytest.raises(ProviderUsageLimitError) as later:
+        call(provider)
+    assert later.value.resets_at == "2026-01-01T06:01:30Z"
+
+
 def test_synthesize_echoes_text_calls_and_fills_schema_calls() -> None:
     provider = FakeProvider({"default": {"synthesize": True}})
     assert text_of(provider, "echo me") == "echo me"
@@ -579,6 +670,32 @@ INVALID_SCRIPTS: list[tuple[Any, str]] = [
     ({"default": {"result": {"a": {1, 2}}}}, r"default\.result\.a: not a JSON value \(set\)"),
     ({"default": {"result": [math.nan]}}, r"default\.result\[0\]: not a JSON value \(nan\)"),
     ({"default": {"result": {1: "x"}}}, r"default\.result: object keys must be strings"),
+    ({"default": {"resetsAt": RESET}}, r"default\.resetsAt: is only valid with `fail: usage_limit`"),
+    (
+        {"default": {"fail": "provider", "retryAfterMs": 5}},
+        r"default\.retryAfterMs: is only valid with `fail: usage_limit`",
+    ),
+    (
+        {"default": {"fail": "usage_limit", "resetsAt": RESET, "retryAfterMs": 5}},
+        r"default: resetsAt and retryAfterMs are mutually exclusive",
+    ),
+    ({"default": {"fail": "usage_limit", "resetsAt": 5}}, r"default\.resetsAt: must be an ISO 8601 time"),
+    (
+        {"default": {"fail": "usage_limit", "resetsAt": "tomorrow"}},
+        r"default\.resetsAt: must be an ISO 8601 time with a zone.*'tomorrow'",
+    ),
+    (
+        {"default": {"fail": "usage_limit", "resetsAt": "2026-01-01T05:00:00"}},
+        r"default\.resetsAt: must name its zone",
+    ),
+    (
+        {"default": {"fail": "usage_limit", "retryAfterMs": -1}},
+        r"default\.retryAfterMs: must be a non-negative number",
+    ),
+    (
+        {"default": {"fail": "usage_limit", "retryAfterMs": math.inf}},
+        r"default\.retryAfterMs: must be a non-negative number",
+    ),
 ]
 
 

@@ -139,3 +139,82 @@ async def test_calls_whose_options_are_only_known_at_run_time_are_left_to_the_ru
         )
     assert out["status"] == "completed", dumps(out)
     assert [r.prompt for r in Plain.calls] == ["x"]
+
+
+async def test_an_option_written_after_a_spread_is_certain_and_refused(env: Env) -> None:
+    path = env.workflow(
+        "pre", wf("const o = { label: 'x' }\nreturn await agent('y', { ...o, model: 'opus' })\n")
+    )
+    message = await refused(env, {"path": str(path), "provider": "plain"})
+    assert f"{path}:3:14: this agent() call cannot run" in message and "model 'opus'" in message
+
+
+async def test_an_option_a_later_spread_may_override_is_left_to_the_run(env: Env) -> None:
+    path = env.workflow("pre", wf("return await agent('y', { model: 'opus', ...args.opts })\n"))
+    async with connect(env.trusted_server()) as c:
+        out = data(
+            await call(
+                c,
+                "workflow_run",
+                {
+                    "path": str(path),
+                    "provider": "plain",
+                    "args": {"opts": {"model": "m-1"}},
+                    "waitMs": 20_000,
+                },
+            )
+        )
+    assert out["status"] == "completed" and out["result"] == "plain answer", dumps(out)
+
+
+CHILD = "export const meta = { name: 'child', description: 'a nested one' }\nreturn await agent('c', { model: 'sonnet' })\n"
+
+
+async def test_a_nested_workflow_by_script_path_is_looked_into_and_named_with_its_caller(env: Env) -> None:
+    child = env.project / "child.js"
+    child.write_text(CHILD)
+    path = env.workflow("pre", wf("return await workflow({ scriptPath: 'child.js' })\n"))
+    message = await refused(env, {"path": str(path), "provider": "plain"})
+    assert message.startswith(
+        f"{child}:2:14 (a nested workflow, run by workflow() at {path}:2:14): this agent() call cannot run"
+    )
+    assert "model 'sonnet' is a Claude model alias" in message
+
+
+async def test_a_nested_workflow_by_name_two_levels_down_is_looked_into(env: Env) -> None:
+    env.workflow("child", CHILD)
+    middle = env.workflow(
+        "middle",
+        "export const meta = { name: 'middle', description: 'calls child' }\nreturn await workflow('child')\n",
+    )
+    path = env.workflow("pre", wf("return await workflow({ name: 'middle' })\n"))
+    message = await refused(env, {"path": str(path), "provider": "plain"})
+    assert f"(a nested workflow, run by workflow() at {middle}:2:14)" in message
+
+
+async def test_a_workflow_that_runs_itself_is_looked_into_once(env: Env) -> None:
+    path = env.workflow(
+        "pre", wf("if (args.again) await workflow('pre', {})\nreturn await agent('x', { label: 'l' })\n")
+    )
+    async with connect(env.trusted_server()) as c:
+        out = data(
+            await call(
+                c, "workflow_run", {"path": str(path), "provider": "plain", "args": {}, "waitMs": 20_000}
+            )
+        )
+    assert out["status"] == "completed", dumps(out)
+
+
+async def test_a_nested_workflow_the_server_may_not_run_is_left_to_the_run(env: Env) -> None:
+    outside = env.root / "elsewhere"
+    outside.mkdir()
+    (outside / "child.js").write_text(CHILD)
+    path = env.workflow(
+        "pre", wf(f"return await workflow({{ scriptPath: {str(outside / 'child.js')!r} }})\n")
+    )
+    async with connect(env.server(trust=(str(env.project),), confined=True)) as c:
+        out = data(await call(c, "workflow_run", {"path": str(path), "provider": "plain", "waitMs": 20_000}))
+    # Not refused before the run (that would say something about a file outside the server's roots):
+    # the run itself rejects the nested call, with the scope's own words.
+    assert out["status"] == "failed" and Plain.calls == [], dumps(out)
+    assert "outside this server's project roots" in out["error"]["message"]

@@ -1,0 +1,54 @@
+"""A usage limit the fake provider simulates, as the command line shows it: ``run`` stops with the run
+paused and when the limit resets, and ``resume --wait`` waits for that reset and completes the run,
+replaying the call that finished before the pause."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CLI = str(Path(sys.executable).with_name("workflow-mcp"))
+BOUND_S = 60
+TWO_CALLS = (
+    "export const meta = { name: 'two-calls', description: 'a then b' }\n"
+    "const a = await agent('first', { label: 'a' })\n"
+    "const b = await agent('second', { label: 'b' })\n"
+    "return [a, b]\n"
+)
+RESET_IN_S = 8  # the real wait `resume --wait` makes (a margin for a slow `run` start)
+
+
+def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WORKFLOW_MCP_HOME": str(cwd / "state"), "HOME": str(cwd / "home")}
+    return subprocess.run([CLI, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=BOUND_S)
+
+
+def test_run_pauses_for_the_usage_limit_and_resume_wait_completes_it_after_the_reset(tmp_path: Path) -> None:
+    reset = math.ceil(time.time()) + RESET_IN_S
+    stamp = datetime.datetime.fromtimestamp(reset, tz=datetime.UTC).isoformat().replace("+00:00", "Z")
+    (tmp_path / "two.js").write_text(TWO_CALLS)
+    (tmp_path / "limit.json").write_text(
+        json.dumps(
+            {
+                "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "resetsAt": stamp}}],
+                "default": {"echo": True},
+            }
+        )
+    )
+    first = cli("run", "two.js", "--fake-script", "limit.json", cwd=tmp_path)
+    assert first.returncode == 1 and first.stdout == "", first.stderr
+    assert f"fake reached its usage limit (it resets at {stamp})" in first.stderr
+    run_id = first.stderr.split("workflow-mcp resume ")[-1].split()[0]
+    shown = json.loads(cli("runs", "show", run_id, "--json", cwd=tmp_path).stdout)
+    assert (shown["status"], shown["pausedReason"], shown["resetsAt"]) == ("paused", "usage_limit", stamp)
+
+    second = cli("resume", run_id, "--wait", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert time.time() >= reset and json.loads(second.stdout) == ["first", "second"]
+    assert f"run {run_id} paused for a usage limit; waiting" in second.stderr
