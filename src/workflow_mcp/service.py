@@ -65,6 +65,7 @@ from .errors import (
     WorkflowNotFoundError,
 )
 from .events import Event, utc_now
+from .library import Library
 from .providers.base import AgentProvider
 from .providers.pool import ProviderPool
 from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
@@ -72,6 +73,7 @@ from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import HEARTBEAT_S
 from .store.base import RunRecord, RunStore
+from .store.library import SqliteLibraryStore, library_store_for
 from .store.sqlite import default_home
 
 if TYPE_CHECKING:
@@ -310,6 +312,7 @@ class WorkflowService:
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
+        self._library: Library | None = None
 
     @classmethod
     def open(
@@ -449,6 +452,35 @@ class WorkflowService:
                 raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
             return str(candidate), prof
         return None, prof
+
+    # -- the workflow library ---------------------------------------------------------------
+    @property
+    def library(self) -> Library:
+        """The workflow library of ``cwd`` (:mod:`workflow_mcp.library`): its sidecar is the state
+        database's library tables (an in-memory twin beside an in-memory run store), its writers are
+        serialised across processes by ``<state dir>/library.lock``, and its global instructions are
+        the first of ``$WORKFLOW_MCP_INSTRUCTIONS``, ``<cwd>/.workflow-mcp/instructions.md`` and
+        ``<state dir>/instructions.md`` that exists."""
+        if self._library is None:
+            side = library_store_for(self.store)
+            file_backed = isinstance(side, SqliteLibraryStore)
+            instructions = (
+                [os.environ.get("WORKFLOW_MCP_INSTRUCTIONS", "")]
+                if os.environ.get("WORKFLOW_MCP_INSTRUCTIONS")
+                else []
+            )
+            instructions += [
+                os.path.join(self.cwd, ".workflow-mcp", "instructions.md"),
+                os.path.join(self.state_dir, "instructions.md"),
+            ]
+            self._library = Library(
+                side,
+                cwd=self.cwd,
+                home=self.home,
+                lock_path=os.path.join(self.state_dir, "library.lock") if file_backed else None,
+                instructions=instructions,
+            )
+        return self._library
 
     # -- runs --------------------------------------------------------------------------------
     def start_run(
