@@ -356,15 +356,15 @@ class Library:
         return os.path.realpath(Path(cwd or self.cwd, ".claude", "workflows"))
 
     def _display(self, root: str, file: str, cwd: str | None = None) -> str:
-        """``file`` in ``root`` as users see it: relative to the project directory, or ``~/…``."""
+        """``file`` in ``root`` as users see it: relative to the project directory, or
+        ``~/.claude/workflows/<file>`` for the personal directory (wherever ``home`` puts it)."""
+        if root == self.root_of("personal"):
+            return f"~/.claude/workflows/{file}"
         full = os.path.join(root, file)
         base = os.path.realpath(cwd or self.cwd)
         if full.startswith(base + os.sep):
             return os.path.relpath(full, base)
-        home = os.path.realpath(Path.home())
-        if full.startswith(home + os.sep):
-            return "~/" + os.path.relpath(full, home)
-        return os.path.join(Path(root).parent.name, Path(root).name, file)
+        return os.path.join(".claude", "workflows", file)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -635,14 +635,15 @@ class Library:
         return live[0]
 
     def draft_workflow(self, ref: str, *, cwd: str | None = None) -> Workflow:
-        """The draft ``ref`` names, loaded to run (labelled ``<name>@draft``; no file).
+        """The draft ``ref`` names, loaded to run. It has no file (``path`` ``None``, as an inline
+        source): approval judges it by its source hash, never by a directory.
 
         Raises:
             LibraryError: ``not_found``.
             WorkflowLoadError: the stored source no longer loads (a newer profile).
         """
         d = self.draft(ref, cwd=cwd)
-        return load_workflow(f"{d.name}{DRAFT_SUFFIX}", source=d.source)
+        return load_workflow(None, source=d.source)
 
     # -- describe -----------------------------------------------------------------------------
     def global_instructions(self) -> str | None:
