@@ -245,7 +245,7 @@ class ListedWorkflow:
     tags: tuple[str, ...]
     category: str | None
     author: str | None
-    source: str
+    source: Literal["personal", "project", "plugin"]
     path: str | None
     draft_id: str | None = None
 
@@ -272,6 +272,7 @@ class DeletePrompt:
     file: str | None
     removes_file: bool
     expires_at: str
+    source_hash: str = ""
 
     @property
     def message(self) -> str:
@@ -755,15 +756,18 @@ class Library:
     # -- list ---------------------------------------------------------------------------------
     def catalog_of(self, workflow: DiscoveredWorkflow) -> LibraryVersion | None:
         """The catalog entry describing this discovered file's exact source (``None``: none)."""
-        root = os.path.realpath(os.path.dirname(workflow.path))
-        return next(
-            (
-                v
-                for v in self._versions(root, workflow.name)
-                if v.source_hash == workflow.workflow.source_hash
-            ),
-            None,
-        )
+        return self.entry_for(workflow.path, workflow.name, workflow.workflow.source_hash)
+
+    def entry_for(self, path: str, name: str, source_hash: str) -> LibraryVersion | None:
+        """The catalog entry of workflow ``name`` whose source hash is ``source_hash``, in the workflows
+        directory holding the file ``path`` (``None``: the library has no version of that source)."""
+        root = os.path.realpath(os.path.dirname(path))
+        return next((v for v in self._versions(root, name) if v.source_hash == source_hash), None)
+
+    def versions_of(self, path: str, name: str) -> tuple[str, ...]:
+        """Every stored version of ``name`` in the directory of ``path``, highest precedence first."""
+        root = os.path.realpath(os.path.dirname(path))
+        return tuple(sorted((v.version for v in self._versions(root, name)), key=_precedence, reverse=True))
 
     def list(
         self,
@@ -778,8 +782,8 @@ class Library:
         """The ``discovered`` workflows (and, with ``include_drafts``, the live drafts) that match every
         filter: ``query`` a case-insensitive substring of the name or description, ``category`` a
         case-insensitive substring of the category, ``tags`` all present (case-insensitive). Values are
-        trimmed; a blank query or category applies no filter. Sorted by name, then version (higher
-        precedence first: a release before its prereleases).
+        trimmed; a blank query or category applies no filter. Workflows keep discovery's order (Claude
+        Code's: one per name, by ``localeCompare``); drafts follow, by name.
         """
         needle = (query or "").strip().casefold()
         wanted_category = (category or "").strip().casefold()
@@ -839,7 +843,9 @@ class Library:
             have = {t.casefold() for t in row.tags}
             return all(t in have for t in wanted_tags)
 
-        found = sorted(filter(matches, rows), key=_row_order)
+        permanent = [r for r in rows if r.kind == "permanent" and matches(r)]  # discovery's order
+        drafts = sorted((r for r in rows if r.kind == "draft" and matches(r)), key=_row_order)
+        found = permanent + drafts
         hint = None
         if not found:
             hint = (
@@ -904,9 +910,11 @@ class Library:
         draft: bool = False,
         personal: bool | None = None,
         cwd: str | None = None,
+        record: bool = True,
     ) -> DeletePrompt:
         """Resolve what a delete of ``name`` (its current file, a stored ``version``, or its draft) would
-        remove and record a confirmation; nothing is deleted yet.
+        remove and record a confirmation; nothing is deleted yet. ``record=False`` only resolves the
+        target (the prompt's ``token`` is then empty and confirms nothing).
 
         Raises:
             LibraryError: ``invalid_version`` (before any lookup), ``invalid_input``, ``not_found``,
@@ -915,23 +923,23 @@ class Library:
         canonical = canonical_version(version) if version is not None else None
         name = _clean(name, "name", limit=MAX_NAME_CHARS + len(DRAFT_SUFFIX)) or ""
         target, removes_file = self._resolve_target(name, canonical, draft, cwd, personal)
-        token = secrets.token_urlsafe(24)
+        token = secrets.token_urlsafe(24) if record else ""
         expires = self.clock() + CONFIRM_TTL_S
-        try:
-            self.store.add_confirmation(
-                DeleteConfirmation(
-                    token_hash=_sha256(token),
-                    root=target.root,
-                    name=target.name,
-                    source_hash=target.source_hash,
-                    expires_at=expires,
-                    version=target.version,
-                    draft_id=target.draft_id,
-                    file=target.file if removes_file else None,
-                )
+        if record:
+            confirmation = DeleteConfirmation(
+                token_hash=_sha256(token),
+                root=target.root,
+                name=target.name,
+                source_hash=target.source_hash,
+                expires_at=expires,
+                version=target.version,
+                draft_id=target.draft_id,
+                file=target.file if removes_file else None,
             )
-        except StoreError as exc:
-            raise _store_failed(exc, "recording the delete confirmation") from exc
+            try:
+                self.store.add_confirmation(confirmation)
+            except StoreError as exc:
+                raise _store_failed(exc, "recording the delete confirmation") from exc
         return DeletePrompt(
             token=token,
             name=target.name,
@@ -940,7 +948,14 @@ class Library:
             file=self._display(target.root, target.file, cwd) if target.file else None,
             removes_file=removes_file,
             expires_at=_iso(expires),
+            source_hash=target.source_hash,
         )
+
+    def discard_delete(self, token: str) -> None:
+        """Use up the confirmation of ``token`` without deleting anything (the user declined), so it can
+        never be answered later. Unknown tokens are ignored."""
+        with contextlib.suppress(StoreError):
+            self.store.take_confirmation(_sha256(token))
 
     def confirm_delete(self, token: str, *, cwd: str | None = None) -> Deleted:
         """Delete what the prompt of ``token`` showed, if it is unchanged. The token works once.
