@@ -65,7 +65,7 @@ from .errors import (
     WorkflowNotFoundError,
 )
 from .events import Event, utc_now
-from .library import Library
+from .library import Library, parse_draft_ref
 from .providers.base import AgentProvider
 from .providers.pool import ProviderPool
 from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
@@ -413,14 +413,19 @@ class WorkflowService:
         ``check_syntax=False`` leaves the V8 compile to the caller (the CLI does it in the run's own
         worker, so a run starts one Node process, not two).
 
+        ``<name>@draft`` is the library's draft of that name.
+
         Raises:
             WorkflowNotFoundError: neither a file nor a known name.
+            LibraryError: ``not_found`` for a ``<name>@draft`` with no live draft.
             WorkflowLoadError: the file breaks a loading rule.
             InvalidInputError: ``profile`` names no known profile.
         """
         file, prof = self._file_of(target, cwd, profile)
         if file is not None:
             return load_workflow(file, profile=prof, check_syntax=check_syntax)
+        if parse_draft_ref(target) is not None:  # the library's draft of that name (no file)
+            return self.library.draft_workflow(target, cwd=cwd)
         return resolve_workflow(target, cwd or self.cwd, self.home, profile=prof).workflow
 
     def _pending(self, target: str, *, cwd: str | None = None, profile: str | None = None) -> PendingWorkflow:
@@ -435,6 +440,8 @@ class WorkflowService:
         file, prof = self._file_of(target, cwd, profile)
         if file is not None:
             return prepare_workflow(file, profile=prof)
+        if parse_draft_ref(target) is not None:  # the library's draft of that name (no file)
+            return PendingWorkflow.of(self.library.draft_workflow(target, cwd=cwd))
         return PendingWorkflow.of(resolve_workflow(target, cwd or self.cwd, self.home, profile=prof).workflow)
 
     def _file_of(self, target: str, cwd: str | None, profile: str | None) -> tuple[str | None, Profile]:
