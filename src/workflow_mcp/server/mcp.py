@@ -1554,6 +1554,11 @@ class WorkflowMcpServer(MCPServer[Any]):
             ),
         )
 
+        for name in ("workflow_create", "workflow_create_draft", "workflow_get", "workflow_delete"):
+            tool = self._tool_manager.get_tool(name)
+            assert tool is not None and tool.fn_metadata.output_schema is not None
+            tool.fn_metadata.output_schema = _or_library_failure(tool.fn_metadata.output_schema)
+
     async def _library_call(self, work: Callable[[], _T]) -> _T | CallToolResult:
         """``work()`` in a worker thread; a :class:`LibraryError` becomes an ``isError`` result with its
         typed reason in ``structuredContent``."""
@@ -2470,6 +2475,19 @@ class DeleteAnswer(BaseModel):
     """What the user answers when asked to confirm a workflow_delete (form elicitation)."""
 
     confirm: bool = Field(description="Delete it (this cannot be undone).")
+
+
+def _or_library_failure(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` widened to also accept a :class:`LibraryFailure` (the ``structuredContent`` of an
+    ``isError`` result), so clients that check every result against the output schema (the MCP
+    Inspector does, errors included) accept the typed reason: ``{"type": "object", "anyOf": [ok, failure]}``."""
+    ok = dict(schema)
+    failure = LibraryFailure.model_json_schema(by_alias=True)
+    defs = {**ok.pop("$defs", {}), **failure.pop("$defs", {})}
+    widened: dict[str, Any] = {"type": "object", "anyOf": [ok, failure]}
+    if defs:
+        widened["$defs"] = defs
+    return widened
 
 
 def _library_failure(exc: LibraryError) -> CallToolResult:

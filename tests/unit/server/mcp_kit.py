@@ -142,9 +142,7 @@ async def call(client: Client, tool: str, arguments: dict[str, Any], **kwargs: A
         _SCHEMAS[key] = {t.name: t.output_schema for t in (await client.list_tools()).tools}
     result = await client.call_tool(tool, arguments, **kwargs)
     schema = _SCHEMAS[key].get(tool)
-    # As the SDK client does, never for isError results (a library failure's structuredContent is its
-    # typed reason, not the tool's output).
-    if result.structured_content is not None and schema is not None and not result.is_error:
+    if result.structured_content is not None and schema is not None:
         jsonschema.Draft202012Validator(schema).validate(result.structured_content)
     assert result.content and result.content[0].type == "text" and result.content[0].text.strip()
     return result
