@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._index import DiscoveryIndex
 from ._plan import PlanReport, TokenEstimator, build_report, read_history
 from ._preflight import refuse_unservable
 from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
@@ -313,6 +314,7 @@ class WorkflowService:
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
         self._library: Library | None = None
+        self._index: DiscoveryIndex | None = None
 
     @classmethod
     def open(
@@ -379,8 +381,8 @@ class WorkflowService:
     def list_workflows(self, cwd: str | None = None, *, reachable: Reachable | None = None) -> Discovery:
         """Personal and project workflows visible from ``cwd`` (Claude's precedence and order).
         ``reachable`` (a predicate on real paths) skips, unread, what it refuses (an MCP server's file
-        scope)."""
-        return find_workflows(cwd or self.cwd, self.home, reachable=reachable)
+        scope). Served from the live :attr:`index` (current on every call; refreshed by a watcher)."""
+        return self.index.get(cwd or self.cwd, self.home, reachable=reachable)
 
     def find_workflow(
         self,
@@ -461,6 +463,13 @@ class WorkflowService:
         return None, prof
 
     # -- the workflow library ---------------------------------------------------------------
+    @property
+    def index(self) -> DiscoveryIndex:
+        """The live discovery index :meth:`list_workflows` reads (:mod:`workflow_mcp._index`)."""
+        if self._index is None:
+            self._index = DiscoveryIndex(find_workflows)
+        return self._index
+
     @property
     def library(self) -> Library:
         """The workflow library of ``cwd`` (:mod:`workflow_mcp.library`): its sidecar is the state
@@ -1754,6 +1763,8 @@ class WorkflowService:
                 async with asyncio.timeout(timeout_s):
                     await asyncio.gather(*pending, return_exceptions=True)
         await self.providers.aclose()  # after the runs: their agent processes stop with them
+        if self._index is not None:
+            await asyncio.to_thread(self._index.close)  # its watcher restarts with the next listing
         return [h.run_id for h in running]
 
 
