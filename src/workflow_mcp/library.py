@@ -34,6 +34,7 @@ Every refusal is a :class:`~workflow_mcp.errors.LibraryError` with a typed ``rea
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import fcntl
 import hashlib
@@ -83,7 +84,6 @@ MAX_FIELD_CHARS = 255
 DRAFT_SUFFIX = "@draft"
 
 Scope = Literal["project", "personal"]
-_SCOPES: tuple[Scope, ...] = ("project", "personal")
 
 
 def canonical_version(text: str) -> str:
@@ -347,7 +347,34 @@ class Library:
         self.lock_path = lock_path
         self.instructions = tuple(instructions)
         self.clock = clock
+        self.reachable: Callable[[str], bool] | None = None
         self._lock = threading.Lock()
+
+    def within(self, reachable: Callable[[str], bool]) -> Library:
+        """This library limited to the workflows directories ``reachable`` allows (a predicate on real
+        paths, e.g. an MCP server's file scope: over HTTP the personal directory is out of reach, so it
+        is neither read nor written). Same store, same lock."""
+        view = copy.copy(self)
+        view.reachable = reachable
+        return view
+
+    def _scopes(
+        self, cwd: str | None, only: tuple[Scope, ...] = ("project", "personal")
+    ) -> list[tuple[Scope, str]]:
+        """``(scope, root)`` of the directories this library may read, project first."""
+        roots = [(scope, self.root_of(scope, cwd)) for scope in only]
+        return [(s, r) for s, r in roots if self.reachable is None or self.reachable(r)]
+
+    def _writable_root(self, personal: bool, cwd: str | None) -> str:
+        scope: Scope = "personal" if personal else "project"
+        found = self._scopes(cwd, (scope,))
+        if not found:
+            raise LibraryError(
+                "invalid_input",
+                f"the {scope} workflows directory is out of this server's reach (over HTTP only the project "
+                "roots are); omit personal",
+            )
+        return found[0][1]
 
     # -- places --------------------------------------------------------------------------------
     def root_of(self, scope: Scope, cwd: str | None = None) -> str:
@@ -481,7 +508,7 @@ class Library:
         workflow = self._load(source)
         name = workflow.meta.name
         scope: Scope = "personal" if personal else "project"
-        root = self.root_of(scope, cwd)
+        root = self._writable_root(personal, cwd)
         source_hash = _sha256(source)
         with self._writing():
             stored = self._versions(root, name)
@@ -580,7 +607,7 @@ class Library:
         clean_author = _clean(author, "author")
         workflow = self._load(source)
         now = self.clock()
-        root = self.root_of("personal" if personal else "project", cwd)
+        root = self._writable_root(personal, cwd)
         draft = LibraryDraft(
             draft_id="draft_" + secrets.token_hex(8),
             root=root,
@@ -624,9 +651,10 @@ class Library:
         name = parse_draft_ref(ref)
         if name is None:
             found = self.store.get_draft(ref)
-            live = [found] if found is not None and not self._expired(found) else []
+            reachable = found is not None and (self.reachable is None or self.reachable(found.root))
+            live = [found] if found is not None and reachable and not self._expired(found) else []
         else:
-            live = [d for scope in _SCOPES for d in self._drafts(self.root_of(scope, cwd)) if d.name == name]
+            live = [d for _, root in self._scopes(cwd) for d in self._drafts(root) if d.name == name]
         if not live:
             raise LibraryError(
                 "not_found",
@@ -691,8 +719,7 @@ class Library:
                 created_at=d.created_at,
                 expires_at=d.expires_at,
             )
-        for scope in _SCOPES:
-            root = self.root_of(scope, cwd)
+        for scope, root in self._scopes(cwd):
             stored = sorted(self._versions(root, name), key=lambda v: _precedence(v.version), reverse=True)
             existing = self._file_of(root, name)
             if not stored and existing is None:
@@ -812,8 +839,8 @@ class Library:
                 )
             )
         if include_drafts:
-            for scope in _SCOPES:
-                for d in self._drafts(self.root_of(scope, cwd)):
+            for scope, root in self._scopes(cwd):
+                for d in self._drafts(root):
                     try:
                         description = load_workflow(
                             None, source=d.source, check_syntax=False
@@ -863,9 +890,8 @@ class Library:
         if draft or parse_draft_ref(name) is not None:
             d = self.draft(name if parse_draft_ref(name) else f"{name}{DRAFT_SUFFIX}", cwd=cwd)
             return _Target(d.root, None, d.name, d.source_hash, draft_id=d.draft_id), False
-        scopes: tuple[Scope, ...] = ("personal",) if personal else ("project", "personal")
-        for scope in scopes:
-            root = self.root_of(scope, cwd)
+        only: tuple[Scope, ...] = ("personal",) if personal else ("project", "personal")
+        for scope, root in self._scopes(cwd, only):
             stored = self._versions(root, name)
             existing = self._file_of(root, name)
             if not stored and existing is None:

@@ -498,6 +498,11 @@ class WorkflowService:
             )
         return self._library
 
+    def library_within(self, reachable: Reachable) -> Library:
+        """:attr:`library` limited to the workflows directories ``reachable`` allows (an MCP server's
+        file scope: over HTTP the personal directory is neither read nor written)."""
+        return self.library.within(reachable)
+
     # -- runs --------------------------------------------------------------------------------
     def start_run(
         self,

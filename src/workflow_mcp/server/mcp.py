@@ -518,7 +518,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         try:
             workflows, diagnostics = await anyio.to_thread.run_sync(self._discover, base)
             listing = await anyio.to_thread.run_sync(
-                lambda: self.service.library.list(
+                lambda: self.service.library_within(self.scope.allows).list(
                     workflows,
                     query=query,
                     category=category,
@@ -1584,7 +1584,7 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> Annotated[CallToolResult, WorkflowCreated]:
         base = self._base(cwd)
         created = await self._library_call(
-            lambda: self.service.library.create(
+            lambda: self.service.library_within(self.scope.allows).create(
                 script, version=version, tags=tags or (), category=category, author=author,
                 fields=fields, personal=personal, cwd=base,
             )
@@ -1623,7 +1623,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         base = self._base(cwd)
         owner = self._principal().owner
         saved = await self._library_call(
-            lambda: self.service.library.create_draft(
+            lambda: self.service.library_within(self.scope.allows).create_draft(
                 script, tags=tags or (), category=category, author=author, fields=fields, owner=owner,
                 expires_in_s=expiresInSeconds, personal=personal, cwd=base,
             )
@@ -1656,7 +1656,9 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> Annotated[CallToolResult, WorkflowDefinition]:
         base = self._base(cwd)
         found = await self._library_call(
-            lambda: self.service.library.describe(name, version=version, draft=draft, cwd=base)
+            lambda: self.service.library_within(self.scope.allows).describe(
+                name, version=version, draft=draft, cwd=base
+            )
         )
         if isinstance(found, CallToolResult):
             return found
@@ -1694,7 +1696,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         base = self._base(cwd)
         try:
             preview = await anyio.to_thread.run_sync(
-                lambda: self.service.library.prepare_delete(
+                lambda: self.service.library_within(self.scope.allows).prepare_delete(
                     name, version=version, draft=draft, personal=True if personal else None, cwd=base,
                     record=False,
                 )
@@ -1725,7 +1727,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         cwd: Cwd = None,
     ) -> Annotated[CallToolResult, DeleteOutcome]:
         base = self._base(cwd)
-        lib = self.service.library
+        lib = self.service.library_within(self.scope.allows)
         asked = _DELETE_ASKED.get()
         if confirmToken is not None:
             token = confirmToken
@@ -1789,7 +1791,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         """The library metadata of this exact source (``{}`` when the library has none)."""
         if workflow.path is None:
             return {}
-        lib = self.service.library
+        lib = self.service.library_within(self.scope.allows)
         entry = lib.entry_for(workflow.path, workflow.meta.name, workflow.source_hash)
         if entry is None:
             return {}
@@ -1833,7 +1835,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         assert name is not None
         if name.endswith("@draft"):
             return await anyio.to_thread.run_sync(
-                lambda: self.service.library.draft_workflow(name, cwd=base)
+                lambda: self.service.library_within(self.scope.allows).draft_workflow(name, cwd=base)
             ), "draft"
         if os.sep in name or name.endswith(".js"):
             raise WorkflowNotFoundError(f"{name!r} is not a workflow name; pass a file as `path` instead")

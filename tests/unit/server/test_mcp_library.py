@@ -232,3 +232,22 @@ async def test_a_file_changed_while_the_user_is_asked_is_asked_about_again_never
     assert reason(outcome) == "cancelled"
     assert len(asked) == 2 and asked[0] != asked[1]
     assert "Edited" in path.read_text()
+
+
+async def test_a_confined_server_never_reads_or_writes_the_personal_directory(env: Env) -> None:
+    personal = env.home / ".claude" / "workflows"
+    personal.mkdir(parents=True)
+    (personal / "secret.js").write_text(AUDIT.replace("'audit'", "'secret'"))
+    alice = Principal("http:alice", scoped=True)
+    async with connect(env.server(principal=alice, confined=True)) as c:
+        refused = await call(c, "workflow_create", {"script": DEPLOY, "personal": True})
+        assert reason(refused) == "invalid_input" and "reach" in data(refused)["message"]
+        assert reason(await call(c, "workflow_get", {"name": "secret"})) == "not_found"
+        assert reason(await call(c, "workflow_delete", {"name": "secret"})) == "not_found"
+        assert (
+            reason(await call(c, "workflow_create_draft", {"script": DEPLOY, "personal": True}))
+            == "invalid_input"
+        )
+        created = data(await call(c, "workflow_create", {"script": DEPLOY}))
+        assert created["scope"] == "project"
+    assert sorted(p.name for p in personal.iterdir()) == ["secret.js"]
