@@ -22,7 +22,9 @@ whole pool.
 
 Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``, ``agent_run``,
 ``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
-``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
+``providers_list``, and the workflow library's ``workflow_create``, ``workflow_create_draft``,
+``workflow_get``, ``workflow_delete`` (:mod:`workflow_mcp.library`, through the service; a refusal is an
+``isError`` result whose ``structuredContent`` carries the typed ``reason``). Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
 ``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
 the list of recent runs, with ``resources/updated`` for subscribed runs (``subscriptions/listen`` on
 2026-07-28 connections, ``resources/subscribe`` on earlier ones); a client hears only of runs it may
@@ -617,6 +619,8 @@ class WorkflowMcpServer(MCPServer[Any]):
             if name is not None:
                 target, _ = await self._load(name, None, None, cwd, check_syntax=False)
                 file = target.path
+                if file is None:  # a library draft (<name>@draft): its stored source
+                    script = target.source
             checked, source_hash = await anyio.to_thread.run_sync(
                 lambda: (self.service.validate(file, source=script), _hash_of(file, script))
             )

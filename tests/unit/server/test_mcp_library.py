@@ -251,3 +251,14 @@ async def test_a_confined_server_never_reads_or_writes_the_personal_directory(en
         created = data(await call(c, "workflow_create", {"script": DEPLOY}))
         assert created["scope"] == "project"
     assert sorted(p.name for p in personal.iterdir()) == ["secret.js"]
+
+
+async def test_a_draft_is_validated_and_described_by_name_at_draft(env: Env) -> None:
+    async with connect(env.server()) as c:
+        await call(c, "workflow_create_draft", {"script": DEPLOY})
+        checked = data(await call(c, "workflow_validate", {"name": "deploy@draft"}))
+        assert checked["valid"] is True and checked["meta"]["name"] == "deploy"
+        described = data(await call(c, "workflow_describe", {"name": "deploy@draft"}))
+        assert described["origin"] == "draft" and described["path"] is None and described["approved"] is True
+        missing = await call(c, "workflow_validate", {"name": "nope@draft"})
+        assert missing.is_error and "not_found" in text(missing)
