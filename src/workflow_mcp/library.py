@@ -624,8 +624,8 @@ class Library:
             expires_at=_iso(now + expires_in_s) if expires_in_s is not None else None,
         )
         with self._writing():
-            self._drop_expired(root)
             try:
+                self._drop_expired(root)
                 stored, new = self.store.put_draft(draft)
             except StoreError as exc:
                 raise _store_failed(exc, f"storing the draft of {draft.name}") from exc
@@ -1011,7 +1011,10 @@ class Library:
                 d = self.store.get_draft(c.draft_id)
                 if d is None or d.source_hash != c.source_hash:
                     raise changed
-                self.store.remove_draft(c.draft_id)
+                try:
+                    self.store.remove_draft(c.draft_id)
+                except StoreError as exc:
+                    raise _store_failed(exc, f"deleting the draft of {c.name}") from exc
                 return Deleted(c.name, "draft", None, None, removed_file=False)
             removed_dir = False
             if c.file is not None:

@@ -100,3 +100,26 @@ def test_malformed_metadata_is_invalid_source_and_existing_workflows_stay(
     assert exc.value.reason == "invalid_source" and exc.value.errors
     assert _snapshot(places.workflows) == before
     assert [v.version for v in service.library.store.versions()] == ["1.0.0"]
+
+
+def test_a_sidecar_that_refuses_writes_is_write_failed_and_nothing_is_written(places: Places) -> None:
+    from workflow_mcp.errors import StoreFullError
+    from workflow_mcp.library import Library
+    from workflow_mcp.store.library import MemoryLibraryStore
+
+    side = MemoryLibraryStore()
+    lib = Library(side, cwd=str(places.project), home=str(places.home))
+    lib.create(source("kept"))
+    lib.create_draft(source("plan"))
+    side.fail_writes = StoreFullError("/somewhere/state.db", directory="/somewhere", free_bytes=0)
+    for attempt in (
+        lambda: lib.create(source("new")),
+        lambda: lib.create_draft(source("plan", "again")),
+        lambda: lib.prepare_delete("kept"),
+    ):
+        with pytest.raises(LibraryError) as exc:
+            attempt()
+        assert exc.value.reason == "write_failed" and "/somewhere" not in str(exc.value)
+    assert sorted(p.name for p in places.workflows.iterdir()) == ["kept.js"]
+    side.fail_writes = None
+    assert "again" not in lib.draft("plan@draft").source
