@@ -55,7 +55,14 @@ import semver
 from .definitions.discover import DiscoveredWorkflow
 from .definitions.load import Workflow, load_workflow, validate_workflow
 from .definitions.plugins import claude_config_dir
-from .errors import LibraryError, StoreError, WorkflowMcpError
+from .errors import (
+    LibraryError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
+    WorkflowMcpError,
+)
 from .store.base import DeleteConfirmation, LibraryDraft, LibraryStore, LibraryVersion
 
 __all__ = [
@@ -179,9 +186,16 @@ def _write_failed(exc: OSError, what: str) -> LibraryError:
 
 
 def _store_failed(exc: StoreError, what: str) -> LibraryError:
-    return LibraryError(
-        "write_failed", f"{what} failed: the state database refused it ({type(exc).__name__})"
-    )
+    """``write_failed`` saying why the state database refused (never its path)."""
+    if isinstance(exc, StoreFullError):
+        why = "the disk holding the state database is full (or the file-size limit was reached)"
+    elif isinstance(exc, StoreReadOnlyError):
+        why = "the state database is read-only"
+    elif isinstance(exc, StoreCorruptError):
+        why = "the state database is damaged; run `workflow-mcp store check`"
+    else:
+        why = "the state database refused it"
+    return LibraryError("write_failed", f"{what} failed: {why}; nothing was changed")
 
 
 # -- results ------------------------------------------------------------------------------------

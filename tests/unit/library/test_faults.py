@@ -120,6 +120,7 @@ def test_a_sidecar_that_refuses_writes_is_write_failed_and_nothing_is_written(pl
         with pytest.raises(LibraryError) as exc:
             attempt()
         assert exc.value.reason == "write_failed" and "/somewhere" not in str(exc.value)
+        assert "disk holding the state database is full" in str(exc.value)
     assert sorted(p.name for p in places.workflows.iterdir()) == ["kept.js"]
     side.fail_writes = None
     assert "again" not in lib.draft("plan@draft").source
