@@ -134,3 +134,19 @@ def test_validate_checks_files_and_directories_and_annotates_for_github(tmp_path
     missing = cli("validate", str(lone), "nope.js", cwd=root)
     assert missing.returncode == 2 and "nope.js" in missing.stderr
     no_traceback(missing)
+
+
+def test_delete_with_yes_removes_a_draft_and_describe_json_has_the_metadata(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    src = write(root / "d.js", DEPLOY)
+    cli("library", "create", str(src), "--tags", "a", "--category", "ops", "--author", "ana", cwd=root)
+    doc = json.loads(cli("library", "describe", "deploy", "--json", cwd=root).stdout)
+    assert (doc["version"], doc["tags"], doc["category"], doc["author"], doc["source"]) == (
+        "1.0.0", ["a"], "ops", "ana", DEPLOY,
+    )  # fmt: skip
+    cli("library", "create", str(src), "--draft", cwd=root)
+    gone = cli("library", "delete", "deploy", "--draft", "--yes", cwd=root)
+    assert gone.returncode == 0 and "deleted the draft" not in gone.stderr and "deleted deploy" in gone.stdout
+    assert (root / ".claude/workflows/deploy.js").exists()  # only the draft went
+    missing = cli("library", "describe", "deploy", "--draft", cwd=root)
+    assert missing.returncode == 1 and "[not_found]" in missing.stderr

@@ -262,3 +262,15 @@ async def test_a_draft_is_validated_and_described_by_name_at_draft(env: Env) -> 
         assert described["origin"] == "draft" and described["path"] is None and described["approved"] is True
         missing = await call(c, "workflow_validate", {"name": "nope@draft"})
         assert missing.is_error and "not_found" in text(missing)
+
+
+async def test_author_and_free_form_fields_stay_in_the_library_not_the_file(env: Env) -> None:
+    fields = {"team": "core", "reviewers": ["ana", "bo"], "sla": {"hours": 4}}
+    async with connect(env.server()) as c:
+        await call(
+            c, "workflow_create", {"script": DEPLOY, "author": "ana", "fields": fields, "category": "ops"}
+        )
+        got = data(await call(c, "workflow_get", {"name": "deploy"}))
+    assert (got["author"], got["fields"], got["category"]) == ("ana", fields, "ops")
+    written = (env.project / ".claude/workflows/deploy.js").read_text()
+    assert written == DEPLOY and "core" not in written and "ana" not in written
