@@ -262,6 +262,8 @@ class ListedWorkflow:
     source: Literal["personal", "project", "plugin"]
     path: str | None
     draft_id: str | None = None
+    versions: tuple[str, ...] = ()
+    """Every stored version of this name in its directory, highest semver precedence first."""
 
 
 @dataclass(frozen=True)
@@ -850,6 +852,7 @@ class Library:
                     author=entry.author if entry else None,
                     source=w.source,
                     path=w.path,
+                    versions=self.versions_of(w.path, w.name) if w.source != "plugin" else (),
                 )
             )
         if include_drafts:

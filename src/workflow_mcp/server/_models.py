@@ -63,6 +63,9 @@ class WorkflowSummary(_Model):
         description="Library tags of this exact source (kept in the sidecar, not the file)."
     )
     version: str | None = Field(default=None, description="Library version of this exact source, if any.")
+    versions: list[str] = Field(
+        default_factory=list, description="Stored library versions, highest semver precedence first."
+    )
     category: str | None = Field(default=None, description="Library category of this exact source, if any.")
     kind: Literal["permanent", "draft"] = Field(
         default="permanent", description="draft: kept in the library only; run it as <name>@draft."

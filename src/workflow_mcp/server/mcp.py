@@ -543,6 +543,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                 path=row.path,
                 tags=list(row.tags),
                 version=row.version,
+                versions=list(row.versions),
                 category=row.category,
                 kind=row.kind,
             )

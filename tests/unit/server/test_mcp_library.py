@@ -93,6 +93,12 @@ async def test_create_list_by_tag_get_and_a_new_version(env: Env) -> None:
         assert old["source"] == DEPLOY and old["current"] is False and old["versions"] == ["1.1.0", "1.0.0"]
         described = data(await call(c, "workflow_describe", {"name": "deploy"}))
         assert described["sidecar"]["version"] == "1.1.0"
+        await call(
+            c, "workflow_create", {"script": DEPLOY.replace("Ship", "Ship rc"), "version": "2.0.0-rc.1"}
+        )
+        await call(c, "workflow_create", {"script": DEPLOY.replace("Ship", "Ship 2"), "version": "2.0.0"})
+        row = next(w for w in data(await call(c, "workflow_list", {}))["workflows"] if w["name"] == "deploy")
+        assert (row["version"], row["versions"]) == ("2.0.0", ["2.0.0", "2.0.0-rc.1", "1.1.0", "1.0.0"])
 
 
 async def test_failures_carry_typed_reasons(env: Env) -> None:
