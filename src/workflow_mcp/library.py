@@ -45,7 +45,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -321,6 +321,7 @@ class _Found:
     root: str
     scope: Scope
     file: str
+    name: str
     source: str
     source_hash: str
 
@@ -334,7 +335,6 @@ class _Target:
     version: str | None = None
     draft_id: str | None = None
     file: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # -- the library --------------------------------------------------------------------------------
@@ -449,16 +449,11 @@ class Library:
                 workflow = load_workflow(path, check_syntax=False)
             except WorkflowMcpError:
                 continue
-            yield _Found(root, scope, file, workflow.meta.name, workflow.source_hash)
+            yield _Found(root, scope, file, workflow.meta.name, workflow.source, workflow.source_hash)
 
     def _file_of(self, root: str, name: str) -> _Found | None:
-        found = next((f for f in self._files(root) if f.source == name), None)
-        if found is None:
-            return None
-        path = os.path.join(root, found.file)
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        return _Found(root, found.scope, found.file, raw.decode("utf-8", "replace"), found.source_hash)
+        """The first file (by name) in ``root`` holding workflow ``name``; its text and hash from one read."""
+        return next((f for f in self._files(root) if f.name == name), None)
 
     def _file_name(self, root: str, name: str) -> str:
         """``<slug>.js``, or ``<slug>-<hash8>.js`` when that file exists and holds another workflow."""
