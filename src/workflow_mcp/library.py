@@ -38,6 +38,7 @@ import copy
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import secrets
 import tempfile
@@ -87,6 +88,7 @@ MAX_NAME_CHARS = 200
 """Longest workflow name the library stores (the seed's limit, so every file name fits 255 bytes)."""
 
 MAX_TAGS = 64
+MAX_FIELDS_BYTES = 65_536
 MAX_FIELD_CHARS = 255
 DRAFT_SUFFIX = "@draft"
 
@@ -177,6 +179,18 @@ def _clean_tags(tags: Iterable[str]) -> tuple[str, ...]:
     if len(out) > MAX_TAGS:
         raise LibraryError("invalid_input", f"{len(out)} tags; at most {MAX_TAGS} are kept per workflow")
     return tuple(out)
+
+
+def _clean_fields(fields: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Free-form metadata: a JSON object (at most 64 KiB encoded), else ``invalid_input``."""
+    extra = dict(fields or {})
+    try:
+        encoded = json.dumps(extra, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise LibraryError("invalid_input", f"fields must be a JSON object ({exc})") from None
+    if len(encoded.encode("utf-8")) > MAX_FIELDS_BYTES:
+        raise LibraryError("invalid_input", f"fields are larger than {MAX_FIELDS_BYTES:,} bytes as JSON")
+    return extra
 
 
 def _write_failed(exc: OSError, what: str) -> LibraryError:
@@ -515,7 +529,7 @@ class Library:
         clean_tags = _clean_tags(tags)
         clean_category = _clean(category, "category")
         clean_author = _clean(author, "author")
-        extra = dict(fields or {})
+        extra = _clean_fields(fields)
         workflow = self._load(source)
         name = workflow.meta.name
         scope: Scope = "personal" if personal else "project"
@@ -576,9 +590,9 @@ class Library:
             promoted = None
             for draft in self._drafts(root):
                 if draft.name == name:
-                    with contextlib.suppress(StoreError):
+                    with contextlib.suppress(StoreError):  # the workflow is stored; a kept draft is harmless
                         self.store.remove_draft(draft.draft_id)
-                    promoted = draft.draft_id
+                        promoted = draft.draft_id
         return Created(
             entry=entry,
             scope=scope,
@@ -628,7 +642,7 @@ class Library:
             tags=clean_tags,
             category=clean_category,
             author=clean_author,
-            fields=dict(fields or {}),
+            fields=_clean_fields(fields),
             owner=owner,
             created_at=_iso(now),
             updated_at=_iso(now),

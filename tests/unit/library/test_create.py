@@ -231,3 +231,11 @@ def test_the_catalog_is_keyed_by_directory_so_two_projects_may_hold_one_name(tmp
     finally:
         a.store.close()
         b.store.close()
+
+
+def test_fields_must_be_a_json_object_of_bounded_size(service: WorkflowService, places: Places) -> None:
+    for bad in ({"when": object()}, {"x": float("nan")}, {"blob": "x" * 70_000}):
+        with pytest.raises(LibraryError) as exc:
+            service.library.create(source("deploy"), fields=bad)
+        assert exc.value.reason == "invalid_input"
+    assert not places.workflows.exists()
