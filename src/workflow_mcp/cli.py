@@ -98,12 +98,25 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("path")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--json", "as_json", is_flag=True, help="Print {valid, meta, errors, warnings} as JSON.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "github"]),
+    default=None,
+    help="text (default), json (as --json), or github: workflow-command annotations "
+    "(::error file=…,line=…) that a GitHub Actions log shows on the file and line.",
+)
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
-def validate(path: str, as_json: bool, profile: str | None) -> None:
-    """Check one workflow file against the profile's loading rules, and resolve the agent types it asks
-    for from the current directory (agent files that define nothing are reported too)."""
+def validate(paths: tuple[str, ...], as_json: bool, output_format: str | None, profile: str | None) -> None:
+    """Check workflow files against the profile's loading rules, and resolve the agent types they ask
+    for from the current directory (agent files that define nothing are reported too).
+
+    Each PATH is a file or a directory; a directory stands for every discoverable workflow under it
+    (each .js file whose folder is named `workflows`: .claude/workflows and plugins' workflows/).
+    Exits 1 when any file is invalid, 2 when a PATH does not exist. With one file, --json prints that
+    file's report; with more, {"valid": bool, "files": [report, ...]}."""
     from .definitions.load import validate_workflow
     from .definitions.profile import get_profile
 
@@ -111,55 +124,142 @@ def validate(path: str, as_json: bool, profile: str | None) -> None:
         prof = get_profile(profile)
     except KeyError as exc:
         _fail(str(exc.args[0]))
-    path = _resolve(path)
-    try:
-        report = validate_workflow(path, profile=prof)
-    except WorkflowNotFoundError as exc:
-        if as_json:
-            error = {"rule": "not-found", "message": str(exc), "path": path, "line": None, "column": None}
-            click.echo(
-                json.dumps({"valid": False, "meta": None, "errors": [error], "warnings": []}, indent=2)
-            )
-        _fail(str(exc))
-    doc: dict[str, Any] = dict(report.to_json())
-    from .definitions.agents import BUILTIN_AGENTS as BUILTINS
-    from .definitions.agents import check_agent_types
+    fmt = output_format or ("json" if as_json else "text")
+    files: list[str] = []
+    for given in paths:
+        resolved = _resolve(given)
+        if os.path.isdir(resolved):
+            found = _workflow_files(resolved)
+            if not found:
+                click.echo(f"workflow-mcp: warning: no workflow files under {given}", err=True)
+            files += found
+        elif len(paths) > 1 and not os.path.exists(resolved):
+            _fail(f"{given}: no such file or directory")
+        else:
+            files.append(resolved)
+    docs: list[dict[str, Any]] = []
+    for path in files:
+        try:
+            report = validate_workflow(path, profile=prof)
+        except WorkflowNotFoundError as exc:
+            if fmt == "json" and len(paths) == 1:
+                error = {"rule": "not-found", "message": str(exc), "path": path, "line": None, "column": None}
+                click.echo(
+                    json.dumps({"valid": False, "meta": None, "errors": [error], "warnings": []}, indent=2)
+                )
+            _fail(str(exc))
+        doc: dict[str, Any] = dict(report.to_json())
+        doc["path"] = path
+        docs.append(doc)
+        from .definitions.agents import check_agent_types
 
-    agents = check_agent_types(report.warnings, os.getcwd(), profile=prof)
-    doc["agentTypes"] = [u.to_json() for u in agents.uses]
-    doc["agentFileProblems"] = [p.to_json() for p in agents.problems]
-    if as_json:
-        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
-    else:
-        if report.valid:
-            meta = doc["meta"] or {}
-            click.echo(f"valid: {meta.get('name')} — {meta.get('description')}")
-        for use in agents.uses:
-            d = use.definition
-            if d is not None:
-                click.echo(
-                    f"agent type {use.name!r}: {d.source}" + (f", {d.path}:{d.line}" if d.path else "")
-                )
-            else:
-                click.echo(
-                    f"{path}:{use.line}: warning: agent type {use.name!r} does not resolve from {agents.cwd} "
-                    "(agent() would reject it): add .claude/agents/<file>.md with `name: "
-                    f"{use.name}` or use one of {', '.join(sorted(BUILTINS))}",
-                    err=True,
-                )
-        for problem in agents.problems:
+        agents = check_agent_types(report.warnings, os.getcwd(), profile=prof)
+        doc["agentTypes"] = [u.to_json() for u in agents.uses]
+        doc["agentFileProblems"] = [p.to_json() for p in agents.problems]
+        if fmt == "text":
+            _print_validation(path, doc, agents)
+        elif fmt == "github":
+            _print_annotations(path, doc, agents)
+    valid = all(d["valid"] for d in docs)
+    if fmt == "json":
+        if len(paths) == 1 and len(docs) == 1 and not os.path.isdir(_resolve(paths[0])):
+            single = {k: v for k, v in docs[0].items() if k != "path"}
+            click.echo(json.dumps(single, ensure_ascii=False, indent=2))
+        else:
+            click.echo(json.dumps({"valid": valid, "files": docs}, ensure_ascii=False, indent=2))
+    elif fmt == "github" or len(docs) > 1:
+        bad = sum(not d["valid"] for d in docs)
+        click.echo(f"{len(docs)} workflow file(s) checked, {bad} invalid", err=fmt == "text")
+    sys.exit(0 if valid else 1)
+
+
+def _workflow_files(directory: str) -> list[str]:
+    """Every ``.js`` file under ``directory`` whose folder is named ``workflows`` (``.git`` and
+    ``node_modules`` skipped), in path order."""
+    out: list[str] = []
+    for here, dirs, names in os.walk(directory, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in (".git", "node_modules"))
+        if os.path.basename(here) == "workflows":
+            out += [os.path.join(here, n) for n in sorted(names) if n.endswith(".js")]
+    return out
+
+
+def _print_validation(path: str, doc: dict[str, Any], agents: Any) -> None:
+    from .definitions.agents import BUILTIN_AGENTS as BUILTINS
+
+    if doc["valid"]:
+        meta = doc["meta"] or {}
+        click.echo(f"valid: {meta.get('name')} — {meta.get('description')}")
+    for use in agents.uses:
+        d = use.definition
+        if d is not None:
+            click.echo(f"agent type {use.name!r}: {d.source}" + (f", {d.path}:{d.line}" if d.path else ""))
+        else:
             click.echo(
-                f"{problem.path}:{problem.line}: warning: agent file skipped: {problem.message}", err=True
+                f"{path}:{use.line}: warning: agent type {use.name!r} does not resolve from {agents.cwd} "
+                "(agent() would reject it): add .claude/agents/<file>.md with `name: "
+                f"{use.name}` or use one of {', '.join(sorted(BUILTINS))}",
+                err=True,
             )
-        for e in doc["errors"]:
-            where = f"{e.get('path') or path}"
-            if e.get("line"):
-                where += f":{e['line']}" + (f":{e['column']}" if e.get("column") else "")
-            click.echo(f"{where}: error: {e['message']} [{e['rule']}]", err=True)
-        for w in doc["warnings"]:
-            line = f":{w['line']}" if w.get("line") else ""
-            click.echo(f"{path}{line}: warning: {w['message']} [{w['rule']}]", err=True)
-    sys.exit(0 if report.valid else 1)
+    for problem in agents.problems:
+        click.echo(f"{problem.path}:{problem.line}: warning: agent file skipped: {problem.message}", err=True)
+    for e in doc["errors"]:
+        where = f"{e.get('path') or path}"
+        if e.get("line"):
+            where += f":{e['line']}" + (f":{e['column']}" if e.get("column") else "")
+        click.echo(f"{where}: error: {e['message']} [{e['rule']}]", err=True)
+    for w in doc["warnings"]:
+        line = f":{w['line']}" if w.get("line") else ""
+        click.echo(f"{path}{line}: warning: {w['message']} [{w['rule']}]", err=True)
+
+
+def _escape_data(text: str) -> str:
+    """GitHub workflow-command message escaping (``%``, CR, LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    """GitHub workflow-command property escaping (also ``:`` and ``,``)."""
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _annotation(level: str, path: str, line: int | None, column: int | None, title: str, message: str) -> str:
+    """One GitHub Actions annotation: ``::error file=F,line=L,col=C,title=T::message``."""
+    props = [f"file={_escape_property(os.path.relpath(path) if os.path.isabs(path) else path)}"]
+    if line:
+        props.append(f"line={line}")
+        if column:
+            props.append(f"col={column}")
+    props.append(f"title={_escape_property(title)}")
+    return f"::{level} {','.join(props)}::{_escape_data(message)}"
+
+
+def _print_annotations(path: str, doc: dict[str, Any], agents: Any) -> None:
+    for e in doc["errors"]:
+        click.echo(
+            _annotation(
+                "error",
+                e.get("path") or path,
+                e.get("line"),
+                e.get("column"),
+                f"workflow {e['rule']}",
+                e["message"],
+            )
+        )
+    for w in doc["warnings"]:
+        click.echo(
+            _annotation(
+                "warning", path, w.get("line"), w.get("column"), f"workflow {w['rule']}", w["message"]
+            )
+        )
+    for use in agents.uses:
+        if use.definition is None:
+            click.echo(
+                _annotation(
+                    "warning", path, use.line, None, "workflow agent-type",
+                    f"agent type {use.name!r} does not resolve from {agents.cwd} (agent() would reject it)",
+                )
+            )  # fmt: skip
 
 
 @cli.command(name="list")
@@ -1209,6 +1309,246 @@ def serve(
             allow_inline=allow_inline,
             auto_resume=resume_settings if (enabled if auto_resume is None else auto_resume) else None,
         )
+    )
+
+
+# -- the workflow library ----------------------------------------------------------------------
+@cli.group()
+def library() -> None:
+    """Create, version, tag, draft, describe, list and delete workflows. The file written is exactly the
+    source given (Claude Code runs it unchanged); versions, tags, category and drafts live in the state
+    database. Refusals exit 1 with a typed reason, e.g. `... [already_exists]`."""
+
+
+def _library_failed(exc: WorkflowMcpError, as_json: bool) -> NoReturn:
+    from .errors import LibraryError
+
+    if isinstance(exc, LibraryError):
+        if as_json:
+            click.echo(json.dumps(exc.to_json(), ensure_ascii=False, indent=2))
+        click.echo(f"workflow-mcp: {exc}", err=True)
+        for e in exc.errors:
+            line = f":{e['line']}" + (f":{e['column']}" if e.get("column") else "") if e.get("line") else ""
+            click.echo(f"{e.get('path') or '<source>'}{line}: error: {e['message']} [{e['rule']}]", err=True)
+        sys.exit(1)
+    _fail(str(exc), 1)
+
+
+def _tags(text: str) -> list[str]:
+    return [t for t in (part.strip() for part in text.split(",")) if t] if text else []
+
+
+@library.command(name="create")
+@click.argument("file", metavar="FILE|-")
+@click.option("--version", "version", default=None, help="Semantic version (default 1.0.0 for a new name).")
+@click.option("--tags", default="", help="Comma-separated tags, e.g. ops,release.")
+@click.option("--category", default=None, help="Category.")
+@click.option("--author", default=None, help="Author.")
+@click.option("--personal", is_flag=True, help="Write to ~/.claude/workflows instead of the project.")
+@click.option("--draft", is_flag=True, help="Keep it as a draft in the library only (no file).")
+@click.option("--expires-in", type=click.IntRange(min=1), default=None, help="Draft expiry, in seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def library_create(
+    file: str,
+    version: str | None,
+    tags: str,
+    category: str | None,
+    author: str | None,
+    personal: bool,
+    draft: bool,
+    expires_in: int | None,
+    as_json: bool,
+) -> None:
+    """Validate FILE (or stdin with -) and store it: as .claude/workflows/<slug>.js, or as a draft."""
+    if version is not None and draft:
+        _fail("--version is for permanent workflows; a draft has none (drop --draft or --version)")
+    if expires_in is not None and not draft:
+        _fail("--expires-in is for drafts (add --draft)")
+    if file == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(_resolve(file), encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(f"cannot read {file}: {exc}")
+    service = _service(writing=True)
+    try:
+        if draft:
+            saved = service.library.create_draft(
+                text, tags=_tags(tags), category=category, author=author, expires_in_s=expires_in,
+                personal=personal,
+            )  # fmt: skip
+            d = saved.draft
+            doc: dict[str, Any] = {
+                "status": saved.status, "draftId": d.draft_id, "name": d.name, "runAs": f"{d.name}@draft",
+                "createdAt": d.created_at, "expiresAt": d.expires_at,
+            }  # fmt: skip
+            line = (
+                f"draft {saved.status}: {d.name} ({d.draft_id}); run it with: workflow-mcp run {d.name}@draft"
+            )
+        else:
+            created = service.library.create(
+                text, version=version, tags=_tags(tags), category=category, author=author, personal=personal
+            )
+            e = created.entry
+            doc = {
+                "status": "created", "name": e.name, "version": e.version, "file": created.file,
+                "sourceHash": e.source_hash, "previousVersion": created.previous_version,
+                "promotedDraft": created.promoted_draft,
+            }  # fmt: skip
+            line = f"created {e.name}@{e.version}: {created.file}"
+    except WorkflowMcpError as exc:
+        _library_failed(exc, as_json)
+    finally:
+        service.store.close()
+    click.echo(json.dumps(doc, ensure_ascii=False, indent=2) if as_json else line)
+
+
+@library.command(name="list")
+@click.option("--query", default=None, help="Case-insensitive text in the name or description.")
+@click.option("--category", default=None, help="Case-insensitive text in the category.")
+@click.option("--tag", "tag_list", multiple=True, help="A tag that must be present (repeat for several).")
+@click.option("--drafts", is_flag=True, help="Include drafts.")
+@click.option("--json", "as_json", is_flag=True, help="Print {workflows, filters, hint} as JSON.")
+def library_list(
+    query: str | None, category: str | None, tag_list: tuple[str, ...], drafts: bool, as_json: bool
+) -> None:
+    """The workflows visible from here, with their library version, tags and category."""
+    service = _service()
+    try:
+        found = service.list_workflows()
+        listing = service.library.list(
+            found.workflows, query=query, category=category, tags=tag_list, include_drafts=drafts
+        )
+    except WorkflowMcpError as exc:
+        _library_failed(exc, as_json)
+    finally:
+        service.store.close()
+    rows: list[dict[str, Any]] = [
+        {
+            "name": w.name,
+            "kind": w.kind,
+            "version": w.version,
+            "tags": list(w.tags),
+            "category": w.category,
+            "source": w.source,
+            "path": w.path,
+            "description": w.description,
+        }
+        for w in listing.workflows
+    ]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"workflows": rows, "filters": listing.filters, "hint": listing.hint},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+        return
+    for r in rows:
+        name = f"{r['name']}@draft" if r["kind"] == "draft" else r["name"]
+        click.echo(
+            f"{name}\t{r['version'] or '-'}\t{','.join(r['tags']) or '-'}\t{r['category'] or '-'}\t{r['description']}"
+        )
+    if listing.hint:
+        click.echo(f"workflow-mcp: {listing.hint}", err=True)
+
+
+@library.command(name="describe")
+@click.argument("name")
+@click.option("--version", "version", default=None, help="A stored version (default: the current file).")
+@click.option("--draft", is_flag=True, help="The draft of NAME.")
+@click.option("--source", "source_only", is_flag=True, help="Print only the source.")
+@click.option("--json", "as_json", is_flag=True, help="Print the source and metadata as JSON.")
+def library_describe(name: str, version: str | None, draft: bool, source_only: bool, as_json: bool) -> None:
+    """A workflow's current (or a stored version's, or its draft's) source and library metadata, with the
+    global instructions."""
+    service = _service()
+    try:
+        d = service.library.describe(name, version=version, draft=draft)
+    except WorkflowMcpError as exc:
+        _library_failed(exc, as_json)
+    finally:
+        service.store.close()
+    if source_only:
+        click.echo(d.source, nl=False)
+        return
+    doc = {
+        "name": d.name, "kind": d.kind, "version": d.version, "current": d.current, "scope": d.scope,
+        "file": d.file, "tags": list(d.tags), "category": d.category, "author": d.author, "fields": d.fields,
+        "versions": list(d.versions), "draftId": d.draft_id, "createdAt": d.created_at,
+        "expiresAt": d.expires_at, "sourceHash": d.source_hash, "globalInstructions": d.global_instructions,
+        "source": d.source,
+    }  # fmt: skip
+    if as_json:
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    label = f"{d.name}@{d.version}" if d.version else (f"{d.name}@draft" if d.kind == "draft" else d.name)
+    click.echo(f"{label} ({d.kind}{', current' if d.current else ''}{', ' + d.file if d.file else ''})")
+    click.echo(
+        f"versions: {', '.join(d.versions) or '-'}; tags: {', '.join(d.tags) or '-'}; category: {d.category or '-'}"
+    )
+    if d.global_instructions is not None:
+        click.echo(f"global instructions:\n{d.global_instructions}")
+    click.echo(d.source, nl=False)
+
+
+@library.command(name="delete")
+@click.argument("name")
+@click.option("--version", "version", default=None, help="One stored version (default: the current file).")
+@click.option("--draft", is_flag=True, help="Delete the draft of NAME.")
+@click.option("--personal", is_flag=True, help="Look in ~/.claude/workflows only.")
+@click.option("--yes", is_flag=True, help="Do not ask (the target is still printed).")
+@click.option("--confirm", "token", default=None, help="The token a non-interactive first call printed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def library_delete(
+    name: str, version: str | None, draft: bool, personal: bool, yes: bool, token: str | None, as_json: bool
+) -> None:
+    """Delete a workflow's file (or one stored version, or its draft) after confirmation: asked on a
+    terminal; otherwise the first call prints a single-use token (valid 10 minutes) to pass back with
+    --confirm. Nothing outside the workflows directories is ever removed."""
+    service = _service(writing=True)
+    lib = service.library
+    try:
+        if token is None:
+            prompt = lib.prepare_delete(
+                name, version=version, draft=draft, personal=True if personal else None
+            )
+            interactive = sys.stdin.isatty() and not as_json
+            if not yes and not interactive:
+                asked: dict[str, Any] = {
+                    "status": "confirmation_required", "name": prompt.name, "version": prompt.version,
+                    "file": prompt.file, "confirmToken": prompt.token, "expiresAt": prompt.expires_at,
+                }  # fmt: skip
+                if as_json:
+                    click.echo(json.dumps(asked, ensure_ascii=False, indent=2))
+                else:
+                    click.echo(prompt.message)
+                    click.echo(
+                        f"to delete it, run: workflow-mcp library delete {json.dumps(name)} --confirm {prompt.token}"
+                    )
+                return
+            click.echo(prompt.message, err=True)
+            if not yes and not click.confirm("Delete?", default=False, err=True):
+                lib.discard_delete(prompt.token)
+                _fail(f"not deleted: {name!r} [cancelled]", 1)
+            token = prompt.token
+        deleted = lib.confirm_delete(token)
+    except WorkflowMcpError as exc:
+        _library_failed(exc, as_json)
+    finally:
+        service.store.close()
+    doc: dict[str, Any] = {
+        "status": "deleted", "name": deleted.name, "kind": deleted.kind, "version": deleted.version,
+        "file": deleted.file, "removedFile": deleted.removed_file, "removedDirectory": deleted.removed_directory,
+    }  # fmt: skip
+    what = f"{deleted.name}@{deleted.version}" if deleted.version else deleted.name
+    click.echo(
+        json.dumps(doc, ensure_ascii=False, indent=2)
+        if as_json
+        else f"deleted {what}" + (f" ({deleted.file})" if deleted.file else "")
     )
 
 

@@ -17,6 +17,7 @@
     ├── AgentCallRefusedError        an agent() call was refused before any provider was contacted
     │                                (unknown agent type, zero tools, a non-string model, an unusable
     │                                schema): the workflow's agent() rejects with ``js_name``
+    ├── LibraryError                 a workflow-library use case refused or failed (typed ``reason``)
     └── StoreError                   the state database refused an operation (unreadable, newer release)
         ├── RunClaimedError          another live process already executes or resumes that run
         ├── SequenceConflictError    an event's sequence is not after the run's last stored one
@@ -29,11 +30,17 @@ Constructors take facts and build the message, so the text always names what to 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
+
 __all__ = [
+    "LIBRARY_REASONS",
     "AgentCallRefusedError",
     "CallNotServableError",
     "IdempotencyKeyReusedError",
     "InvalidInputError",
+    "LibraryError",
+    "LibraryReason",
     "LimitWideningError",
     "PathRefusedError",
     "RealmError",
@@ -393,3 +400,41 @@ class StoreCorruptError(StoreError):
             "Save what can still be read with `workflow-mcp runs export --out runs.jsonl`, then run "
             "`workflow-mcp store repair` (it copies the damaged file to a backup first)"
         )
+
+
+# -- the workflow library ------------------------------------------------------------------------
+LibraryReason = Literal[
+    "not_found",
+    "version_not_found",
+    "already_exists",
+    "invalid_source",
+    "invalid_version",
+    "invalid_input",
+    "cancelled",
+    "confirmation_invalid",
+    "target_changed",
+    "write_failed",
+]
+#: Every :data:`LibraryReason`, in the order above.
+LIBRARY_REASONS: tuple[str, ...] = get_args(LibraryReason)
+
+
+class LibraryError(WorkflowMcpError):
+    """Raised when a workflow-library use case (create, draft, describe, delete) refuses or fails.
+
+    ``reason`` is the stable code callers branch on (:data:`LibraryReason`); ``errors`` holds the
+    loader's errors (``WorkflowLoadError.to_json()``) for ``invalid_source``. A ``write_failed`` message
+    names the operating system's error code and description, never an absolute path.
+    """
+
+    def __init__(
+        self, reason: LibraryReason, message: str, *, errors: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        self.reason: LibraryReason = reason
+        self.detail = message
+        self.errors = [dict(e) for e in errors]
+        super().__init__(f"{message} [{reason}]")
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"reason", "message", "errors"}``."""
+        return {"reason": self.reason, "message": self.detail, "errors": self.errors}

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._index import DiscoveryIndex
 from ._plan import PlanReport, TokenEstimator, build_report, read_history
 from ._preflight import refuse_unservable
 from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
@@ -65,6 +66,7 @@ from .errors import (
     WorkflowNotFoundError,
 )
 from .events import Event, utc_now
+from .library import Library, parse_draft_ref
 from .providers.base import AgentProvider
 from .providers.pool import ProviderPool
 from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
@@ -72,6 +74,7 @@ from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import HEARTBEAT_S
 from .store.base import RunRecord, RunStore
+from .store.library import SqliteLibraryStore, library_store_for
 from .store.sqlite import default_home
 
 if TYPE_CHECKING:
@@ -312,6 +315,8 @@ class WorkflowService:
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
         self._noting: set[asyncio.Task[None]] = set()  # notes waiting for their run to end
+        self._library: Library | None = None
+        self._index: DiscoveryIndex | None = None
 
     @classmethod
     def open(
@@ -378,8 +383,8 @@ class WorkflowService:
     def list_workflows(self, cwd: str | None = None, *, reachable: Reachable | None = None) -> Discovery:
         """Personal and project workflows visible from ``cwd`` (Claude's precedence and order).
         ``reachable`` (a predicate on real paths) skips, unread, what it refuses (an MCP server's file
-        scope)."""
-        return find_workflows(cwd or self.cwd, self.home, reachable=reachable)
+        scope). Served from the live :attr:`index` (current on every call; refreshed by a watcher)."""
+        return self.index.get(cwd or self.cwd, self.home, reachable=reachable)
 
     def find_workflow(
         self,
@@ -412,14 +417,19 @@ class WorkflowService:
         ``check_syntax=False`` leaves the V8 compile to the caller (the CLI does it in the run's own
         worker, so a run starts one Node process, not two).
 
+        ``<name>@draft`` is the library's draft of that name.
+
         Raises:
             WorkflowNotFoundError: neither a file nor a known name.
+            LibraryError: ``not_found`` for a ``<name>@draft`` with no live draft.
             WorkflowLoadError: the file breaks a loading rule.
             InvalidInputError: ``profile`` names no known profile.
         """
         file, prof = self._file_of(target, cwd, profile)
         if file is not None:
             return load_workflow(file, profile=prof, check_syntax=check_syntax)
+        if parse_draft_ref(target) is not None:  # the library's draft of that name (no file)
+            return self.library.draft_workflow(target, cwd=cwd)
         return resolve_workflow(target, cwd or self.cwd, self.home, profile=prof).workflow
 
     def _pending(self, target: str, *, cwd: str | None = None, profile: str | None = None) -> PendingWorkflow:
@@ -434,6 +444,8 @@ class WorkflowService:
         file, prof = self._file_of(target, cwd, profile)
         if file is not None:
             return prepare_workflow(file, profile=prof)
+        if parse_draft_ref(target) is not None:  # the library's draft of that name (no file)
+            return PendingWorkflow.of(self.library.draft_workflow(target, cwd=cwd))
         return PendingWorkflow.of(resolve_workflow(target, cwd or self.cwd, self.home, profile=prof).workflow)
 
     def _file_of(self, target: str, cwd: str | None, profile: str | None) -> tuple[str | None, Profile]:
@@ -451,6 +463,47 @@ class WorkflowService:
                 raise WorkflowNotFoundError(f"workflow file {target!r} does not exist")
             return str(candidate), prof
         return None, prof
+
+    # -- the workflow library ---------------------------------------------------------------
+    @property
+    def index(self) -> DiscoveryIndex:
+        """The live discovery index :meth:`list_workflows` reads (:mod:`workflow_mcp._index`)."""
+        if self._index is None:
+            self._index = DiscoveryIndex(find_workflows)
+        return self._index
+
+    @property
+    def library(self) -> Library:
+        """The workflow library of ``cwd`` (:mod:`workflow_mcp.library`): its sidecar is the state
+        database's library tables (an in-memory twin beside an in-memory run store), its writers are
+        serialised across processes by ``<state dir>/library.lock``, and its global instructions are
+        the first of ``$WORKFLOW_MCP_INSTRUCTIONS``, ``<cwd>/.workflow-mcp/instructions.md`` and
+        ``<state dir>/instructions.md`` that exists."""
+        if self._library is None:
+            side = library_store_for(self.store)
+            file_backed = isinstance(side, SqliteLibraryStore)
+            instructions = (
+                [os.environ.get("WORKFLOW_MCP_INSTRUCTIONS", "")]
+                if os.environ.get("WORKFLOW_MCP_INSTRUCTIONS")
+                else []
+            )
+            instructions += [
+                os.path.join(self.cwd, ".workflow-mcp", "instructions.md"),
+                os.path.join(self.state_dir, "instructions.md"),
+            ]
+            self._library = Library(
+                side,
+                cwd=self.cwd,
+                home=self.home,
+                lock_path=os.path.join(self.state_dir, "library.lock") if file_backed else None,
+                instructions=instructions,
+            )
+        return self._library
+
+    def library_within(self, reachable: Reachable) -> Library:
+        """:attr:`library` limited to the workflows directories ``reachable`` allows (an MCP server's
+        file scope: over HTTP the personal directory is neither read nor written)."""
+        return self.library.within(reachable)
 
     # -- runs --------------------------------------------------------------------------------
     def start_run(
@@ -1811,6 +1864,8 @@ class WorkflowService:
                 async with asyncio.timeout(timeout_s):
                     await asyncio.gather(*pending, return_exceptions=True)
         await self.providers.aclose()  # after the runs: their agent processes stop with them
+        if self._index is not None:
+            await asyncio.to_thread(self._index.close)  # its watcher restarts with the next listing
         return [h.run_id for h in running]
 
 

@@ -56,7 +56,13 @@ from workflow_mcp.definitions._analysis import (
     pending_bodies,
 )
 from workflow_mcp.definitions._meta import WorkflowMeta
-from workflow_mcp.definitions.plugins import Plugin, PluginProblem, claude_config_dir, find_plugins
+from workflow_mcp.definitions.plugins import (
+    Plugin,
+    PluginProblem,
+    _settings_files,
+    claude_config_dir,
+    find_plugins,
+)
 from workflow_mcp.definitions.profile import Profile, get_profile
 from workflow_mcp.errors import WorkflowLoadError, WorkflowNotFoundError
 
@@ -66,6 +72,7 @@ __all__ = [
     "DiscoveredWorkflow",
     "Discovery",
     "Reachable",
+    "discovery_inputs",
     "find_workflows",
     "resolve_workflow",
 ]
@@ -370,6 +377,30 @@ def _discover(
         found.ordered += [found.winners[n] for n in ordered_names if n in found.winners]
     found.diagnostics.sort(key=lambda d: (d.path, d.kind))
     return found
+
+
+def discovery_inputs(
+    cwd: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Every file and directory whose content decides what :func:`find_workflows` returns from ``cwd``
+    (they may not exist): the personal and project workflows directories, the settings and plugin
+    records that enable plugins, and each enabled plugin's ``workflows`` directory. A cache of
+    discovery is current while none of them changed (:mod:`workflow_mcp._index`)."""
+    here = Path(cwd).resolve()
+    config = claude_config_dir(home, environ).resolve()
+    paths = [directory for _, _, directory in _workflow_dirs(here, config)]
+    paths += [path for _, path in _settings_files(config, here)]
+    paths += [config / "plugins" / "installed_plugins.json", config / "plugins" / "known_marketplaces.json"]
+    plugins = find_plugins(here, home, environ=environ)
+    for plugin in plugins.plugins:
+        root = Path(plugin.root)
+        paths += [root, root / ".claude-plugin", root / "workflows"]
+    for problem in plugins.problems:  # a broken plugin comes back when what it lacked appears
+        paths += [Path(problem.path), Path(problem.path).parent]
+    return paths
 
 
 def _plugin_diagnostic(problem: PluginProblem) -> Diagnostic:

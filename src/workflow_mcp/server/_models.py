@@ -58,8 +58,18 @@ class WorkflowSummary(_Model):
     name: str
     description: str
     source: Literal["personal", "project", "plugin"] = Field(description="Where discovery found it.")
-    path: str
-    tags: list[str] = Field(description="Sidecar library tags (none until the workflow library exists).")
+    path: str | None = Field(description="The file; null for a draft.")
+    tags: list[str] = Field(
+        description="Library tags of this exact source (kept in the sidecar, not the file)."
+    )
+    version: str | None = Field(default=None, description="Library version of this exact source, if any.")
+    versions: list[str] = Field(
+        default_factory=list, description="Stored library versions, highest semver precedence first."
+    )
+    category: str | None = Field(default=None, description="Library category of this exact source, if any.")
+    kind: Literal["permanent", "draft"] = Field(
+        default="permanent", description="draft: kept in the library only; run it as <name>@draft."
+    )
     plugin: str | None = Field(
         default=None, description="For a plugin's workflow: the plugin's <plugin>@<marketplace> id."
     )
@@ -78,6 +88,8 @@ class WorkflowList(_Model):
     cwd: str = Field(description="The directory discovery started from.")
     workflows: list[WorkflowSummary]
     diagnostics: list[DiagnosticOut]
+    filters: dict[str, Any] = Field(default_factory=dict, description="The filters applied (trimmed).")
+    hint: str | None = Field(default=None, description="When nothing matched: how to broaden the filters.")
 
 
 class ProblemOut(_Model):
@@ -145,7 +157,7 @@ class WorkflowDescription(_Model):
     meta: dict[str, Any] = Field(
         description="Normalized meta: name, description, title?, whenToUse?, phases?."
     )
-    origin: Literal["personal", "project", "plugin", "file", "inline"]
+    origin: Literal["personal", "project", "plugin", "file", "inline", "draft"]
     path: str | None
     source_hash: str
     profile: str

@@ -112,4 +112,14 @@ workflow-mcp. It orchestrates agents; it does not do the work itself.
 2. `workflow_run` with `provider: "fake"` — a dry run with synthesized answers, no model calls.
 3. `workflow_run` with a real provider; follow it with `workflow_run_events` or
    `workflow_run_await`, and resume a failed run with `resumeFromRunId`.
+
+## Keep it in the library (the author loop)
+1. `workflow_validate` with `script` until it reports no error.
+2. `workflow_create_draft` with `script` (and `tags`, `category`): kept outside `.claude/workflows`, so
+   Claude Code does not see it yet; a draft you created is approved for you to run.
+3. `workflow_run` with `name: "<meta.name>@draft"` (provider `fake` first); edit and store the draft
+   again until the run does what the task needs.
+4. `workflow_create` with the same `script` and a `version` (semver, e.g. `1.0.0`) to promote it: it is
+   written as `.claude/workflows/<name>.js`, exactly the source you gave, and the draft is removed.
+   A later revision needs a new version; `workflow_get` returns any stored version's source.
 """

@@ -22,7 +22,9 @@ whole pool.
 
 Tools: ``workflow_list``, ``workflow_describe``, ``workflow_validate``, ``workflow_run``, ``agent_run``,
 ``workflow_run_status``, ``workflow_run_events``, ``workflow_run_await``, ``workflow_run_cancel``,
-``providers_list``. Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
+``providers_list``, and the workflow library's ``workflow_create``, ``workflow_create_draft``,
+``workflow_get``, ``workflow_delete`` (:mod:`workflow_mcp.library`, through the service; a refusal is an
+``isError`` result whose ``structuredContent`` carries the typed ``reason``). Resources: ``workflow://definitions/{name}``, ``workflow://runs/{runId}``,
 ``workflow://runs/{runId}/events{?after}``, ``workflow://runs/{runId}/artifacts/{artifactId}`` and
 the list of recent runs, with ``resources/updated`` for subscribed runs (``subscriptions/listen`` on
 2026-07-28 connections, ``resources/subscribe`` on earlier ones); a client hears only of runs it may
@@ -85,6 +87,7 @@ from ..errors import (
     CallNotServableError,
     IdempotencyKeyReusedError,
     InvalidInputError,
+    LibraryError,
     PathRefusedError,
     RunNotConfirmedError,
     WorkflowLoadError,
@@ -103,6 +106,7 @@ from ..service import (
 )
 from ..state import RunState
 from ._files import ChildGate, FileScope
+from ._library_models import DeleteOutcome, DraftCreated, LibraryFailure, WorkflowCreated, WorkflowDefinition
 from ._models import (
     AgentFileProblemOut,
     AgentTypeOut,
@@ -496,6 +500,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             "The agent providers workflow_run accepts.",
             _RO,
         )
+        self._register_library_tools()
 
     # -- definitions tools ------------------------------------------------------------------
     async def workflow_list(
@@ -504,37 +509,69 @@ class WorkflowMcpServer(MCPServer[Any]):
         query: Annotated[
             str | None, Field(description="Case-insensitive text to find in name or description.")
         ] = None,
-        tags: Annotated[list[str] | None, Field(description="Sidecar tags that must all be present.")] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Library tags that must all be present (case-insensitive).")
+        ] = None,
+        category: Annotated[
+            str | None, Field(description="Case-insensitive text to find in the library category.")
+        ] = None,
+        includeDrafts: Annotated[
+            bool, Field(description="Also list the library's drafts (run them as <name>@draft).")
+        ] = False,
     ) -> Annotated[CallToolResult, WorkflowList]:
         base = self._base(cwd)
         try:
             workflows, diagnostics = await anyio.to_thread.run_sync(self._discover, base)
+            listing = await anyio.to_thread.run_sync(
+                lambda: self.service.library_within(self.scope.allows).list(
+                    workflows,
+                    query=query,
+                    category=category,
+                    tags=tags or (),
+                    include_drafts=includeDrafts,
+                    cwd=base,
+                )
+            )
         except WorkflowMcpError as exc:
             return _error_result(
                 f"Cannot list workflows from {base!r}: {exc}. Pass an existing directory as cwd."
             )
-        needle = (query or "").casefold()
+        plugins = {w.name: w.plugin for w in workflows if w.plugin is not None}
         items = []
-        for w in workflows:
-            haystack = f"{w.name}\n{w.description}\n{w.meta.when_to_use or ''}".casefold()
-            sidecar_tags: list[str] = []  # the workflow library (versions, tags) is not in the service yet
-            if needle and needle not in haystack:
-                continue
-            if tags and not set(tags) <= set(sidecar_tags):
-                continue
+        for row in listing.workflows:
             item = WorkflowSummary(
-                name=w.name, description=w.description, source=w.source, path=w.path, tags=sidecar_tags
+                name=row.name,
+                description=row.description,
+                source=row.source,
+                path=row.path,
+                tags=list(row.tags),
+                version=row.version,
+                versions=list(row.versions),
+                category=row.category,
+                kind=row.kind,
             )
-            if w.plugin is not None:
-                item.plugin, item.plugin_version = w.plugin.id, w.plugin.version
+            plugin = plugins.get(row.name) if row.kind == "permanent" else None
+            if plugin is not None:
+                item.plugin, item.plugin_version = plugin.id, plugin.version
             items.append(item)
         out = WorkflowList(
             cwd=os.path.abspath(base),
             workflows=items,
             diagnostics=[DiagnosticOut(path=d.path, kind=d.kind, message=d.message) for d in diagnostics],
+            filters=listing.filters,
         )
+        if listing.hint is not None:
+            out.hint = listing.hint
         lines = [f"{len(items)} workflow(s) visible from {out.cwd}" + (":" if items else ".")]
-        lines += [f"- {w.name} ({w.source}): {preview(w.description, 160)}" for w in items]
+        lines += [
+            f"- {w.name}{'@draft' if w.kind == 'draft' else ''} ({w.source}"
+            + (f", {w.version}" if w.version else "")
+            + (f", tags: {', '.join(w.tags)}" if w.tags else "")
+            + f"): {preview(w.description, 160)}"
+            for w in items
+        ]
+        if listing.hint is not None:
+            lines.append(listing.hint)
         if out.diagnostics:
             lines.append(f"{len(out.diagnostics)} file(s) skipped (see diagnostics).")
         return _result("\n".join(lines), out)
@@ -564,7 +601,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             profile=workflow.profile,
             dependencies=deps,
             warnings=[WarningOut.model_validate(w.to_json()) for w in workflow.warnings],
-            sidecar={},
+            sidecar=await anyio.to_thread.run_sync(lambda: self._sidecar_of(workflow)),
             approved=self.trust.allows(workflow.source_hash, workflow.path, self._principal().owner),
         )
         text = (
@@ -586,6 +623,8 @@ class WorkflowMcpServer(MCPServer[Any]):
             if name is not None:
                 target, _ = await self._load(name, None, None, cwd, check_syntax=False)
                 file = target.path
+                if file is None:  # a library draft (<name>@draft): its stored source
+                    script = target.source
             checked, source_hash = await anyio.to_thread.run_sync(
                 lambda: (self.service.validate(file, source=script), _hash_of(file, script))
             )
@@ -1474,6 +1513,309 @@ class WorkflowMcpServer(MCPServer[Any]):
             text += "; not logged in: " + ", ".join(logged_out)
         return _result(text, out)
 
+    # -- the workflow library ---------------------------------------------------------------
+    def _register_library_tools(self) -> None:
+        write = ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        )
+        self._add(
+            self.workflow_create,
+            "workflow_create",
+            "Create a workflow",
+            "Store `script` (a whole workflow source) as a permanent workflow: validated with Claude Code's "
+            "loading rules first (an invalid source is refused with the loader's errors, nothing written), "
+            "then written unchanged as .claude/workflows/<slug>.js (`personal`: ~/.claude/workflows). "
+            "`version` is semver (v1.0.0 and build metadata are stored as 1.0.0; default 1.0.0); a name "
+            "that exists needs a new version, and earlier versions stay retrievable with workflow_get. "
+            "`tags`, `category`, `author`, `fields` are kept in the library, never in the file. A draft of "
+            "the same name is promoted (removed). Failures carry a typed `reason`.",
+            write,
+        )
+        self._add(
+            self.workflow_create_draft,
+            "workflow_create_draft",
+            "Create a draft",
+            "Keep `script` as the draft of its name: validated like workflow_create but stored only in the "
+            "library (Claude Code's discovery and workflow_list do not see it; includeDrafts lists it). Run "
+            "it with workflow_run name=<name>@draft — a draft you create is approved for you. Storing a "
+            "draft of the same name again overwrites it (status overwritten, creation date kept). "
+            "`expiresInSeconds` forgets it after that long; otherwise it stays until deleted or promoted "
+            "with workflow_create.",
+            write,
+        )
+        self._add(
+            self.workflow_get,
+            "workflow_get",
+            "Get a workflow's source",
+            "The source and library metadata of workflow `name`: the current file, a stored `version` "
+            "(semver; v1.0.0 means 1.0.0), or its draft (`draft`, or name=<name>@draft); with the global "
+            "instructions (globalInstructions, null when none are configured) and every stored version.",
+            _RO,
+        )
+        self._add(
+            self.workflow_delete,
+            "workflow_delete",
+            "Delete a workflow",
+            "Delete workflow `name`: its current file (and catalog entry), one stored `version`, or its "
+            "`draft`. The user confirms the resolved target first: through elicitation when this client "
+            "supports it, otherwise this call returns status confirmation_required with a confirmToken to "
+            "pass back (single use, valid 10 minutes). If the target changed before the answer, nothing "
+            "is deleted (reason target_changed). Only files in the workflows directories are removed.",
+            ToolAnnotations(
+                read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+            ),
+        )
+
+        for name in ("workflow_create", "workflow_create_draft", "workflow_get", "workflow_delete"):
+            tool = self._tool_manager.get_tool(name)
+            assert tool is not None and tool.fn_metadata.output_schema is not None
+            tool.fn_metadata.output_schema = _or_library_failure(tool.fn_metadata.output_schema)
+
+    async def _library_call(self, work: Callable[[], _T]) -> _T | CallToolResult:
+        """``work()`` in a worker thread; a :class:`LibraryError` becomes an ``isError`` result with its
+        typed reason in ``structuredContent``."""
+        try:
+            return await anyio.to_thread.run_sync(work)
+        except LibraryError as exc:
+            return _library_failure(exc)
+
+    async def workflow_create(
+        self,
+        script: Annotated[str, Field(min_length=1, description="The whole workflow source (.js text).")],
+        version: Annotated[
+            str | None, Field(description="Semantic version, e.g. 1.0.0 (default 1.0.0 for a new name).")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Library tags.")] = None,
+        category: Annotated[str | None, Field(description="Library category.")] = None,
+        author: Annotated[str | None, Field(description="Who wrote it.")] = None,
+        fields: Annotated[
+            dict[str, Any] | None, Field(description="Free-form library metadata (any JSON object).")
+        ] = None,
+        personal: Annotated[bool, Field(description="Write to ~/.claude/workflows instead.")] = False,
+        cwd: Cwd = None,
+    ) -> Annotated[CallToolResult, WorkflowCreated]:
+        base = self._base(cwd)
+        created = await self._library_call(
+            lambda: self.service.library_within(self.scope.allows).create(
+                script, version=version, tags=tags or (), category=category, author=author,
+                fields=fields, personal=personal, cwd=base,
+            )
+        )  # fmt: skip
+        if isinstance(created, CallToolResult):
+            return created
+        e = created.entry
+        out = WorkflowCreated(
+            status="created", name=e.name, version=e.version, scope=created.scope, file=created.file,
+            source_hash=e.source_hash, tags=list(e.tags), category=e.category,
+        )  # fmt: skip
+        if created.previous_version is not None:
+            out.previous_version = created.previous_version
+        if created.promoted_draft is not None:
+            out.promoted_draft = created.promoted_draft
+        text = f"created {e.name}@{e.version} as {created.file}" + (
+            f" (replacing {created.previous_version})" if created.previous_version else ""
+        )
+        if created.promoted_draft:
+            text += "; its draft was promoted and removed"
+        return _result(text + ". Run it with workflow_run name=" + json.dumps(e.name) + ".", out)
+
+    async def workflow_create_draft(
+        self,
+        script: Annotated[str, Field(min_length=1, description="The whole workflow source (.js text).")],
+        tags: Annotated[list[str] | None, Field(description="Library tags.")] = None,
+        category: Annotated[str | None, Field(description="Library category.")] = None,
+        author: Annotated[str | None, Field(description="Who wrote it.")] = None,
+        fields: Annotated[dict[str, Any] | None, Field(description="Free-form library metadata.")] = None,
+        expiresInSeconds: Annotated[
+            int | None, Field(ge=1, le=31_536_000, description="Forget the draft after this many seconds.")
+        ] = None,
+        personal: Annotated[bool, Field(description="A draft of the personal directory.")] = False,
+        cwd: Cwd = None,
+    ) -> Annotated[CallToolResult, DraftCreated]:
+        base = self._base(cwd)
+        owner = self._principal().owner
+        saved = await self._library_call(
+            lambda: self.service.library_within(self.scope.allows).create_draft(
+                script, tags=tags or (), category=category, author=author, fields=fields, owner=owner,
+                expires_in_s=expiresInSeconds, personal=personal, cwd=base,
+            )
+        )  # fmt: skip
+        if isinstance(saved, CallToolResult):
+            return saved
+        d = saved.draft
+        # The client wrote this source: it may run it without being asked (for that client only).
+        await anyio.to_thread.run_sync(
+            lambda: self.trust.approve(d.source_hash, name=f"{d.name}@draft", path=None, by=owner)
+        )
+        notice = (
+            "Drafts are kept in the library only: Claude Code does not see them and workflow_list shows "
+            "them only with includeDrafts. Promote it with workflow_create."
+        )
+        out = DraftCreated(
+            status=saved.status, draft_id=d.draft_id, name=d.name, run_as=f"{d.name}@draft",
+            source_hash=d.source_hash, created_at=d.created_at, updated_at=d.updated_at,
+            expires_at=d.expires_at, notice=notice,
+        )  # fmt: skip
+        text = f"draft {saved.status}: {d.name} ({d.draft_id}). Run it with workflow_run name={json.dumps(out.run_as)}. {notice}"
+        return _result(text, out)
+
+    async def workflow_get(
+        self,
+        name: Annotated[str, Field(min_length=1, max_length=220, description="The workflow's meta.name.")],
+        version: Annotated[str | None, Field(description="A stored semantic version.")] = None,
+        draft: Annotated[bool, Field(description="The draft of this name instead.")] = False,
+        cwd: Cwd = None,
+    ) -> Annotated[CallToolResult, WorkflowDefinition]:
+        base = self._base(cwd)
+        found = await self._library_call(
+            lambda: self.service.library_within(self.scope.allows).describe(
+                name, version=version, draft=draft, cwd=base
+            )
+        )
+        if isinstance(found, CallToolResult):
+            return found
+        out = WorkflowDefinition(
+            name=found.name, kind=found.kind, version=found.version, current=found.current, scope=found.scope,
+            file=found.file, source=found.source, source_hash=found.source_hash, tags=list(found.tags),
+            category=found.category, author=found.author, fields=found.fields, versions=list(found.versions),
+            global_instructions=found.global_instructions, draft_id=found.draft_id,
+            created_at=found.created_at, expires_at=found.expires_at,
+        )  # fmt: skip
+        label = f"{found.name}@{found.version}" if found.version else found.name
+        head = f"{label} ({found.kind}{', current' if found.current else ''}"
+        head += f", {found.file})" if found.file else ")"
+        if found.global_instructions is not None:
+            head += f"\n\nGlobal instructions (apply them when you run it):\n{found.global_instructions}"
+        return _result(f"{head}\n\n```js\n{found.source}```", out)
+
+    async def _delete_question(
+        self,
+        ctx: Context[Any, Any],
+        name: str,
+        version: str | None,
+        draft: bool,
+        personal: bool,
+        confirmToken: str | None,
+        cwd: str | None,
+    ) -> Any:
+        """Resolver of workflow_delete's ``answer``: when the client can ask its user (and no
+        ``confirmToken`` was given), resolve the target without deleting anything and ask about exactly
+        it (name, version, file, source hash); else ``None`` (the body answers with a token). The
+        target asked about is kept for the body (:data:`_DELETE_ASKED`), which deletes only that."""
+        _DELETE_ASKED.set(None)
+        if confirmToken is not None or not _can_elicit(ctx):
+            return None
+        base = self._base(cwd)
+        try:
+            preview = await anyio.to_thread.run_sync(
+                lambda: self.service.library_within(self.scope.allows).prepare_delete(
+                    name, version=version, draft=draft, personal=True if personal else None, cwd=base,
+                    record=False,
+                )
+            )  # fmt: skip
+        except LibraryError:
+            return None  # the body resolves it again and reports the typed reason
+        _DELETE_ASKED.set(preview)
+        return Elicit(f"{preview.message} (sha256 {preview.source_hash[:12]}…)", DeleteAnswer)
+
+    async def workflow_delete(
+        self,
+        ctx: Context[Any, Any],
+        answer: Annotated[ElicitationResult[DeleteAnswer], Resolve(_delete_resolver)],
+        name: Annotated[str, Field(min_length=1, max_length=220, description="The workflow's meta.name.")],
+        version: Annotated[
+            str | None, Field(description="One stored semantic version (default: the current file).")
+        ] = None,
+        draft: Annotated[bool, Field(description="Delete the draft of this name instead.")] = False,
+        personal: Annotated[bool, Field(description="Look in ~/.claude/workflows only.")] = False,
+        confirmToken: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="The token a confirmation_required answer gave, once the user agreed.",
+            ),
+        ] = None,
+        cwd: Cwd = None,
+    ) -> Annotated[CallToolResult, DeleteOutcome]:
+        base = self._base(cwd)
+        lib = self.service.library_within(self.scope.allows)
+        asked = _DELETE_ASKED.get()
+        if confirmToken is not None:
+            token = confirmToken
+        else:
+            prompt = await self._library_call(
+                lambda: lib.prepare_delete(
+                    name, version=version, draft=draft, personal=True if personal else None, cwd=base
+                )
+            )
+            if isinstance(prompt, CallToolResult):
+                return prompt
+            token = prompt.token
+            if asked is None:
+                out = DeleteOutcome(
+                    status="confirmation_required", name=prompt.name, kind=prompt.kind,
+                    version=prompt.version, file=prompt.file, confirm_token=prompt.token,
+                    expires_at=prompt.expires_at, message=prompt.message,
+                )  # fmt: skip
+                return _result(
+                    f"{prompt.message}\nAsk the user; if they agree, call workflow_delete again with "
+                    f"confirmToken={json.dumps(prompt.token)} before {prompt.expires_at}.",
+                    out,
+                )
+            agreed = (
+                isinstance(answer, AcceptedElicitation)
+                and isinstance(answer.data, DeleteAnswer)
+                and answer.data.confirm
+            )
+            if not agreed:
+                await anyio.to_thread.run_sync(lambda: lib.discard_delete(token))
+                return _library_failure(
+                    LibraryError(
+                        "cancelled", f"the user did not confirm deleting {prompt.name!r}; nothing was deleted"
+                    )
+                )
+            if (prompt.source_hash, prompt.file, prompt.version, prompt.kind) != (
+                asked.source_hash, asked.file, asked.version, asked.kind,
+            ):  # fmt: skip
+                await anyio.to_thread.run_sync(lambda: lib.discard_delete(token))
+                return _library_failure(
+                    LibraryError(
+                        "target_changed",
+                        f"{prompt.name!r} changed while the user was asked (its source or file is not the "
+                        "one shown); nothing was deleted — call workflow_delete again",
+                    )
+                )
+        deleted = await self._library_call(lambda: lib.confirm_delete(token, cwd=base))
+        if isinstance(deleted, CallToolResult):
+            return deleted
+        out = DeleteOutcome(
+            status="deleted", name=deleted.name, kind=deleted.kind, version=deleted.version, file=deleted.file,
+            removed_file=deleted.removed_file, removed_directory=deleted.removed_directory,
+        )  # fmt: skip
+        what = f"{deleted.name}@{deleted.version}" if deleted.version else deleted.name
+        text = f"deleted {'the draft of ' if deleted.kind == 'draft' else ''}{what}" + (
+            f" ({deleted.file})" if deleted.file else ""
+        )
+        return _result(text + ".", out)
+
+    def _sidecar_of(self, workflow: Workflow) -> dict[str, Any]:
+        """The library metadata of this exact source (``{}`` when the library has none)."""
+        if workflow.path is None:
+            return {}
+        lib = self.service.library_within(self.scope.allows)
+        entry = lib.entry_for(workflow.path, workflow.meta.name, workflow.source_hash)
+        if entry is None:
+            return {}
+        return {
+            "version": entry.version,
+            "versions": list(lib.versions_of(workflow.path, workflow.meta.name)),
+            "tags": list(entry.tags),
+            "category": entry.category,
+            "author": entry.author,
+            "fields": entry.fields,
+        }
+
     # -- loading ----------------------------------------------------------------------------
     async def _load(
         self,
@@ -1483,8 +1825,9 @@ class WorkflowMcpServer(MCPServer[Any]):
         cwd: str | None,
         *,
         check_syntax: bool = True,
-    ) -> tuple[Workflow, Literal["personal", "project", "plugin", "file", "inline"]]:
-        """Load one target in a worker thread (discovery and the V8 syntax check block).
+    ) -> tuple[Workflow, Literal["personal", "project", "plugin", "file", "inline", "draft"]]:
+        """Load one target in a worker thread (discovery and the V8 syntax check block). A ``name``
+        ending in ``@draft`` is the library's draft of that name (no file: approved by source hash).
 
         Raises:
             MCPError: invalid params, a ``path`` or ``cwd`` the file scope refuses.
@@ -1502,6 +1845,10 @@ class WorkflowMcpServer(MCPServer[Any]):
                 raise WorkflowNotFoundError(f"workflow file {path!r} does not exist (relative to {base})")
             return await anyio.to_thread.run_sync(lambda: self._load_file(file, check_syntax)), "file"
         assert name is not None
+        if name.endswith("@draft"):
+            return await anyio.to_thread.run_sync(
+                lambda: self.service.library_within(self.scope.allows).draft_workflow(name, cwd=base)
+            ), "draft"
         if os.sep in name or name.endswith(".js"):
             raise WorkflowNotFoundError(f"{name!r} is not a workflow name; pass a file as `path` instead")
         found = await anyio.to_thread.run_sync(lambda: self._resolve_name(name, base, check_syntax))
@@ -2181,3 +2528,53 @@ def _dependencies(workflow: Workflow) -> Dependencies:
         script_paths=found["nested-script-path"],
         agent_types=found["agent-type"],
     )
+
+
+class DeleteAnswer(BaseModel):
+    """What the user answers when asked to confirm a workflow_delete (form elicitation)."""
+
+    confirm: bool = Field(description="Delete it (this cannot be undone).")
+
+
+def _or_library_failure(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` widened to also accept a :class:`LibraryFailure` (the ``structuredContent`` of an
+    ``isError`` result), so clients that check every result against the output schema (the MCP
+    Inspector does, errors included) accept the typed reason: ``{"type": "object", "anyOf": [ok, failure]}``."""
+    ok = dict(schema)
+    failure = LibraryFailure.model_json_schema(by_alias=True)
+    defs = {**ok.pop("$defs", {}), **failure.pop("$defs", {})}
+    widened: dict[str, Any] = {"type": "object", "anyOf": [ok, failure]}
+    if defs:
+        widened["$defs"] = defs
+    return widened
+
+
+def _library_failure(exc: LibraryError) -> CallToolResult:
+    """An ``isError`` result carrying the typed reason as ``structuredContent``."""
+    failure = LibraryFailure(
+        reason=exc.reason, message=exc.detail, errors=[ProblemOut.model_validate(e) for e in exc.errors]
+    )
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{exc}")],
+        structured_content=dump(failure),
+        is_error=True,
+    )
+
+
+_DELETE_ASKED: ContextVar[Any] = ContextVar("workflow_mcp_delete_asked", default=None)
+"""The delete target workflow_delete's resolver asked the user about (a ``DeletePrompt``), for the body."""
+
+
+async def _delete_resolver(
+    ctx: Context[Any, Any],
+    name: str,
+    version: str | None = None,
+    draft: bool = False,
+    personal: bool = False,
+    confirmToken: str | None = None,
+    cwd: str | None = None,
+) -> Any:
+    """The ``Resolve`` of workflow_delete's ``answer`` (module level, as for workflow_run's)."""
+    server = ctx.mcp_server
+    assert isinstance(server, WorkflowMcpServer)
+    return await server._delete_question(ctx, name, version, draft, personal, confirmToken, cwd)

@@ -22,8 +22,12 @@ from ..state import TERMINAL_EVENTS
 
 __all__ = [
     "RELEASING_TYPES",
+    "DeleteConfirmation",
     "InterruptedEvent",
     "JournalRow",
+    "LibraryDraft",
+    "LibraryStore",
+    "LibraryVersion",
     "RunRecord",
     "RunStore",
     "StoreError",
@@ -232,3 +236,105 @@ class RunStore(Protocol):
     def get_artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None: ...
 
     def close(self) -> None: ...
+
+
+# -- the workflow library's sidecar -------------------------------------------------------------
+@dataclass(frozen=True)
+class LibraryVersion:
+    """One stored version of a library workflow: catalog metadata and the exact source it describes.
+
+    ``root`` is the real path of the workflows directory holding the file, ``file`` its name there;
+    ``version`` is canonical semver (``library.canonical_version``); ``created_at`` an ISO-8601 UTC time.
+    """
+
+    root: str
+    name: str
+    version: str
+    file: str
+    source: str
+    source_hash: str
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+    author: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
+class LibraryDraft:
+    """A draft: a source kept only in the sidecar (never in a workflows directory). One per ``name`` and
+    ``root``; ``expires_at`` (ISO-8601 UTC) ``None`` keeps it until it is deleted or promoted."""
+
+    draft_id: str
+    root: str
+    name: str
+    source: str
+    source_hash: str
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+    author: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    owner: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    expires_at: str | None = None
+
+
+@dataclass(frozen=True)
+class DeleteConfirmation:
+    """What a delete prompt showed: the target (a version's file, or a draft) and the source hash it
+    had. ``token_hash`` is the SHA-256 of the token the caller holds; ``expires_at`` is Unix seconds."""
+
+    token_hash: str
+    root: str
+    name: str
+    source_hash: str
+    expires_at: float
+    version: str | None = None
+    draft_id: str | None = None
+    file: str | None = None
+
+
+class LibraryStore(Protocol):
+    """Persistence of the workflow library's sidecar (versions, drafts, pending delete confirmations).
+
+    Implementations: :class:`~workflow_mcp.store.library.SqliteLibraryStore` (migration 4 of the state
+    database) and :class:`~workflow_mcp.store.library.MemoryLibraryStore`. Every write may raise
+    :class:`~workflow_mcp.errors.StoreError` (or a subclass: full, read-only, corrupt); a failed write
+    changes nothing.
+    """
+
+    def add_version(self, entry: LibraryVersion) -> bool:
+        """Store ``entry``; ``False`` (nothing stored) when ``root``/``name``/``version`` is already
+        stored. Atomic: of two concurrent adds of one key, exactly one returns ``True``."""
+        ...
+
+    def versions(self, root: str | None = None, name: str | None = None) -> list[LibraryVersion]:
+        """Stored versions, of one directory and/or name when given, in the order they were added."""
+        ...
+
+    def remove_version(self, root: str, name: str, version: str) -> bool:
+        """Forget one version; ``False`` when it was not stored."""
+        ...
+
+    def put_draft(self, draft: LibraryDraft) -> tuple[LibraryDraft, bool]:
+        """Store ``draft``, replacing the draft of the same ``root`` and ``name`` (which keeps its id and
+        ``created_at``). Returns the stored draft and whether it is new."""
+        ...
+
+    def drafts(self, root: str | None = None) -> list[LibraryDraft]:
+        """Stored drafts (of one directory when given), oldest first."""
+        ...
+
+    def get_draft(self, draft_id: str) -> LibraryDraft | None: ...
+
+    def remove_draft(self, draft_id: str) -> bool:
+        """Forget a draft; ``False`` when it was not stored."""
+        ...
+
+    def add_confirmation(self, confirmation: DeleteConfirmation) -> None: ...
+
+    def take_confirmation(self, token_hash: str) -> DeleteConfirmation | None:
+        """Remove and return the confirmation of ``token_hash`` (``None``: never issued, or taken
+        already). Atomic: of two concurrent takes, at most one gets it."""
+        ...

@@ -30,8 +30,14 @@ TOOLS = {
     "workflow_run_cancel",
     "providers_list",
     "agent_run",
+    "workflow_create",
+    "workflow_create_draft",
+    "workflow_get",
+    "workflow_delete",
 }
-READ_ONLY = TOOLS - {"workflow_run", "workflow_run_cancel", "agent_run"}
+READ_ONLY = TOOLS - {
+    "workflow_run", "workflow_run_cancel", "agent_run", "workflow_create", "workflow_create_draft", "workflow_delete"
+}  # fmt: skip
 RUNS = ("workflow_run", "agent_run")
 
 
@@ -46,7 +52,7 @@ async def test_every_tool_publishes_an_input_schema_an_output_schema_and_annotat
         a = tool.annotations
         assert a is not None and a.read_only_hint == (name in READ_ONLY), name
         assert a.open_world_hint == (name in RUNS), name
-        assert a.destructive_hint == (name in (*RUNS, "workflow_run_cancel")), name
+        assert a.destructive_hint == (name in (*RUNS, "workflow_run_cancel", "workflow_delete")), name
     run = tools["workflow_run"].input_schema
     assert run.get("required", []) == []  # provider too: resumeFromRunId alone keeps the run's own
     assert run["properties"]["waitMs"]["maximum"] == 25_000
@@ -68,7 +74,8 @@ async def test_workflow_list_finds_project_workflows_filters_by_query_and_report
         greeted = data(await call(c, "workflow_list", {"query": "GREETS"}))
         assert [w["name"] for w in greeted["workflows"]] == ["hello"]
         tagged = data(await call(c, "workflow_list", {"tags": ["review"]}))
-        assert tagged["workflows"] == []  # no sidecar tags exist yet
+        assert tagged["workflows"] == []  # hand-written files carry no library tags
+        assert tagged["filters"] == {"tags": ["review"]} and "broaden" in tagged["hint"]
 
 
 async def test_workflow_describe_gives_meta_hash_dependencies_and_whether_it_may_run(env: Env) -> None:

@@ -1,0 +1,35 @@
+"""The workflow library over real Streamable HTTP with two bearer tokens: a draft is approved for the
+client that created it only, and the personal directory is out of every HTTP client's reach."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcp_kit import BOUND_S, call, data, text
+from mcp_serve_kit import ALICE, BOB, Site, http_client, http_server
+
+pytestmark = pytest.mark.anyio
+
+DRAFT = "export const meta = { name: 'plan', description: 'a draft plan' }\nreturn await agent('plan it')\n"
+
+
+async def test_a_draft_runs_for_the_client_that_created_it_and_no_other(site: Site) -> None:
+    async with (
+        http_server(site) as server,
+        http_client(server.url, ALICE) as alice,
+        http_client(server.url, BOB) as bob,  # neither client can be asked (no elicitation)
+    ):
+        with anyio.fail_after(BOUND_S):
+            made = data(await call(alice, "workflow_create_draft", {"script": DRAFT}))
+            ran = data(
+                await call(
+                    alice, "workflow_run", {"name": made["runAs"], "provider": "fake", "waitMs": 20000}
+                )
+            )
+            refused = await call(bob, "workflow_run", {"name": "plan@draft", "provider": "fake", "waitMs": 0})
+            personal = await call(bob, "workflow_create", {"script": DRAFT, "personal": True})
+    assert ran["status"] == "completed"
+    assert refused.is_error and "approv" in text(refused).lower()
+    assert personal.is_error and data(personal)["reason"] == "invalid_input"
+    assert not (site.home / ".claude" / "workflows").exists()
