@@ -64,7 +64,9 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     from .service import WorkflowService
 
     try:
-        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=None, notify=_notice)
+        service = WorkflowService.open(
+            cwd=cwd or os.getcwd(), home=None, notify=_notice, **_deployment_settings()
+        )
     except WorkflowMcpError as exc:
         _fail(str(exc))
     for notice in service.store_notices:
@@ -72,6 +74,36 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     if writing and (problem := service.store_problem()) is not None:
         _fail(str(problem))
     return service
+
+
+# -- deployment options (sandbox): set on the commands that run workflows, read by _service -------
+_SETTINGS_KEY = "workflow_mcp.deployment"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep an option of :func:`_deployment_options` for :func:`_service` (the commands never see it)."""
+    if value is not None and param.name is not None:
+        ctx.meta.setdefault(_SETTINGS_KEY, {})[param.name] = value
+    return value
+
+
+def _deployment_settings() -> dict[str, Any]:
+    """The deployment options the current command was given (``{}`` outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(_SETTINGS_KEY, {})) if ctx is not None else {}
+
+
+def _sandbox_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--sandbox none|bwrap`` on every command that runs workflow code."""
+    return click.option(
+        "--sandbox",
+        type=click.Choice(["none", "bwrap"]),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="OS sandbox around the Node worker that runs workflow code: bwrap (bubblewrap: no network, "
+        "no files but Node's, private /tmp) or none (default: the configuration's [realm] sandbox).",
+    )(fn)
 
 
 def _notice(line: str) -> None:
@@ -365,6 +397,7 @@ _EVENTS_OPTION = click.option(
     help="Preview the run first (`plan`); ask before starting it when it would make more than N agent calls.",
 )
 @_EVENTS_OPTION
+@_sandbox_option
 def run(
     target: str,
     args_json: str | None,
@@ -446,6 +479,7 @@ async def _ask_on_terminal(report: PlanReport) -> str | None:
 @_limit_options
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
 @click.option("--json", "as_json", is_flag=True, help="Print the preview as one JSON document.")
+@_sandbox_option
 def plan(
     target: str,
     args_json: str | None,
@@ -637,6 +671,7 @@ async def _execute(
     "checkpointContext.checkpointId). Repeatable; recorded decisions replay without asking.",
 )
 @_EVENTS_OPTION
+@_sandbox_option
 def resume(
     target: str,
     live_copy: str | None,
@@ -1138,6 +1173,7 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     "any JavaScript it writes on this machine, with the providers' powers; only for a stdio server whose "
     "client is your own agent (refused with --http).",
 )
+@_sandbox_option
 def serve(
     use_http: bool,
     host: str,

@@ -12,6 +12,7 @@
     │   └── IdempotencyKeyReusedError  an idempotency key came back with other parameters than its run's
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
+    │   └── SandboxUnavailableError  the worker's OS sandbox (bubblewrap) is missing or cannot be built
     ├── RunFailedError               a run ended failed (carries the run id and the message)
     ├── RunNotConfirmedError         a run's cost preview was over the confirmation limit and not confirmed
     ├── AgentCallRefusedError        an agent() call was refused before any provider was contacted
@@ -41,6 +42,7 @@ __all__ = [
     "RunFailedError",
     "RunNotConfirmedError",
     "RunNotFoundError",
+    "SandboxUnavailableError",
     "SequenceConflictError",
     "SourceNotApprovedError",
     "StoreCorruptError",
@@ -246,6 +248,11 @@ class SourceNotApprovedError(WorkflowMcpError):
 
 class RealmError(WorkflowMcpError):
     """Raised when the Node worker cannot start, dies unexpectedly or breaks the message protocol."""
+
+
+class SandboxUnavailableError(RealmError):
+    """Raised when a run asks for an OS sandbox around its worker (``--sandbox bwrap``) that this host
+    cannot give: bubblewrap is not installed, or it cannot create namespaces here."""
 
 
 class RunFailedError(WorkflowMcpError):

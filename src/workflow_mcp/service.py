@@ -68,6 +68,7 @@ from .events import Event, utc_now
 from .providers.base import AgentProvider
 from .providers.pool import ProviderPool
 from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
+from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import HEARTBEAT_S
@@ -178,10 +179,12 @@ def _profile(name: str | None) -> Profile:
         raise InvalidInputError(str(exc.args[0])) from None
 
 
-def _configured(options: RunOptions) -> RunOptions:
+def _configured(options: RunOptions, sandbox: Sandbox | None = None) -> RunOptions:
     """``options`` with the ``[limits]`` of the configuration that applies in the run's directory
     (``workflow-mcp.toml``, else the user's ``config.toml``) filling what the caller left unset: the
-    default agent timeout and stall window, and the rate-limit retry policy.
+    default agent timeout and stall window, and the rate-limit retry policy. The worker's sandbox is
+    ``options.sandbox`` when set, else ``sandbox`` (the service's, e.g. ``--sandbox``), else the
+    configuration's ``[realm] sandbox``.
 
     Raises:
         ProviderConfigError: the configuration file is malformed (file and key named).
@@ -189,7 +192,12 @@ def _configured(options: RunOptions) -> RunOptions:
     from .engine.backoff import RetryPolicy
     from .providers.config import load_config
 
-    limits = load_config(options.cwd).limits
+    conf = load_config(options.cwd)
+    if options.sandbox == "none":
+        chosen = sandbox if sandbox is not None else check_sandbox(conf.sandbox, "[realm] sandbox")
+        if chosen != "none":
+            options = dataclasses.replace(options, sandbox=chosen)
+    limits = conf.limits
     if not limits:
         return options
     base = options.retry
@@ -296,8 +304,10 @@ class WorkflowService:
         home: str | None = None,
         notify: Callable[[str], None] | None = None,
         providers: ProviderPool | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.store = store
+        self.sandbox = sandbox  # the realm worker's OS sandbox (None: the configuration's [realm] sandbox)
         self.cwd = cwd or os.getcwd()
         self.home = home
         self.notify = notify
@@ -318,17 +328,19 @@ class WorkflowService:
         cwd: str | None = None,
         home: str | None = None,
         notify: Callable[[str], None] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> WorkflowService:
         """The service over the state database, ``$WORKFLOW_MCP_HOME/state.db`` (SQLite; created 0600 in
         a 0700 directory). ``store_notices`` then says what opening it changed or found (e.g. loose file
-        modes tightened).
+        modes tightened). ``sandbox`` runs every run's realm worker under that OS sandbox (``None``: the
+        configuration's ``[realm] sandbox``; :mod:`workflow_mcp.realm.sandbox`).
 
         Raises:
             StoreError: the database cannot be opened (damaged, from a newer release; the message says).
         """
         from .store.sqlite import SqliteStore
 
-        return cls(SqliteStore(), cwd=cwd, home=home, notify=notify)
+        return cls(SqliteStore(), cwd=cwd, home=home, notify=notify, sandbox=sandbox)
 
     def _picked(self, notice: str) -> None:
         """The routing's line naming the provider it picked when nothing is configured, for ``notify``
@@ -496,6 +508,8 @@ class WorkflowService:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
         if opts.worktree_root is None:
             opts = RunOptions(**{**opts.__dict__, "worktree_root": str(default_home() / "worktrees")})
+        if self.sandbox is not None and opts.sandbox == "none":
+            opts = dataclasses.replace(opts, sandbox=self.sandbox)
         if resume_from is not None and replay is None:
             _check_policy(policy)
             self._refuse_resuming_a_live_run(resume_from)
@@ -512,7 +526,8 @@ class WorkflowService:
             options={
                 k: v
                 for k, v in opts.__dict__.items()
-                if v is not None and k not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies")
+                if v is not None
+                and k not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies", "sandbox")
             }
             | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
@@ -646,7 +661,7 @@ class WorkflowService:
         )
         wanted = provider or ProviderChoice()
         if isinstance(target, Workflow):
-            options = _configured(options)
+            options = _configured(options, self.sandbox)
             agent, choice = self._provider_of(wanted, run_cwd)
             self._refuse_unservable(target, agent, options)
             if journal is not None:
@@ -1015,8 +1030,8 @@ class WorkflowService:
         a thread) and build the provider; then take V8's verdict on the source from that same worker. A
         run costs one Node process, not two, and the host's share of its start overlaps Node's. The
         worker is stopped if anything fails."""
-        options = _configured(options)
-        spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
+        options = _configured(options, self.sandbox)
+        spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb, sandbox=options.sandbox))
         try:
             pending, replay = await asyncio.to_thread(read)  # meanwhile the loop starts the worker
             agent, choice = self._provider_of(wanted, options.cwd or self.cwd)

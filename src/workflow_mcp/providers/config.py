@@ -36,6 +36,10 @@ Format (every key optional)::
     agentType = "reviewer"
     provider = "claude"
 
+    [realm]                            # the Node worker that runs workflow code
+    sandbox = "bwrap"                  # none | bwrap (bubblewrap OS sandbox; a project file may turn it
+                                       # on, never off when the user file turns it on)
+
     [estimates]                        # what `workflow-mcp plan` assumes per call (estimates.py)
     input_tokens = 20000
 
@@ -83,7 +87,9 @@ CONFIG_FILE_NAME: Final = "workflow-mcp.toml"
 NO_CONFIG: Final = "no configuration file"
 """What :attr:`ProviderConfig.where` says when no configuration file applies."""
 USER_CONFIG_NAME: Final = "config.toml"
-_TOP_KEYS: Final = ("default", "fallback", "policy", "limits", "rules", "providers", "estimates")
+_TOP_KEYS: Final = ("default", "fallback", "policy", "limits", "rules", "providers", "estimates", "realm")
+SANDBOXES: Final = ("none", "bwrap")
+"""The values of ``[realm] sandbox`` (:mod:`workflow_mcp.realm.sandbox`)."""
 LIMIT_KEYS: Final = (
     "agent_timeout_ms",
     "stall_ms",
@@ -140,7 +146,8 @@ class ProviderConfig:
     ``settings`` maps a provider name to the settings handed to it; ``models`` to its alias map;
     ``policy`` is the effective server/user policy; ``limits`` the ``[limits]`` table (keys of
     :data:`LIMIT_KEYS`, integer values); ``estimates`` what a cost preview assumes per call
-    (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`)."""
+    (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`); ``sandbox`` the realm worker's OS
+    sandbox (``[realm] sandbox``: ``none`` or ``bwrap``)."""
 
     path: str | None = None
     default: str | None = None
@@ -151,6 +158,7 @@ class ProviderConfig:
     policy: Policy = DEFAULT_POLICY
     limits: Mapping[str, int] = field(default_factory=dict)
     estimates: Estimates = DEFAULT_ESTIMATES
+    sandbox: str = "none"
 
     @property
     def where(self) -> str:
@@ -207,12 +215,14 @@ def load_config(
     user = user_config_path(environ)
     ceiling = DEFAULT_POLICY
     user_data: Mapping[str, Any] | None = None
+    user_sandbox = "none"
     if user.is_file():
         user_data = _read(user)
         ceiling = _policy(user_data, str(user), DEFAULT_POLICY, narrow=False)
+        user_sandbox = _sandbox(user_data.get("realm", {}), str(user))
     chosen = Path(path) if path is not None else find_config(cwd, environ)
     if chosen is None:
-        return ProviderConfig(policy=ceiling)
+        return ProviderConfig(policy=ceiling, sandbox=user_sandbox)
     if user_data is not None and chosen.resolve() == user.resolve():
         return parse_config(user_data, str(user), ceiling=DEFAULT_POLICY, narrow=False)
     project = _read(chosen)
@@ -220,6 +230,8 @@ def load_config(
     if "estimates" not in project and user_data is not None and "estimates" in user_data:
         # Prices are the user's business: a project file that says nothing about them keeps theirs.
         conf = replace(conf, estimates=parse_config(user_data, str(user), narrow=False).estimates)
+    if user_sandbox != "none":  # a repository may add the sandbox, never take the user's away
+        conf = replace(conf, sandbox=user_sandbox)
     return conf
 
 
@@ -298,7 +310,23 @@ def parse_config(
         policy=policy,
         limits=limits,
         estimates=estimates,
+        sandbox=_sandbox(data.get("realm", {}), source),
     )
+
+
+def _sandbox(raw: Any, source: str) -> str:
+    """``[realm] sandbox`` of one file (``"none"`` when absent)."""
+    if not isinstance(raw, Mapping):
+        raise ProviderConfigError(source, "realm", f"must be a table, got {_kind(raw)}")
+    for key in raw:
+        if key != "sandbox":
+            raise ProviderConfigError(source, f"realm.{key}", "unknown key; expected sandbox")
+    value = raw.get("sandbox", "none")
+    if value not in SANDBOXES:
+        raise ProviderConfigError(
+            source, "realm.sandbox", f"must be one of {', '.join(SANDBOXES)}, got {value!r}"
+        )
+    return str(value)
 
 
 def _limits(raw: Any, source: str) -> dict[str, int]:
