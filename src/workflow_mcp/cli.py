@@ -106,6 +106,31 @@ def _sandbox_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def _database_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--database-url`` on every command that reads or writes runs."""
+    return click.option(
+        "--database-url",
+        "database_url",
+        default=None,
+        metavar="URL",
+        expose_value=False,
+        callback=_remember,
+        help="The run database: postgresql://USER@HOST:PORT/DB, shared by several servers (default: "
+        "$WORKFLOW_MCP_DATABASE_URL, else the SQLite file $WORKFLOW_MCP_HOME/state.db).",
+    )(fn)
+
+
+def _sqlite_only(command: str) -> None:
+    """Refuse ``command`` (it reads the SQLite file itself) when a PostgreSQL database is in force."""
+    from .service import DATABASE_URL_ENV, database_url
+
+    if database_url(_deployment_settings().get("database_url")) is not None:
+        _fail(
+            f"`workflow-mcp {command}` works on the SQLite file; with --database-url or {DATABASE_URL_ENV} "
+            "set, the runs are in PostgreSQL: check and back it up with its own tools (pg_amcheck, pg_dump)"
+        )
+
+
 def _notice(line: str) -> None:
     """What the service tells the user unasked (a recovery pass marked runs interrupted): one line on
     stderr, never stdout (in ``serve`` stdout carries only JSON-RPC). A closed stderr loses the line,
@@ -398,6 +423,7 @@ _EVENTS_OPTION = click.option(
 )
 @_EVENTS_OPTION
 @_sandbox_option
+@_database_option
 def run(
     target: str,
     args_json: str | None,
@@ -480,6 +506,7 @@ async def _ask_on_terminal(report: PlanReport) -> str | None:
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
 @click.option("--json", "as_json", is_flag=True, help="Print the preview as one JSON document.")
 @_sandbox_option
+@_database_option
 def plan(
     target: str,
     args_json: str | None,
@@ -672,6 +699,7 @@ async def _execute(
 )
 @_EVENTS_OPTION
 @_sandbox_option
+@_database_option
 def resume(
     target: str,
     live_copy: str | None,
@@ -763,6 +791,7 @@ def runs() -> None:
 @runs.command(name="list")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--limit", type=click.IntRange(min=1), default=50)
+@_database_option
 def runs_list(as_json: bool, limit: int) -> None:
     """Recent runs, newest first, with their projected status."""
     service = _service()
@@ -780,6 +809,7 @@ def runs_list(as_json: bool, limit: int) -> None:
 @runs.command(name="show")
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True)
+@_database_option
 def runs_show(run_id: str, as_json: bool) -> None:
     """The projected state of one run."""
     service = _service()
@@ -838,6 +868,7 @@ def runs_show(run_id: str, as_json: bool) -> None:
     "--after", type=click.IntRange(min=0, max=2**62), default=0, help="Only events after this sequence."
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
+@_database_option
 def runs_events(run_id: str, after: int, as_json: bool) -> None:
     """The durable events of one run."""
     service = _service()
@@ -858,6 +889,7 @@ def runs_events(run_id: str, after: int, as_json: bool) -> None:
 @runs.command(name="cancel")
 @click.argument("run_id")
 @click.option("--reason", default="cancelled by the user", help="Recorded in run.cancellation_requested.")
+@_database_option
 def runs_cancel(run_id: str, reason: str) -> None:
     """Cancel a running run (also one owned by another workflow-mcp process)."""
     service = _service()
@@ -879,6 +911,7 @@ def runs_cancel(run_id: str, reason: str) -> None:
 @click.option(
     "--out", "out_path", default=None, metavar="FILE", help="Write to FILE (mode 0600), not stdout."
 )
+@_database_option
 def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
     """Write runs (all, or RUN_ID...) and their events as JSON lines, even from a damaged database.
 
@@ -887,6 +920,7 @@ def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
     when everything was read, 1 when something could not be."""
     from .service import export_runs
 
+    _sqlite_only("runs export")
     if out_path is None:
         out = sys.stdout
     else:
@@ -920,12 +954,14 @@ def store_group() -> None:
 
 
 @store_group.command(name="check")
+@_database_option
 def store_check() -> None:
     """Run SQLite's integrity check and read every run's record and events. Exit 0 sound, 1 damaged
     (damaged pages: then nothing more is written to it; damaged cells of a run's record or of its
     events: `store repair` rewrites them)."""
     from .service import check_store, damaged_cells, state_database
 
+    _sqlite_only("store check")
     path = state_database()
     try:
         problems = check_store()
@@ -957,11 +993,13 @@ def store_check() -> None:
 
 
 @store_group.command(name="repair")
+@_database_option
 def store_repair() -> None:
     """Copy state.db to state.db.bak-<timestamp>, rebuild it (VACUUM INTO, or run by run when pages
     are damaged), check the result and put it in place. Stop every other workflow-mcp process first."""
     from .service import repair_store, state_database
 
+    _sqlite_only("store repair")
     path = state_database()
     try:
         report = repair_store()
@@ -1174,6 +1212,7 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     "client is your own agent (refused with --http).",
 )
 @_sandbox_option
+@_database_option
 def serve(
     use_http: bool,
     host: str,

@@ -71,7 +71,7 @@ from .providers.registry import ProviderInfo, ProviderNotLoggedInError, availabl
 from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
-from .store import HEARTBEAT_S
+from .store import DATABASE_URL_ENV, HEARTBEAT_S, database_url
 from .store.base import RunRecord, RunStore
 from .store.sqlite import default_home
 
@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from .store.salvage import ExportReport, RepairReport
 
 __all__ = [
+    "DATABASE_URL_ENV",
     "MISSING",
     "ChildCheck",
     "PlanReport",
@@ -91,6 +92,7 @@ __all__ = [
     "WorkflowService",
     "check_store",
     "damaged_cells",
+    "database_url",
     "export_runs",
     "provider_report",
     "read_fake_script",
@@ -177,6 +179,9 @@ def _profile(name: str | None) -> Profile:
         return get_profile(name)
     except KeyError as exc:
         raise InvalidInputError(str(exc.args[0])) from None
+
+
+_database_url = database_url  # WorkflowService.open's parameter shadows the function
 
 
 def _configured(options: RunOptions, sandbox: Sandbox | None = None) -> RunOptions:
@@ -329,18 +334,32 @@ class WorkflowService:
         home: str | None = None,
         notify: Callable[[str], None] | None = None,
         sandbox: Sandbox | None = None,
+        database_url: str | None = None,
     ) -> WorkflowService:
         """The service over the state database, ``$WORKFLOW_MCP_HOME/state.db`` (SQLite; created 0600 in
         a 0700 directory). ``store_notices`` then says what opening it changed or found (e.g. loose file
         modes tightened). ``sandbox`` runs every run's realm worker under that OS sandbox (``None``: the
-        configuration's ``[realm] sandbox``; :mod:`workflow_mcp.realm.sandbox`).
+        configuration's ``[realm] sandbox``; :mod:`workflow_mcp.realm.sandbox`). ``database_url``
+        (default ``$WORKFLOW_MCP_DATABASE_URL``) names a PostgreSQL database shared with other
+        servers instead (``postgresql://…``, :mod:`workflow_mcp.store.postgres`).
 
         Raises:
-            StoreError: the database cannot be opened (damaged, from a newer release; the message says).
+            StoreError: the database cannot be opened (damaged, from a newer release, unreachable; the
+                message says).
         """
-        from .store.sqlite import SqliteStore
+        from .store import open_store
 
-        return cls(SqliteStore(), cwd=cwd, home=home, notify=notify, sandbox=sandbox)
+        store = open_store(_database_url(database_url))
+        return cls(store, cwd=cwd, home=home, notify=notify, sandbox=sandbox)
+
+    @property
+    def database(self) -> str:
+        """Where the runs are stored, for messages: the SQLite file or the PostgreSQL server (no password)."""
+        where = getattr(self.store, "where", None)
+        if isinstance(where, str):
+            return where
+        path = getattr(self.store, "path", None)
+        return str(path) if path is not None else "memory"
 
     def _picked(self, notice: str) -> None:
         """The routing's line naming the provider it picked when nothing is configured, for ``notify``

@@ -1,0 +1,308 @@
+"""What the PostgreSQL store adds to the shared store contract (test_sqlite.py and test_claims.py run
+that contract over it too): its schema and migrations, several stores — several servers — on one
+database (one executor per run, leases, idempotency keys), and clear errors for an unreachable or
+lost server. Every test runs against the session's real PostgreSQL server, each in a fresh schema."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from workflow_mcp.errors import RunClaimedError, SequenceConflictError, StoreError
+from workflow_mcp.events import Event
+from workflow_mcp.store import LEASE_TTL_S, RunRecord, open_store
+from workflow_mcp.store.postgres import PostgresStore, migrations, redact
+
+psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[postgres]'")
+
+BOUND_S = 30
+TABLES = [
+    "artifacts",
+    "cancel_requests",
+    "events",
+    "journal",
+    "owners",
+    "run_claims",
+    "runs",
+    "workflow_mcp_schema",
+]
+
+
+def record(run_id: str, **fields: object) -> RunRecord:
+    return RunRecord(
+        run_id=run_id,
+        workflow_name="wf",
+        source_hash="h",
+        source="export const meta = {}",
+        created_at=f"2026-11-30T10:00:00.{len(run_id):03d}Z",
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def ev(run_id: str, seq: int, type: str, **payload: object) -> Event:
+    return Event(
+        run_id=run_id, sequence=seq, type=type, timestamp="2026-11-30T10:00:00.000Z", payload=payload
+    )
+
+
+def interrupted(rec: RunRecord, sequence: int, reason: str) -> Event:
+    return Event(run_id=rec.run_id, sequence=sequence, type="run.interrupted", payload={"reason": reason})
+
+
+def test_a_new_database_is_at_the_newest_migration_with_exactly_the_stores_tables(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        assert store.schema_version() == migrations()[-1][0] == 3
+        assert store.tables() == TABLES
+    finally:
+        store.close()
+
+
+def test_the_migrations_are_numbered_like_the_sqlite_stores() -> None:
+    from workflow_mcp.store.sqlite import migrations as sqlite_migrations
+
+    assert [n for n, _ in migrations()] == [n for n, _ in sqlite_migrations()]
+
+
+def test_servers_opening_a_fresh_database_at_once_migrate_it_once(postgres_url: str) -> None:
+    stores: list[PostgresStore] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            stores.append(PostgresStore(postgres_url))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(BOUND_S)
+    try:
+        assert errors == []
+        with psycopg.connect(postgres_url) as conn:
+            assert conn.execute("SELECT count(*), max(version) FROM workflow_mcp_schema").fetchone() == (1, 3)
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_a_database_from_a_newer_release_is_refused_naming_both_versions(postgres_url: str) -> None:
+    PostgresStore(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE workflow_mcp_schema SET version = 99")
+    with pytest.raises(StoreError, match="schema version 99, newer than this release understands \\(3\\)"):
+        PostgresStore(postgres_url)
+    with psycopg.connect(postgres_url) as conn:  # refused, never modified
+        assert conn.execute("SELECT version FROM workflow_mcp_schema").fetchone() == (99,)
+
+
+def test_an_unreachable_server_is_a_store_error_naming_it_without_the_password() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"postgresql://me:hunter2@127.0.0.1:{port}/runs"
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(url)
+    message = str(caught.value)
+    assert f"postgresql://me@127.0.0.1:{port}/runs cannot be reached" in message
+    assert "hunter2" not in message
+    assert redact(url) == f"postgresql://me@127.0.0.1:{port}/runs"
+
+
+def test_a_url_that_is_not_postgresql_is_refused_naming_the_accepted_form() -> None:
+    with pytest.raises(StoreError, match="is not a PostgreSQL URL: give postgresql://USER@HOST:PORT/DB"):
+        open_store("mysql://me:secret@db/runs")
+
+
+def test_a_lost_connection_fails_one_call_clearly_and_the_next_reconnects(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_run(record("run_1"))
+        pid = store._conn.info.backend_pid
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(StoreError, match="went away while reading run run_1"):
+            store.get_run("run_1")
+        got = store.get_run("run_1")
+        assert got is not None and got.run_id == "run_1"
+    finally:
+        store.close()
+
+
+def test_an_idempotency_key_is_unique_across_servers_with_or_without_an_owner(postgres_url: str) -> None:
+    a, b = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    try:
+        a.create_run(record("run_a", idempotency_key="k", owner="alice"))
+        with pytest.raises(StoreError, match="refused by the store"):
+            b.create_run(record("run_b", idempotency_key="k", owner="alice"))
+        b.create_run(record("run_c", idempotency_key="k", owner="bob"))  # another owner's key
+        a.create_run(record("run_d", idempotency_key="anon"))
+        with pytest.raises(StoreError, match="refused by the store"):
+            b.create_run(record("run_e", idempotency_key="anon"))
+        found = b.find_idempotent(None, "anon")
+        assert found is not None and found.run_id == "run_d"
+        assert [r.run_id for r in a.list_runs()] == ["run_d", "run_c", "run_a"]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_run_another_server_executes_cannot_be_resumed_here(postgres_url: str) -> None:
+    a, b = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    try:
+        a.create_run(record("run_1"))
+        a.append(ev("run_1", 1, "run.started"))
+        with pytest.raises(RunClaimedError) as caught:
+            b.create_run(record("run_2", resumed_from="run_1"))
+        assert caught.value.holder_run == "run_1" and caught.value.pid == os.getpid()
+        assert b.recover(set(), interrupted) == []  # its owner is alive: nothing to recover
+    finally:
+        a.close()
+        b.close()
+
+
+def test_two_servers_never_interleave_a_runs_sequence(postgres_url: str) -> None:
+    a, b = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    try:
+        a.create_run(record("run_1"))
+        a.append_many([ev("run_1", 1, "run.started"), ev("run_1", 2, "log")])
+        with pytest.raises(SequenceConflictError):
+            b.append_many([ev("run_1", 3, "log"), ev("run_1", 2, "log")])
+        assert [e.sequence for e in a.events("run_1")] == [1, 2]
+        b.append(ev("run_1", 3, "log"))
+        assert b.last_sequence("run_1") == 3
+    finally:
+        a.close()
+        b.close()
+
+
+OWNER = """
+import sys
+from workflow_mcp.events import Event
+from workflow_mcp.store import RunRecord
+from workflow_mcp.store.postgres import PostgresStore
+store = PostgresStore(sys.argv[1])
+store.create_run(RunRecord(run_id="run_k", workflow_name="wf", source_hash="h", source="s",
+                           created_at="2026-11-30T10:00:00.000Z"))
+store.append(Event(run_id="run_k", sequence=1, type="run.started", timestamp="2026-11-30T10:00:00.000Z"))
+print("owning", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_runs_of_a_sigkilled_server_are_interrupted_by_another_and_resumable(postgres_url: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(OWNER), postgres_url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "owning"
+        other = PostgresStore(postgres_url)
+        try:
+            with pytest.raises(RunClaimedError):
+                other.create_run(record("run_r", resumed_from="run_k"))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(BOUND_S)
+            assert other.recover(set(), interrupted) == ["run_k"]
+            assert other.last_run_event("run_k") == "run.interrupted"
+            assert other.recover(set(), interrupted) == []  # once
+            other.create_run(record("run_r", resumed_from="run_k"))  # its claim is free now
+        finally:
+            other.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(BOUND_S)
+
+
+def test_an_owner_on_another_host_keeps_its_claim_until_its_lease_expires(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_run(record("run_1"))
+        store.append(ev("run_1", 1, "run.started"))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            # Hand the run to an owner on another host whose lease was renewed a moment ago.
+            conn.execute(
+                "INSERT INTO owners VALUES ('elsewhere', 4242, 'another-host', '', '2026-11-30', "
+                "EXTRACT(EPOCH FROM clock_timestamp()))"
+            )
+            conn.execute("UPDATE run_claims SET owner_id = 'elsewhere'")
+            other = PostgresStore(postgres_url)
+            try:
+                assert other.recover(set(), interrupted) == []
+                with pytest.raises(RunClaimedError, match="another-host"):
+                    other.create_run(record("run_2", resumed_from="run_1"))
+                conn.execute("UPDATE owners SET heartbeat_at = heartbeat_at - %s", (LEASE_TTL_S + 1,))
+                assert other.recover(set(), interrupted) == ["run_1"]
+                events = other.events("run_1")
+                assert events[-1].payload["reason"] == (
+                    "the process that owned the run (pid 4242 on another-host) is gone"
+                )
+                other.create_run(record("run_2", resumed_from="run_1"))
+            finally:
+                other.close()
+    finally:
+        store.close()
+
+
+def test_a_clean_close_removes_the_owner_row(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    store.create_run(record("run_1"))
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM owners").fetchone() == (1,)
+    store.close()
+    store.close()  # twice is fine
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM owners").fetchone() == (0,)
+    with pytest.raises(StoreError, match="is closed"):
+        store.get_run("run_1")
+
+
+def test_a_lone_surrogate_is_refused_and_nothing_of_the_batch_is_stored(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_run(record("run_1"))
+        with pytest.raises(StoreError, match="refused by the store"):
+            store.append_many([ev("run_1", 1, "run.started"), ev("run_1", 2, "log", message="\ud800")])
+        assert store.events("run_1") == []
+        store.append(ev("run_1", 1, "run.started"))
+        assert store.last_sequence("run_1") == 1
+    finally:
+        store.close()
+
+
+def test_a_body_another_program_wrote_reads_as_a_stand_in_in_its_place(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_run(record("run_1"))
+        store.append_many([ev("run_1", 1, "run.started"), ev("run_1", 2, "log"), ev("run_1", 3, "log")])
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("UPDATE events SET body = 'not json' WHERE sequence = 2")
+        events = store.events("run_1")
+        assert [e.sequence for e in events] == [1, 2, 3]
+        assert events[1].payload["damaged"]["columns"] == ["body"]
+        assert events[1].payload["original"] == "not json"
+        assert [e.sequence for e in store.damaged_events("run_1")] == [2]
+    finally:
+        store.close()
+
+
+def test_the_postgres_test_server_runs_in_a_directory_the_server_user_owns(postgres_cluster: object) -> None:
+    root: Path = postgres_cluster.root  # type: ignore[attr-defined]
+    assert (root / "data" / "PG_VERSION").is_file()
+    if os.geteuid() == 0:
+        import pwd
+
+        assert pwd.getpwuid(root.stat().st_uid).pw_name == "postgres"
