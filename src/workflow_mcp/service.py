@@ -352,6 +352,19 @@ class WorkflowService:
         store = open_store(_database_url(database_url))
         return cls(store, cwd=cwd, home=home, notify=notify, sandbox=sandbox)
 
+    def _sandbox_for(self, cwd: str | None) -> Sandbox:
+        """The worker sandbox of a run in ``cwd``: the service's, else the configuration's
+        ``[realm] sandbox``.
+
+        Raises:
+            ProviderConfigError: the configuration file is malformed (file and key named).
+        """
+        if self.sandbox is not None:
+            return self.sandbox
+        from .providers.config import load_config
+
+        return check_sandbox(load_config(cwd).sandbox, "[realm] sandbox")
+
     @property
     def database(self) -> str:
         """Where the runs are stored, for messages: the SQLite file or the PostgreSQL server (no password)."""
@@ -527,8 +540,10 @@ class WorkflowService:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
         if opts.worktree_root is None:
             opts = RunOptions(**{**opts.__dict__, "worktree_root": str(default_home() / "worktrees")})
-        if self.sandbox is not None and opts.sandbox == "none":
-            opts = dataclasses.replace(opts, sandbox=self.sandbox)
+        if opts.sandbox == "none":
+            # The sandbox is a security setting: every way into a run applies it, this one included
+            # (a caller's own RunOptions, the built-in agent_run workflow).
+            opts = dataclasses.replace(opts, sandbox=self._sandbox_for(opts.cwd))
         if resume_from is not None and replay is None:
             _check_policy(policy)
             self._refuse_resuming_a_live_run(resume_from)

@@ -239,3 +239,26 @@ def test_the_escape_table_fixture_really_sandboxes_the_worker(monkeypatch: pytes
     outcome = run_source("return 1")
     worker = outcome.handle._run.worker
     assert worker is not None and worker.sandbox == "bwrap"
+
+
+def test_every_way_into_a_run_applies_the_configured_sandbox(tmp_path: Path) -> None:
+    from workflow_mcp.providers import FakeProvider
+    from workflow_mcp.service import WorkflowService
+    from workflow_mcp.store import MemoryStore
+
+    (Path(os.environ["WORKFLOW_MCP_HOME"]) / "config.toml").write_text('[realm]\nsandbox = "bwrap"\n')
+
+    async def scenario() -> list[str]:
+        service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
+        try:
+            one_call = service.run_agent("hi", provider=FakeProvider())  # the built-in agent_run
+            assert await one_call.result() == "hi"
+            own = service.start_run(
+                service.agent_workflow(), provider=FakeProvider(), args={"prompt": "x", "options": {}}
+            )
+            await own.result()
+            return [h._run.worker.sandbox for h in (one_call, own) if h._run.worker is not None]
+        finally:
+            await service.shutdown()
+
+    assert arun(scenario()) == ["bwrap", "bwrap"]
