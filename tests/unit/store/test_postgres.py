@@ -306,3 +306,50 @@ def test_the_postgres_test_server_runs_in_a_directory_the_server_user_owns(postg
         import pwd
 
         assert pwd.getpwuid(root.stat().st_uid).pw_name == "postgres"
+
+
+def test_every_table_has_the_columns_of_its_sqlite_twin_in_order(postgres_url: str, tmp_path: Path) -> None:
+    from workflow_mcp.store import SqliteStore
+
+    lite = SqliteStore(tmp_path / "state.db")
+    pg = PostgresStore(postgres_url)
+    try:
+        for table in TABLES:
+            if table == "workflow_mcp_schema":  # PostgreSQL's stand-in for PRAGMA user_version
+                continue
+            ours = [str(r[1]) for r in lite._read("schema", f"PRAGMA table_info({table})")]
+            theirs = [
+                str(r[0])
+                for r in pg._read(
+                    "schema",
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                    "AND table_name = %s ORDER BY ordinal_position",
+                    (table,),
+                )
+            ]
+            assert theirs == ours, table
+    finally:
+        lite.close()
+        pg.close()
+
+
+def test_an_owner_renews_its_lease_on_the_database_clock_and_a_reader_writes_nothing(
+    postgres_url: str,
+) -> None:
+    reader, owner = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    try:
+        reader.heartbeat()
+        assert reader.list_runs() == []
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM owners").fetchone() == (0,)
+            owner.create_run(record("run_1"))
+            conn.execute("UPDATE owners SET heartbeat_at = heartbeat_at - 100")
+            (stale,) = conn.execute("SELECT heartbeat_at FROM owners").fetchone()
+            owner.heartbeat()
+            (fresh, now) = conn.execute(
+                "SELECT heartbeat_at, EXTRACT(EPOCH FROM clock_timestamp())::float8 FROM owners"
+            ).fetchone()
+        assert fresh > stale + 99 and abs(now - fresh) < 5
+    finally:
+        reader.close()
+        owner.close()
