@@ -262,3 +262,45 @@ def test_every_way_into_a_run_applies_the_configured_sandbox(tmp_path: Path) -> 
             await service.shutdown()
 
     assert arun(scenario()) == ["bwrap", "bwrap"]
+
+
+HOST = """
+import asyncio, sys
+from workflow_mcp.realm.worker import RealmWorker
+
+def tree(pid):
+    out = [pid]
+    for task in __import__("os").listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            for child in f.read().split():
+                out += tree(int(child))
+    return out
+
+async def main():
+    worker = await RealmWorker.spawn(sandbox="bwrap")
+    print(" ".join(map(str, tree(worker._proc.pid))), flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def test_a_sandboxed_worker_dies_with_its_host() -> None:
+    import time
+
+    host = subprocess.Popen([sys.executable, "-c", HOST], stdout=subprocess.PIPE, text=True)
+    try:
+        assert host.stdout is not None
+        pids = [int(p) for p in host.stdout.readline().split()]
+        assert len(pids) >= 2, pids  # bwrap, and the sandbox under it (its init, then Node)
+        assert all(pid_alive(p) for p in pids)
+        host.kill()
+        host.wait(BOUND_S)
+        deadline = time.monotonic() + BOUND_S
+        while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)  # a bounded poll for the kernel to deliver the parent-death signals
+        assert not any(pid_alive(p) for p in pids), [p for p in pids if pid_alive(p)]
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait(BOUND_S)
