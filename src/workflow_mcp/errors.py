@@ -339,15 +339,16 @@ class SequenceConflictError(StoreError):
 
 
 class StoreReadOnlyError(StoreError):
-    """Raised when something must be recorded but the state database cannot be written (``reason``)."""
+    """Raised when something must be recorded but the state database cannot be written (``reason``);
+    ``fix`` says what to do (default: for the SQLite file)."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, fix: str | None = None) -> None:
         self.path = path
         self.reason = reason
         super().__init__(
             f"the state database {path} is read-only ({reason}): runs can be listed, shown and exported, "
-            "but nothing new can be recorded. Make it writable, or point WORKFLOW_MCP_HOME at a writable "
-            "directory"
+            "but nothing new can be recorded. "
+            + (fix or "Make it writable, or point WORKFLOW_MCP_HOME at a writable directory")
         )
 
 

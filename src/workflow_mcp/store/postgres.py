@@ -133,6 +133,7 @@ _UNFINISHED = (
     f"ORDER BY e.sequence DESC LIMIT 1), 'run.queued') NOT IN {_sql_list(TERMINAL_EVENTS)}"
 )
 _NOW = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+_READ_ONLY_FIX = "Point --database-url (or WORKFLOW_MCP_DATABASE_URL) at the primary server"
 
 # The owners open in this process: an owner row with this process's pid is alive exactly when its
 # store is still open here (several stores, e.g. in tests, may share one process).
@@ -267,7 +268,9 @@ class PostgresStore:
         if isinstance(exc, StoreError):
             return exc
         if isinstance(exc, pg.ReadOnlySqlTransaction):
-            return StoreReadOnlyError(self.where, f"PostgreSQL refused to write ({exc}) while {what}")
+            return StoreReadOnlyError(
+                self.where, f"PostgreSQL refused to write ({str(exc).strip()}) while {what}", _READ_ONLY_FIX
+            )
         if isinstance(exc, psycopg.IntegrityError):
             return StoreError(f"{what} refused by the store: {str(exc).strip()}")
         if isinstance(exc, pg.DiskFull):
@@ -309,7 +312,7 @@ class PostgresStore:
     def write_problem(self) -> StoreError | None:
         """Why nothing can be written now (a read-only server), or ``None``."""
         if self._read_only is not None:
-            return StoreReadOnlyError(self.where, self._read_only)
+            return StoreReadOnlyError(self.where, self._read_only, _READ_ONLY_FIX)
         return None
 
     # -- schema --------------------------------------------------------------------------------
@@ -318,9 +321,11 @@ class PostgresStore:
         newest = steps[-1][0] if steps else 0
         with self._guard("applying its migrations") as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS workflow_mcp_schema (version INTEGER NOT NULL)")
-            row = conn.execute("SELECT max(version) FROM workflow_mcp_schema").fetchone()
-            current = int(row[0]) if row is not None and row[0] is not None else 0
+            found = conn.execute("SELECT to_regclass('workflow_mcp_schema') IS NOT NULL").fetchone()
+            current = 0
+            if found is not None and found[0]:
+                row = conn.execute("SELECT max(version) FROM workflow_mcp_schema").fetchone()
+                current = int(row[0]) if row is not None and row[0] is not None else 0
             if current > newest:
                 raise StoreError(
                     f"the PostgreSQL database {self.where} has schema version {current}, newer than this "
@@ -329,7 +334,10 @@ class PostgresStore:
             if current == newest:
                 return
             if self._read_only is not None:
-                raise StoreReadOnlyError(self.where, f"{self._read_only}; its schema cannot be upgraded")
+                raise StoreReadOnlyError(
+                    self.where, f"{self._read_only}; its schema cannot be upgraded", _READ_ONLY_FIX
+                )
+            conn.execute("CREATE TABLE IF NOT EXISTS workflow_mcp_schema (version INTEGER NOT NULL)")
             for number, sql in steps:
                 if number <= current:
                     continue

@@ -304,3 +304,14 @@ def test_a_sandboxed_worker_dies_with_its_host() -> None:
         if host.poll() is None:
             host.kill()
             host.wait(BOUND_S)
+
+
+def test_an_unknown_sandbox_name_is_refused_naming_the_choices() -> None:
+    from workflow_mcp.errors import InvalidInputError
+    from workflow_mcp.realm.sandbox import check_sandbox
+
+    assert check_sandbox("bwrap") == "bwrap"
+    with pytest.raises(
+        InvalidInputError, match=r"\[realm\] sandbox must be one of none, bwrap, got 'docker'"
+    ):
+        check_sandbox("docker", "[realm] sandbox")

@@ -353,3 +353,32 @@ def test_an_owner_renews_its_lease_on_the_database_clock_and_a_reader_writes_not
     finally:
         reader.close()
         owner.close()
+
+
+def test_a_read_only_server_answers_queries_and_refuses_writes_naming_it(postgres_url: str) -> None:
+    from workflow_mcp.errors import StoreReadOnlyError
+
+    writer = PostgresStore(postgres_url)
+    writer.create_run(record("run_1"))
+    writer.close()
+    read_only = postgres_url + "%20-cdefault_transaction_read_only%3Don"  # as a hot standby answers
+    store = PostgresStore(read_only)
+    try:
+        assert [r.run_id for r in store.list_runs()] == ["run_1"]
+        assert isinstance(store.write_problem(), StoreReadOnlyError)
+        with pytest.raises(StoreReadOnlyError, match="the server only reads"):
+            store.create_run(record("run_2"))
+        with pytest.raises(StoreReadOnlyError):
+            store.request_cancel("run_1", "no")
+        # run_1's owner closed without its terminal event: there is something to record, and no way to.
+        with pytest.raises(StoreReadOnlyError):
+            store.recover(set(), interrupted)
+    finally:
+        store.close()
+
+
+def test_a_read_only_server_with_an_older_schema_is_refused(postgres_url: str) -> None:
+    from workflow_mcp.errors import StoreReadOnlyError
+
+    with pytest.raises(StoreReadOnlyError, match="its schema cannot be upgraded"):
+        PostgresStore(postgres_url + "%20-cdefault_transaction_read_only%3Don")
