@@ -382,3 +382,25 @@ def test_a_read_only_server_with_an_older_schema_is_refused(postgres_url: str) -
 
     with pytest.raises(StoreReadOnlyError, match="its schema cannot be upgraded"):
         PostgresStore(postgres_url + "%20-cdefault_transaction_read_only%3Don")
+
+
+def test_the_service_opens_the_database_the_url_or_the_environment_names(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workflow_mcp.service import WorkflowService
+    from workflow_mcp.store import SqliteStore
+
+    by_argument = WorkflowService.open(database_url=postgres_url)
+    monkeypatch.setenv("WORKFLOW_MCP_DATABASE_URL", postgres_url)
+    by_environment = WorkflowService.open()
+    monkeypatch.delenv("WORKFLOW_MCP_DATABASE_URL")
+    default = WorkflowService.open()
+    try:
+        assert isinstance(by_argument.store, PostgresStore) and isinstance(
+            by_environment.store, PostgresStore
+        )
+        assert by_argument.database == redact(postgres_url)
+        assert isinstance(default.store, SqliteStore)
+    finally:
+        for service in (by_argument, by_environment, default):
+            service.store.close()
