@@ -521,13 +521,14 @@ class PostgresStore:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
         rows = [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events]
-        with conn.cursor() as cur:
+        journal = [self._journal_row(conn, e) for e in events if e.agent_id and e.type in _JOURNALED]
+        journal_rows = [j for j in journal if j is not None]
+        # One round trip for the writes (libpq pipeline mode): the checks above already passed.
+        with conn.pipeline(), conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO events (run_id, sequence, type, timestamp, agent_id, body) VALUES (%s,%s,%s,%s,%s,%s)",
                 rows,
             )
-            journal = [self._journal_row(conn, e) for e in events if e.agent_id and e.type in _JOURNALED]
-            journal_rows = [j for j in journal if j is not None]
             if journal_rows:
                 cur.executemany(_UPSERT_JOURNAL, journal_rows)
             ended = [(e.run_id,) for e in events if e.type in RELEASING_TYPES]
