@@ -48,7 +48,14 @@ from .sqlite import event_from_cells, record_from_row
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["PostgresStore", "is_postgres_url", "migrations", "redact"]
+__all__ = [
+    "MIN_SERVER_VERSION",
+    "PostgresStore",
+    "is_postgres_url",
+    "migrations",
+    "redact",
+    "version_problem",
+]
 
 _SCHEMES = ("postgresql://", "postgres://")
 
@@ -76,6 +83,21 @@ def redact(url: str) -> str:
     port = parts.get("port") or "5432"
     user = f"{parts['user']}@" if parts.get("user") else ""
     return f"postgresql://{user}{host}:{port}/{parts.get('dbname') or ''}"
+
+
+MIN_SERVER_VERSION = 150000
+"""PostgreSQL 15 (``server_version_num``): the first with ``NULLS NOT DISTINCT`` unique indexes."""
+
+
+def version_problem(version_num: int, where: str) -> StoreError | None:
+    """The refusal of a server older than :data:`MIN_SERVER_VERSION` (``version_num`` as
+    ``server_version_num`` gives it, e.g. ``140011``), else ``None``."""
+    if version_num >= MIN_SERVER_VERSION:
+        return None
+    major = version_num // 10000
+    return StoreError(
+        f"the PostgreSQL server {where} runs version {major}; workflow-mcp needs PostgreSQL 15 or later"
+    )
 
 
 def migrations() -> list[tuple[int, str]]:
@@ -247,8 +269,12 @@ class PostgresStore:
             raise StoreError(f"the database URL {self.where} is not usable: {exc}") from exc
         self._closer.conn = conn
         read_only = conn.execute(
-            "SELECT pg_is_in_recovery(), current_setting('transaction_read_only')"
+            "SELECT pg_is_in_recovery(), current_setting('transaction_read_only'), "
+            "current_setting('server_version_num')::int"
         ).fetchone()
+        if read_only is not None and (problem := version_problem(int(read_only[2]), self.where)) is not None:
+            conn.close()
+            raise problem
         if read_only is not None and (read_only[0] or read_only[1] == "on"):
             self._read_only = "the server only reads (a standby, or transaction_read_only is on)"
         return conn

@@ -407,3 +407,14 @@ def test_the_service_opens_the_database_the_url_or_the_environment_names(
     finally:
         for service in (by_argument, by_environment, default):
             service.store.close()
+
+
+def test_a_server_older_than_postgresql_15_is_refused_naming_both_versions() -> None:
+    from workflow_mcp.store.postgres import version_problem
+
+    problem = version_problem(140011, "postgresql://db:5432/runs")
+    assert problem is not None
+    assert str(problem) == (
+        "the PostgreSQL server postgresql://db:5432/runs runs version 14; workflow-mcp needs PostgreSQL 15 or later"
+    )
+    assert version_problem(150004, "x") is None and version_problem(170000, "x") is None
