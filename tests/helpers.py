@@ -103,6 +103,14 @@ def count(events: list[Event], event_type: str) -> int:
     return sum(1 for e in events if e.type == event_type)
 
 
+BWRAP_MISSING = "bubblewrap (bwrap) is not installed here; CI installs the Debian package bubblewrap"
+"""The skip reason of the tests that start the worker under bubblewrap."""
+
+SANDBOX = "none"
+"""The worker sandbox :func:`start` uses when a test names none; the ``realm_sandbox`` fixture of
+``tests/unit/realm`` sets it to run a whole module under each sandbox."""
+
+
 def start(
     source: str | Workflow,
     *,
@@ -111,8 +119,9 @@ def start(
     **options: Any,
 ) -> RunHandle:
     """Start a run (needs a running loop). ``source`` is a body for :func:`workflow` or a loaded
-    workflow; ``options`` are :class:`RunOptions` fields."""
+    workflow; ``options`` are :class:`RunOptions` fields (``sandbox`` defaults to :data:`SANDBOX`)."""
     wf = source if isinstance(source, Workflow) else workflow(source)
+    options.setdefault("sandbox", SANDBOX)
     return run_workflow(
         wf,
         provider=provider if provider is not None else FakeProvider(),

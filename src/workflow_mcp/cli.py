@@ -64,7 +64,9 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     from .service import WorkflowService
 
     try:
-        service = WorkflowService.open(cwd=cwd or os.getcwd(), home=None, notify=_notice)
+        service = WorkflowService.open(
+            cwd=cwd or os.getcwd(), home=None, notify=_notice, **_deployment_settings()
+        )
     except WorkflowMcpError as exc:
         _fail(str(exc))
     for notice in service.store_notices:
@@ -72,6 +74,61 @@ def _service(cwd: str | None = None, *, writing: bool = False) -> WorkflowServic
     if writing and (problem := service.store_problem()) is not None:
         _fail(str(problem))
     return service
+
+
+# -- deployment options (sandbox): set on the commands that run workflows, read by _service -------
+_SETTINGS_KEY = "workflow_mcp.deployment"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep an option of :func:`_deployment_options` for :func:`_service` (the commands never see it)."""
+    if value is not None and param.name is not None:
+        ctx.meta.setdefault(_SETTINGS_KEY, {})[param.name] = value
+    return value
+
+
+def _deployment_settings() -> dict[str, Any]:
+    """The deployment options the current command was given (``{}`` outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(_SETTINGS_KEY, {})) if ctx is not None else {}
+
+
+def _sandbox_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--sandbox none|bwrap`` on every command that runs workflow code."""
+    return click.option(
+        "--sandbox",
+        type=click.Choice(["none", "bwrap"]),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="OS sandbox around the Node worker that runs workflow code: bwrap (bubblewrap: no network, "
+        "no files but Node's, private /tmp) or none (default: the configuration's [realm] sandbox).",
+    )(fn)
+
+
+def _database_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--database-url`` on every command that reads or writes runs."""
+    return click.option(
+        "--database-url",
+        "database_url",
+        default=None,
+        metavar="URL",
+        expose_value=False,
+        callback=_remember,
+        help="The run database: postgresql://USER@HOST:PORT/DB, shared by several servers (default: "
+        "$WORKFLOW_MCP_DATABASE_URL, else the SQLite file $WORKFLOW_MCP_HOME/state.db).",
+    )(fn)
+
+
+def _sqlite_only(command: str) -> None:
+    """Refuse ``command`` (it reads the SQLite file itself) when a PostgreSQL database is in force."""
+    from .service import DATABASE_URL_ENV, database_url
+
+    if database_url(_deployment_settings().get("database_url")) is not None:
+        _fail(
+            f"`workflow-mcp {command}` works on the SQLite file; with --database-url or {DATABASE_URL_ENV} "
+            "set, the runs are in PostgreSQL: check and back it up with its own tools (pg_amcheck, pg_dump)"
+        )
 
 
 def _notice(line: str) -> None:
@@ -465,6 +522,8 @@ _EVENTS_OPTION = click.option(
     help="Preview the run first (`plan`); ask before starting it when it would make more than N agent calls.",
 )
 @_EVENTS_OPTION
+@_sandbox_option
+@_database_option
 def run(
     target: str,
     args_json: str | None,
@@ -546,6 +605,8 @@ async def _ask_on_terminal(report: PlanReport) -> str | None:
 @_limit_options
 @click.option("--profile", default=None, help="Compatibility profile (default claude-code/2.1.332).")
 @click.option("--json", "as_json", is_flag=True, help="Print the preview as one JSON document.")
+@_sandbox_option
+@_database_option
 def plan(
     target: str,
     args_json: str | None,
@@ -737,6 +798,8 @@ async def _execute(
     "checkpointContext.checkpointId). Repeatable; recorded decisions replay without asking.",
 )
 @_EVENTS_OPTION
+@_sandbox_option
+@_database_option
 def resume(
     target: str,
     live_copy: str | None,
@@ -828,6 +891,7 @@ def runs() -> None:
 @runs.command(name="list")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--limit", type=click.IntRange(min=1), default=50)
+@_database_option
 def runs_list(as_json: bool, limit: int) -> None:
     """Recent runs, newest first, with their projected status."""
     service = _service()
@@ -845,6 +909,7 @@ def runs_list(as_json: bool, limit: int) -> None:
 @runs.command(name="show")
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True)
+@_database_option
 def runs_show(run_id: str, as_json: bool) -> None:
     """The projected state of one run."""
     service = _service()
@@ -903,6 +968,7 @@ def runs_show(run_id: str, as_json: bool) -> None:
     "--after", type=click.IntRange(min=0, max=2**62), default=0, help="Only events after this sequence."
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
+@_database_option
 def runs_events(run_id: str, after: int, as_json: bool) -> None:
     """The durable events of one run."""
     service = _service()
@@ -923,6 +989,7 @@ def runs_events(run_id: str, after: int, as_json: bool) -> None:
 @runs.command(name="cancel")
 @click.argument("run_id")
 @click.option("--reason", default="cancelled by the user", help="Recorded in run.cancellation_requested.")
+@_database_option
 def runs_cancel(run_id: str, reason: str) -> None:
     """Cancel a running run (also one owned by another workflow-mcp process)."""
     service = _service()
@@ -944,6 +1011,7 @@ def runs_cancel(run_id: str, reason: str) -> None:
 @click.option(
     "--out", "out_path", default=None, metavar="FILE", help="Write to FILE (mode 0600), not stdout."
 )
+@_database_option
 def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
     """Write runs (all, or RUN_ID...) and their events as JSON lines, even from a damaged database.
 
@@ -952,6 +1020,7 @@ def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
     when everything was read, 1 when something could not be."""
     from .service import export_runs
 
+    _sqlite_only("runs export")
     if out_path is None:
         out = sys.stdout
     else:
@@ -985,12 +1054,14 @@ def store_group() -> None:
 
 
 @store_group.command(name="check")
+@_database_option
 def store_check() -> None:
     """Run SQLite's integrity check and read every run's record and events. Exit 0 sound, 1 damaged
     (damaged pages: then nothing more is written to it; damaged cells of a run's record or of its
     events: `store repair` rewrites them)."""
     from .service import check_store, damaged_cells, state_database
 
+    _sqlite_only("store check")
     path = state_database()
     try:
         problems = check_store()
@@ -1022,11 +1093,13 @@ def store_check() -> None:
 
 
 @store_group.command(name="repair")
+@_database_option
 def store_repair() -> None:
     """Copy state.db to state.db.bak-<timestamp>, rebuild it (VACUUM INTO, or run by run when pages
     are damaged), check the result and put it in place. Stop every other workflow-mcp process first."""
     from .service import repair_store, state_database
 
+    _sqlite_only("store repair")
     path = state_database()
     try:
         report = repair_store()
@@ -1246,6 +1319,8 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     "resetsAt), at most [auto_resume] attempts times with backoff; never a run paused for a login or a "
     "checkpoint. Default: the configuration's [auto_resume] enabled (off).",
 )
+@_sandbox_option
+@_database_option
 def serve(
     use_http: bool,
     host: str,

@@ -12,6 +12,7 @@
     │   └── IdempotencyKeyReusedError  an idempotency key came back with other parameters than its run's
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
+    │   └── SandboxUnavailableError  the worker's OS sandbox (bubblewrap) is missing or cannot be built
     ├── RunFailedError               a run ended failed (carries the run id and the message)
     ├── RunNotConfirmedError         a run's cost preview was over the confirmation limit and not confirmed
     ├── AgentCallRefusedError        an agent() call was refused before any provider was contacted
@@ -48,6 +49,7 @@ __all__ = [
     "RunFailedError",
     "RunNotConfirmedError",
     "RunNotFoundError",
+    "SandboxUnavailableError",
     "SequenceConflictError",
     "SourceNotApprovedError",
     "StoreCorruptError",
@@ -255,6 +257,11 @@ class RealmError(WorkflowMcpError):
     """Raised when the Node worker cannot start, dies unexpectedly or breaks the message protocol."""
 
 
+class SandboxUnavailableError(RealmError):
+    """Raised when a run asks for an OS sandbox around its worker (``--sandbox bwrap``) that this host
+    cannot give: bubblewrap is not installed, or it cannot create namespaces here."""
+
+
 class RunFailedError(WorkflowMcpError):
     """Raised by ``RunHandle.result()`` when a run ends ``failed`` or ``cancelled``."""
 
@@ -339,15 +346,16 @@ class SequenceConflictError(StoreError):
 
 
 class StoreReadOnlyError(StoreError):
-    """Raised when something must be recorded but the state database cannot be written (``reason``)."""
+    """Raised when something must be recorded but the state database cannot be written (``reason``);
+    ``fix`` says what to do (default: for the SQLite file)."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, fix: str | None = None) -> None:
         self.path = path
         self.reason = reason
         super().__init__(
             f"the state database {path} is read-only ({reason}): runs can be listed, shown and exported, "
-            "but nothing new can be recorded. Make it writable, or point WORKFLOW_MCP_HOME at a writable "
-            "directory"
+            "but nothing new can be recorded. "
+            + (fix or "Make it writable, or point WORKFLOW_MCP_HOME at a writable directory")
         )
 
 

@@ -70,9 +70,10 @@ from .library import Library, parse_draft_ref
 from .providers.base import AgentProvider
 from .providers.pool import ProviderPool
 from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
+from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
-from .store import HEARTBEAT_S
+from .store import DATABASE_URL_ENV, HEARTBEAT_S, database_url
 from .store.base import RunRecord, RunStore
 from .store.library import SqliteLibraryStore, library_store_for
 from .store.sqlite import default_home
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
     from .store.salvage import ExportReport, RepairReport
 
 __all__ = [
+    "DATABASE_URL_ENV",
     "MISSING",
     "ChildCheck",
     "PlanReport",
@@ -93,6 +95,7 @@ __all__ = [
     "WorkflowService",
     "check_store",
     "damaged_cells",
+    "database_url",
     "export_runs",
     "provider_report",
     "read_fake_script",
@@ -181,10 +184,15 @@ def _profile(name: str | None) -> Profile:
         raise InvalidInputError(str(exc.args[0])) from None
 
 
-def _configured(options: RunOptions) -> RunOptions:
+_database_url = database_url  # WorkflowService.open's parameter shadows the function
+
+
+def _configured(options: RunOptions, sandbox: Sandbox | None = None) -> RunOptions:
     """``options`` with the ``[limits]`` of the configuration that applies in the run's directory
     (``workflow-mcp.toml``, else the user's ``config.toml``) filling what the caller left unset: the
-    default agent timeout and stall window, and the rate-limit retry policy.
+    default agent timeout and stall window, and the rate-limit retry policy. The worker's sandbox is
+    ``options.sandbox`` when set, else ``sandbox`` (the service's, e.g. ``--sandbox``), else the
+    configuration's ``[realm] sandbox``.
 
     Raises:
         ProviderConfigError: the configuration file is malformed (file and key named).
@@ -192,7 +200,12 @@ def _configured(options: RunOptions) -> RunOptions:
     from .engine.backoff import RetryPolicy
     from .providers.config import load_config
 
-    limits = load_config(options.cwd).limits
+    conf = load_config(options.cwd)
+    if options.sandbox == "none":
+        chosen = sandbox if sandbox is not None else check_sandbox(conf.sandbox, "[realm] sandbox")
+        if chosen != "none":
+            options = dataclasses.replace(options, sandbox=chosen)
+    limits = conf.limits
     if not limits:
         return options
     base = options.retry
@@ -299,8 +312,10 @@ class WorkflowService:
         home: str | None = None,
         notify: Callable[[str], None] | None = None,
         providers: ProviderPool | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.store = store
+        self.sandbox = sandbox  # the realm worker's OS sandbox (None: the configuration's [realm] sandbox)
         self.cwd = cwd or os.getcwd()
         self.home = home
         self.notify = notify
@@ -325,17 +340,46 @@ class WorkflowService:
         cwd: str | None = None,
         home: str | None = None,
         notify: Callable[[str], None] | None = None,
+        sandbox: Sandbox | None = None,
+        database_url: str | None = None,
     ) -> WorkflowService:
         """The service over the state database, ``$WORKFLOW_MCP_HOME/state.db`` (SQLite; created 0600 in
         a 0700 directory). ``store_notices`` then says what opening it changed or found (e.g. loose file
-        modes tightened).
+        modes tightened). ``sandbox`` runs every run's realm worker under that OS sandbox (``None``: the
+        configuration's ``[realm] sandbox``; :mod:`workflow_mcp.realm.sandbox`). ``database_url``
+        (default ``$WORKFLOW_MCP_DATABASE_URL``) names a PostgreSQL database shared with other
+        servers instead (``postgresql://…``, :mod:`workflow_mcp.store.postgres`).
 
         Raises:
-            StoreError: the database cannot be opened (damaged, from a newer release; the message says).
+            StoreError: the database cannot be opened (damaged, from a newer release, unreachable; the
+                message says).
         """
-        from .store.sqlite import SqliteStore
+        from .store import open_store
 
-        return cls(SqliteStore(), cwd=cwd, home=home, notify=notify)
+        store = open_store(_database_url(database_url))
+        return cls(store, cwd=cwd, home=home, notify=notify, sandbox=sandbox)
+
+    def _sandbox_for(self, cwd: str | None) -> Sandbox:
+        """The worker sandbox of a run in ``cwd``: the service's, else the configuration's
+        ``[realm] sandbox``.
+
+        Raises:
+            ProviderConfigError: the configuration file is malformed (file and key named).
+        """
+        if self.sandbox is not None:
+            return self.sandbox
+        from .providers.config import load_config
+
+        return check_sandbox(load_config(cwd).sandbox, "[realm] sandbox")
+
+    @property
+    def database(self) -> str:
+        """Where the runs are stored, for messages: the SQLite file or the PostgreSQL server (no password)."""
+        where = getattr(self.store, "where", None)
+        if isinstance(where, str):
+            return where
+        path = getattr(self.store, "path", None)
+        return str(path) if path is not None else "memory"
 
     def _picked(self, notice: str) -> None:
         """The routing's line naming the provider it picked when nothing is configured, for ``notify``
@@ -551,6 +595,10 @@ class WorkflowService:
             opts = RunOptions(**{**opts.__dict__, "cwd": self.cwd, "home": opts.home or self.home})
         if opts.worktree_root is None:
             opts = RunOptions(**{**opts.__dict__, "worktree_root": str(default_home() / "worktrees")})
+        if opts.sandbox == "none":
+            # The sandbox is a security setting: every way into a run applies it, this one included
+            # (a caller's own RunOptions, the built-in agent_run workflow).
+            opts = dataclasses.replace(opts, sandbox=self._sandbox_for(opts.cwd))
         if resume_from is not None and replay is None:
             _check_policy(policy)
             self._refuse_resuming_a_live_run(resume_from)
@@ -567,7 +615,8 @@ class WorkflowService:
             options={
                 k: v
                 for k, v in opts.__dict__.items()
-                if v is not None and k not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies")
+                if v is not None
+                and k not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies", "sandbox")
             }
             | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
@@ -704,7 +753,7 @@ class WorkflowService:
         )
         wanted = provider or ProviderChoice()
         if isinstance(target, Workflow):
-            options = _configured(options)
+            options = _configured(options, self.sandbox)
             agent, choice = self._provider_of(wanted, run_cwd)
             self._refuse_unservable(target, agent, options, child_check)
             if journal is not None:
@@ -1089,8 +1138,8 @@ class WorkflowService:
         a thread) and build the provider; then take V8's verdict on the source from that same worker. A
         run costs one Node process, not two, and the host's share of its start overlaps Node's. The
         worker is stopped if anything fails."""
-        options = _configured(options)
-        spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb))
+        options = _configured(options, self.sandbox)
+        spawn = asyncio.create_task(RealmWorker.spawn(heap_mb=options.heap_mb, sandbox=options.sandbox))
         try:
             pending, replay = await asyncio.to_thread(read)  # meanwhile the loop starts the worker
             agent, choice = self._provider_of(wanted, options.cwd or self.cwd)

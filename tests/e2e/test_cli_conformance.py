@@ -64,7 +64,13 @@ def test_the_copied_tool_is_the_shared_tool_verbatim_apart_from_its_header() -> 
 
 
 @pytest.mark.timeout(900)
-def test_the_installed_cli_passes_every_conformance_case_the_shared_tool_can_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_the_installed_cli_passes_every_conformance_case_the_shared_tool_can_run(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    if store == "postgres":  # every run the tool starts is stored in a real PostgreSQL server
+        env["WORKFLOW_MCP_DATABASE_URL"] = request.getfixturevalue("postgres_url")
     cases = tmp_path / "cases"
     skipped = {f"runtime/{name}" for name in placed_cases()}
     shutil.copytree(
@@ -76,7 +82,7 @@ def test_the_installed_cli_passes_every_conformance_case_the_shared_tool_can_run
         text=True,
         timeout=840,
         cwd=HERE,
-        env={k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"},
+        env=env,
     )
     lines = done.stdout.strip().splitlines()
     assert lines, done.stderr[-2000:]
@@ -85,6 +91,12 @@ def test_the_installed_cli_passes_every_conformance_case_the_shared_tool_can_run
     assert done.returncode == 0, done.stdout[-4000:]
     assert summary.group(2) == "0", done.stdout[-4000:]
     assert int(summary.group(1)) >= 95
+    if store == "postgres":
+        import psycopg
+
+        with psycopg.connect(env["WORKFLOW_MCP_DATABASE_URL"]) as conn:
+            row = conn.execute("SELECT count(*) FROM runs").fetchone()
+        assert row is not None and row[0] >= 50  # the runs went to PostgreSQL, not the SQLite file
 
 
 @pytest.mark.timeout(300)

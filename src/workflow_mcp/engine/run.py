@@ -58,6 +58,7 @@ from ..providers.base import (
     TokenUsage,
 )
 from ..realm._body import run_body
+from ..realm.sandbox import Sandbox
 from ..realm.worker import (
     DEFAULT_HEAP_MB,
     MAX_MESSAGE_BYTES,
@@ -108,7 +109,8 @@ class RunOptions:
     ``workflow-mcp-worktrees`` folder in the system temporary directory). ``dry_run``: a cost preview's
     run, which creates no worktree (an isolated call runs in ``cwd``, on a provider that writes nothing).
     ``checkpoint_replies`` answers human checkpoints by id before they are reached (replies given on
-    resume and decisions journaled by the resumed run; :mod:`.checkpoint`).
+    resume and decisions journaled by the resumed run; :mod:`.checkpoint`). ``sandbox`` is the OS
+    sandbox of the run's realm worker (``"bwrap"``: bubblewrap, :mod:`workflow_mcp.realm.sandbox`).
     """
 
     concurrency: int | None = None
@@ -125,6 +127,7 @@ class RunOptions:
     worktree_root: str | None = None
     dry_run: bool = False
     checkpoint_replies: Mapping[str, CheckpointReply] = field(default_factory=dict[str, CheckpointReply])
+    sandbox: Sandbox = "none"
 
 
 @dataclass
@@ -556,7 +559,7 @@ class _Run:
         if self.cancel_reason is not None:
             return
         if self.worker is None:
-            self.worker = await RealmWorker.spawn(heap_mb=self.options.heap_mb)
+            self.worker = await RealmWorker.spawn(heap_mb=self.options.heap_mb, sandbox=self.options.sandbox)
         worker = self.worker
         if self.cancel_reason is not None or self.pause_context is not None:
             return  # cancelled while the worker was starting: nothing has run

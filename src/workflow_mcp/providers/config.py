@@ -36,6 +36,10 @@ Format (every key optional)::
     agentType = "reviewer"
     provider = "claude"
 
+    [realm]                            # the Node worker that runs workflow code
+    sandbox = "bwrap"                  # none | bwrap (bubblewrap OS sandbox; a project file may turn it
+                                       # on, never off when the user file turns it on)
+
     [estimates]                        # what `workflow-mcp plan` assumes per call (estimates.py)
     input_tokens = 20000
 
@@ -99,7 +103,10 @@ _TOP_KEYS: Final = (
     "providers",
     "estimates",
     "auto_resume",
+    "realm",
 )
+SANDBOXES: Final = ("none", "bwrap")
+"""The values of ``[realm] sandbox`` (:mod:`workflow_mcp.realm.sandbox`)."""
 LIMIT_KEYS: Final = (
     "agent_timeout_ms",
     "stall_ms",
@@ -160,7 +167,8 @@ class ProviderConfig:
     :data:`LIMIT_KEYS`, integer values); ``estimates`` what a cost preview assumes per call
     (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`); ``auto_resume`` the ``[auto_resume]``
     table, checked (keys of :data:`AUTO_RESUME_KEYS`: ``enabled`` a boolean, ``attempts`` an integer
-    from 1 to 1,000, ``backoff_s`` and ``max_backoff_s`` non-negative seconds, backoff ≤ max)."""
+    from 1 to 1,000, ``backoff_s`` and ``max_backoff_s`` non-negative seconds, backoff ≤ max); ``sandbox`` the realm worker's OS
+    sandbox (``[realm] sandbox``: ``none`` or ``bwrap``)."""
 
     path: str | None = None
     default: str | None = None
@@ -172,6 +180,7 @@ class ProviderConfig:
     limits: Mapping[str, int] = field(default_factory=dict)
     estimates: Estimates = DEFAULT_ESTIMATES
     auto_resume: Mapping[str, Any] = field(default_factory=dict)
+    sandbox: str = "none"
 
     @property
     def where(self) -> str:
@@ -228,12 +237,14 @@ def load_config(
     user = user_config_path(environ)
     ceiling = DEFAULT_POLICY
     user_data: Mapping[str, Any] | None = None
+    user_sandbox = "none"
     if user.is_file():
         user_data = _read(user)
         ceiling = _policy(user_data, str(user), DEFAULT_POLICY, narrow=False)
+        user_sandbox = _sandbox(user_data.get("realm", {}), str(user))
     chosen = Path(path) if path is not None else find_config(cwd, environ)
     if chosen is None:
-        return ProviderConfig(policy=ceiling)
+        return ProviderConfig(policy=ceiling, sandbox=user_sandbox)
     if user_data is not None and chosen.resolve() == user.resolve():
         return parse_config(user_data, str(user), ceiling=DEFAULT_POLICY, narrow=False)
     project = _read(chosen)
@@ -241,6 +252,8 @@ def load_config(
     if "estimates" not in project and user_data is not None and "estimates" in user_data:
         # Prices are the user's business: a project file that says nothing about them keeps theirs.
         conf = replace(conf, estimates=parse_config(user_data, str(user), narrow=False).estimates)
+    if user_sandbox != "none":  # a repository may add the sandbox, never take the user's away
+        conf = replace(conf, sandbox=user_sandbox)
     return conf
 
 
@@ -321,6 +334,7 @@ def parse_config(
         limits=limits,
         estimates=estimates,
         auto_resume=auto_resume,
+        sandbox=_sandbox(data.get("realm", {}), source),
     )
 
 
@@ -354,6 +368,21 @@ def _auto_resume(raw: Any, source: str) -> dict[str, Any]:
             f"must not exceed max_backoff_s ({raw['max_backoff_s']}), got {raw['backoff_s']}",
         )
     return dict(raw)
+
+
+def _sandbox(raw: Any, source: str) -> str:
+    """``[realm] sandbox`` of one file (``"none"`` when absent)."""
+    if not isinstance(raw, Mapping):
+        raise ProviderConfigError(source, "realm", f"must be a table, got {_kind(raw)}")
+    for key in raw:
+        if key != "sandbox":
+            raise ProviderConfigError(source, f"realm.{key}", "unknown key; expected sandbox")
+    value = raw.get("sandbox", "none")
+    if value not in SANDBOXES:
+        raise ProviderConfigError(
+            source, "realm.sandbox", f"must be one of {', '.join(SANDBOXES)}, got {value!r}"
+        )
+    return str(value)
 
 
 def _limits(raw: Any, source: str) -> dict[str, int]:

@@ -5,16 +5,18 @@ set-up; ``WORKFLOW_MCP_NODE`` may name another Node ≥ 24. The worker gets an e
 credentials), a heap cap (``--max-old-space-size``), a cap on its whole writable memory
 (``RLIMIT_DATA``, see :data:`MEMORY_OVERHEAD_MB`) and is killed on cancel, timeout or host exit; it
 also exits by itself when its stdin closes, so it never outlives the host. Messages are JSON lines of at
-most :data:`MAX_MESSAGE_BYTES`.
+most :data:`MAX_MESSAGE_BYTES`. ``RealmWorker.spawn(sandbox="bwrap")`` runs it inside bubblewrap
+(:mod:`.sandbox`), since Node's ``vm`` is not a security boundary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +26,7 @@ if TYPE_CHECKING:  # asyncio is imported where it is used: `validate` never need
 
 from ..errors import RealmError
 from .messages import PROTOCOL_VERSION, check_worker_message
+from .sandbox import Sandbox, sandbox_argv, sandbox_failure
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -83,17 +86,18 @@ def node_path() -> str:
     return path
 
 
-def _argv(heap_mb: int) -> list[str]:
+def _argv(heap_mb: int, sandbox: Sandbox = "none") -> list[str]:
     # --experimental-vm-modules makes Node call the worker's importModuleDynamically hook, so a
     # dynamic import() rejects with a realm-made error instead of one from the worker's own realm.
-    return [
-        node_path(),
+    node = [
+        os.path.abspath(node_path()),
         f"--max-old-space-size={heap_mb}",
         "--experimental-vm-modules",
         "--disable-warning=ExperimentalWarning",
         worker_script(),
         f"--max-message-bytes={MAX_MESSAGE_BYTES}",
     ]
+    return sandbox_argv(node, readable=[worker_script()]) if sandbox == "bwrap" else node
 
 
 class MessageTooLargeError(RealmError):
@@ -235,6 +239,17 @@ def _limit_memory(pid: int, limit_mb: int) -> bool:
     return True
 
 
+def _memory_preexec(limit_mb: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that caps the child's ``RLIMIT_DATA`` (see :func:`_limit_memory`), or ``None``
+    where the platform has no ``resource`` module. Only a C call runs between fork and exec."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    limit = limit_mb * 1024 * 1024
+    return functools.partial(resource.setrlimit, resource.RLIMIT_DATA, (limit, limit))
+
+
 def _open_pidfd(pid: int) -> int | None:
     """A pidfd for a just-spawned worker (Linux 5.3 and later), or ``None``. Opened at once, while only
     asyncio's child watcher can reap the process: see :meth:`RealmWorker._kill`."""
@@ -260,34 +275,43 @@ class RealmWorker:
     """One live worker process. Use :meth:`spawn`, then :meth:`send`/:meth:`receive`, then
     :meth:`close`. ``receive`` returns ``None`` once the worker has exited."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, heap_mb: int) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, heap_mb: int, sandbox: Sandbox = "none") -> None:
         import asyncio
 
         self._proc = proc
         self._pidfd = _open_pidfd(proc.pid)
         self.heap_mb = heap_mb
+        self.sandbox: Sandbox = sandbox
         self.memory_mb = memory_limit_mb(heap_mb)
         self.memory_limited = False
         self._stderr: list[bytes] = []
         self._stderr_task = asyncio.create_task(self._drain_stderr())
 
     @classmethod
-    async def spawn(cls, *, heap_mb: int = DEFAULT_HEAP_MB) -> RealmWorker:
-        """Start a worker and wait for its ``hello``.
+    async def spawn(cls, *, heap_mb: int = DEFAULT_HEAP_MB, sandbox: Sandbox = "none") -> RealmWorker:
+        """Start a worker and wait for its ``hello``. ``sandbox="bwrap"`` runs it under bubblewrap
+        (:mod:`.sandbox`); its memory cap is then set before bwrap starts, so Node inherits it.
 
         Raises:
+            SandboxUnavailableError: ``sandbox="bwrap"`` and bwrap is missing or cannot build the
+                sandbox here (no user namespaces).
             RealmError: when Node cannot start or speaks another protocol version.
         """
         import asyncio
 
+        argv = _argv(heap_mb, sandbox)
+        # Under bwrap the spawned pid is bwrap's, and it forks Node at once: a limit set after the
+        # spawn could come too late, so the child sets it on itself before exec (inherited by Node).
+        preexec = _memory_preexec(memory_limit_mb(heap_mb)) if sandbox == "bwrap" else None
         creating = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
-                *_argv(heap_mb),
+                *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env={},
                 limit=_STREAM_LIMIT,
+                preexec_fn=preexec,
             )
         )
         try:
@@ -298,9 +322,12 @@ class RealmWorker:
             creating.add_done_callback(_discard_process)
             raise
         except OSError as exc:
-            raise RealmError(f"could not start the realm worker ({node_path()}): {exc}") from exc
-        worker = cls(proc, heap_mb)
-        worker.memory_limited = _limit_memory(proc.pid, memory_limit_mb(heap_mb))
+            raise RealmError(f"could not start the realm worker ({argv[0]}): {exc}") from exc
+        worker = cls(proc, heap_mb, sandbox)
+        if preexec is not None:
+            worker.memory_limited = True
+        else:
+            worker.memory_limited = _limit_memory(proc.pid, memory_limit_mb(heap_mb))
         try:
             async with asyncio.timeout(_HELLO_TIMEOUT_S):
                 hello = await worker.receive()
@@ -314,6 +341,9 @@ class RealmWorker:
             raise
         if hello is None or hello.get("t") != "hello":
             await worker.close()
+            refused = sandbox_failure(worker.stderr_tail()) if sandbox == "bwrap" else None
+            if refused is not None:
+                raise refused
             raise RealmError(f"the realm worker did not start: {worker.stderr_tail()}")
         if hello.get("protocol") != PROTOCOL_VERSION:
             await worker.close()

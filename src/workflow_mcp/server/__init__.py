@@ -153,8 +153,9 @@ def run_server(
             )
         else:
             server = create_server(service, policy=policy, trust=trust, principal=LOCAL, scope=scope)
-            where = getattr(service.store, "path", "memory")
-            print(f"workflow-mcp: serving MCP on stdio (state {where})", file=sys.stderr, flush=True)
+            print(
+                f"workflow-mcp: serving MCP on stdio (state {service.database})", file=sys.stderr, flush=True
+            )
             _freeze_startup_heap()
             with contextlib.suppress(asyncio.CancelledError):
                 asyncio.run(_serving(server, serve_stdio(server), auto_resume))

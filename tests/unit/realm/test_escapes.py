@@ -25,6 +25,9 @@ from workflow_mcp.errors import WorkflowLoadError
 
 from helpers import MISSING, Outcome, pid_alive, run_source, workflow
 
+# Every case runs twice: with the bare worker, and with the worker inside bubblewrap.
+pytestmark = pytest.mark.usefixtures("realm_sandbox")
+
 PROBE = r"""
 const __foreign = (v) => v !== null && (typeof v === 'object' || typeof v === 'function') &&
   Object.getPrototypeOf(v) !== null && !(v instanceof Object)

@@ -26,6 +26,9 @@ from workflow_mcp.realm.messages import check_worker_message
 
 from helpers import logs, run_source, workflow
 
+# Every case runs twice: with the bare worker, and with the worker inside bubblewrap.
+pytestmark = pytest.mark.usefixtures("realm_sandbox")
+
 SPIN = "{ for (;;) {} }"
 
 # Each throws a value whose every read spins forever; the run must end at the synchronous limit.

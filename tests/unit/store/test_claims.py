@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from store_kinds import made_store
 from workflow_mcp.errors import RunClaimedError, SequenceConflictError
 from workflow_mcp.events import Event
 from workflow_mcp.store import LEASE_TTL_S, MemoryStore, RunRecord, SqliteStore
@@ -44,9 +45,9 @@ def interrupted(rec: RunRecord, sequence: int, reason: str) -> Event:
     return Event(run_id=rec.run_id, sequence=sequence, type="run.interrupted", payload={"reason": reason})
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
-    made: RunStore = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "state.db")
+    made: RunStore = made_store(request, tmp_path)
     yield made
     made.close()
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from store_kinds import made_store
 from workflow_mcp.events import Event
-from workflow_mcp.store import MemoryStore, RunRecord, SqliteStore, StoreError
+from workflow_mcp.store import RunRecord, SqliteStore, StoreError
 from workflow_mcp.store.base import RunStore
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "workflow_mcp" / "store" / "migrations"
@@ -243,9 +244,9 @@ def test_a_refused_newer_database_in_rollback_journal_mode_is_never_modified(tmp
 # -- the behaviour both stores share -----------------------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
-    made: RunStore = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "state.db")
+    made: RunStore = made_store(request, tmp_path)
     yield made
     made.close()
 
@@ -346,14 +347,9 @@ def test_a_cancel_request_is_kept_with_its_first_reason(store: RunStore) -> None
     assert store.cancel_requests([]) == {}
 
 
-@pytest.fixture(
-    params=[
-        "memory",
-        pytest.param("sqlite"),
-    ]
-)
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store_for_duplicates(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
-    made: RunStore = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "state.db")
+    made: RunStore = made_store(request, tmp_path)
     yield made
     made.close()
 
@@ -367,14 +363,9 @@ def test_creating_a_run_id_twice_raises_store_error(store_for_duplicates: RunSto
         store_for_duplicates.create_run(record("run_3", idempotency_key="k", owner="o"))
 
 
-@pytest.fixture(
-    params=[
-        "memory",
-        pytest.param("sqlite"),
-    ]
-)
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store_for_sequences(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
-    made: RunStore = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "state.db")
+    made: RunStore = made_store(request, tmp_path)
     yield made
     made.close()
 
@@ -392,14 +383,9 @@ def test_appending_a_sequence_that_is_not_after_the_last_raises_store_error(
     assert [e.sequence for e in store_for_sequences.events("run_1")] == [1, 5]
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("memory"),
-        "sqlite",
-    ]
-)
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store_for_batches(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
-    made: RunStore = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "state.db")
+    made: RunStore = made_store(request, tmp_path)
     yield made
     made.close()
 

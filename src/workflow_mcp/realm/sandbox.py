@@ -1,0 +1,142 @@
+"""The OS sandbox around the realm worker: bubblewrap (``bwrap``, Debian package ``bubblewrap``).
+
+Node's ``vm`` module is not a security boundary: code that escapes the realm's context holds the
+worker's full ``process``, ``fs`` and ``net``. Under ``sandbox="bwrap"`` the worker runs in fresh
+Linux namespaces (user, mount, pid, network, IPC, UTS, cgroup) where, even after such an escape:
+
+- the root is an empty read-only tmpfs holding only the Node binary, the shared libraries it links
+  (as ``ldd`` lists them) and the script it runs, each bound read-only at its own path; ``$HOME``,
+  ``/etc`` and every other file are absent;
+- ``/tmp`` is a private, empty tmpfs (the only writable place) that vanishes with the worker;
+- ``/proc`` shows the sandbox's own processes only (a new pid namespace), ``/dev`` a minimal set;
+- the network namespace is empty (loopback only, not the host's): no socket reaches anything;
+- the environment is empty, every capability is dropped, the worker cannot create further user
+  namespaces (``--disable-userns``), runs in a new session (no terminal injection) and dies with its
+  parent (``--die-with-parent``).
+
+Stdin, stdout and stderr stay the worker's only channel to the host. :func:`sandbox_argv` builds the
+command line; the realm worker and its tests use that one function, so what the tests show of the
+profile is what the worker runs under. Linux only (bubblewrap needs namespaces), bubblewrap ≥ 0.8
+(``--disable-userns``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from typing import Final, Literal
+
+from ..errors import InvalidInputError, SandboxUnavailableError
+
+__all__ = ["SANDBOXES", "Sandbox", "bwrap_path", "check_sandbox", "sandbox_argv", "sandbox_failure"]
+
+Sandbox = Literal["none", "bwrap"]
+SANDBOXES: Final[tuple[Sandbox, ...]] = ("none", "bwrap")
+"""The sandboxes the worker can run under: ``none`` (the Node process as is) and ``bwrap``."""
+
+_LDD_PATH = re.compile(r"(?:=>\s*|^\s*)(/\S+)\s+\(0x", re.MULTILINE)
+
+
+def check_sandbox(value: str, where: str = "sandbox") -> Sandbox:
+    """``value`` as a :data:`Sandbox`.
+
+    Raises:
+        InvalidInputError: it is not one of :data:`SANDBOXES` (``where`` names the option).
+    """
+    for known in SANDBOXES:
+        if value == known:
+            return known
+    raise InvalidInputError(f"{where} must be one of {', '.join(SANDBOXES)}, got {value!r}")
+
+
+def bwrap_path() -> str:
+    """The ``bwrap`` executable: ``$WORKFLOW_MCP_BWRAP`` or the first on ``PATH``.
+
+    Raises:
+        SandboxUnavailableError: none is installed (the message names the Debian package).
+    """
+    override = os.environ.get("WORKFLOW_MCP_BWRAP")
+    found = override if override and os.access(override, os.X_OK) else shutil.which("bwrap")
+    if found is None:
+        where = (
+            f"WORKFLOW_MCP_BWRAP names {override!r}, which is not an executable file"
+            if override
+            else "no bwrap is on PATH"
+        )
+        raise SandboxUnavailableError(
+            f"--sandbox bwrap needs bubblewrap, and {where}: install the package bubblewrap "
+            "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+        )
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _libraries(binary: str) -> tuple[str, ...]:
+    """The shared libraries ``binary`` loads, as ``ldd`` resolves them (the loader included); empty
+    for a static binary."""
+    try:
+        out = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=30, env={})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailableError(
+            f"--sandbox bwrap lists the libraries of {binary} with ldd, which could not run: {exc} "
+            "(Debian: ldd comes with libc-bin)"
+        ) from exc
+    return tuple(dict.fromkeys(_LDD_PATH.findall(out.stdout)))
+
+
+def sandbox_argv(command: Sequence[str], *, readable: Sequence[str] = ()) -> list[str]:
+    """``command`` (a program and its arguments) wrapped in the bubblewrap profile described above.
+
+    ``command[0]`` (an absolute path), its libraries and every path in ``readable`` (files, e.g. the
+    script it runs) are the only files visible, each read-only at its own path. The sandboxed program
+    starts in ``/tmp``.
+
+    Raises:
+        SandboxUnavailableError: bwrap is not installed, or ``command[0]`` is not an absolute path.
+    """
+    program = command[0]
+    if not os.path.isabs(program):
+        raise SandboxUnavailableError(f"the sandboxed program must be an absolute path, got {program!r}")
+    argv = [
+        bwrap_path(),
+        "--unshare-all",  # mount, pid, network, IPC, UTS and cgroup namespaces …
+        "--unshare-user",  # … and a user namespace even for root (--unshare-all only tries one)
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
+    # The binds come after /tmp's tmpfs, so a Node or a script installed under /tmp stays visible.
+    for path in (program, *_libraries(os.path.realpath(program)), *readable):
+        argv += ["--ro-bind", os.path.realpath(path), os.path.abspath(path)]
+    return [*argv, "--remount-ro", "/", "--chdir", "/tmp", "--", *command]
+
+
+def sandbox_failure(stderr: str) -> SandboxUnavailableError | None:
+    """The error for a sandboxed process that ended before it started, from its ``stderr``: bwrap
+    speaks first (``bwrap: …``) when it cannot build the sandbox, e.g. where unprivileged user
+    namespaces are disabled. ``None`` when bwrap did not complain."""
+    lines = [line for line in stderr.splitlines() if line.startswith("bwrap: ")]
+    if not lines:
+        return None
+    said = lines[-1].removeprefix("bwrap: ")
+    hint = ""
+    if "namespace" in said.lower() or "permission" in said.lower():
+        hint = (
+            " (this kernel or container does not let this user create namespaces: enable unprivileged "
+            "user namespaces, e.g. sysctl kernel.unprivileged_userns_clone=1 and "
+            "user.max_user_namespaces > 0, or run without --sandbox bwrap)"
+        )
+    return SandboxUnavailableError(f"bubblewrap could not create the worker's sandbox: {said}{hint}")

@@ -1,0 +1,824 @@
+"""PostgreSQL run store (``psycopg`` 3; ``pip install 'workflow-mcp[postgres]'``): one database that
+several workflow-mcp processes, on one host or many, share.
+
+Selected by ``WORKFLOW_MCP_DATABASE_URL=postgresql://…`` or ``--database-url`` (:func:`open_store`).
+It keeps the :class:`~workflow_mcp.store.base.RunStore` contract of the SQLite store, row for row:
+
+- every write is one transaction, committed before it returns; a failed one changes nothing;
+- schema changes are the numbered files of ``postgres_migrations/`` (the same numbers as SQLite's),
+  applied in order under an advisory lock (so servers starting together migrate once) and recorded in
+  ``workflow_mcp_schema``; a database from a newer release is refused, never modified;
+- **one executor per run**: ``create_run`` claims the run (and the run it resumes) for this store's
+  owner in ``run_claims``; its ``owners`` row carries a lease renewed by :meth:`heartbeat`, judged by
+  the database's clock. An owner on this host is alive while its process is (pid and start time, as
+  for SQLite); an owner on another host while its lease is younger than
+  :data:`~workflow_mcp.store.LEASE_TTL_S`. Once it is gone, :meth:`recover` (any server) records its
+  runs ``interrupted`` and drops its claims, so another server can resume them;
+- claims and recovery are decided under one advisory lock, a run's events under a per-run lock, so
+  two servers never interleave a run's sequence; idempotency keys are unique per owner across every
+  server (a unique index, ``NULLS NOT DISTINCT``).
+
+Errors are translated once, here: an unreachable server, a refused login or a lost connection is a
+:class:`~workflow_mcp.errors.StoreError` naming the server (never the password); a read-only server
+(a hot standby) is :class:`~workflow_mcp.errors.StoreReadOnlyError`. A lost connection is reopened on
+the next call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import threading
+import time
+import weakref
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
+from ..events import Event, utc_now
+from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
+from ._process import ProcessIdentity, owner_alive, this_process
+from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
+from .sqlite import event_from_cells, record_from_row
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = [
+    "MIN_SERVER_VERSION",
+    "PostgresStore",
+    "is_postgres_url",
+    "migrations",
+    "redact",
+    "version_problem",
+]
+
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return url.startswith(_SCHEMES)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, for messages."""
+    shown = url.split("://", 1)[0] + "://…"
+    try:
+        from psycopg import Error
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return shown
+    try:
+        parts = conninfo_to_dict(url)
+    except Error:
+        return shown
+    if "password" in parts:
+        parts["password"] = "***"
+    host = parts.get("host") or "localhost"
+    port = parts.get("port") or "5432"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    return f"postgresql://{user}{host}:{port}/{parts.get('dbname') or ''}"
+
+
+MIN_SERVER_VERSION = 150000
+"""PostgreSQL 15 (``server_version_num``): the first with ``NULLS NOT DISTINCT`` unique indexes."""
+
+
+def version_problem(version_num: int, where: str) -> StoreError | None:
+    """The refusal of a server older than :data:`MIN_SERVER_VERSION` (``version_num`` as
+    ``server_version_num`` gives it, e.g. ``140011``), else ``None``."""
+    if version_num >= MIN_SERVER_VERSION:
+        return None
+    major = version_num // 10000
+    return StoreError(
+        f"the PostgreSQL server {where} runs version {major}; workflow-mcp needs PostgreSQL 15 or later"
+    )
+
+
+def migrations() -> list[tuple[int, str]]:
+    """``[(number, sql)]`` in order, from ``store/postgres_migrations/NNNN_*.sql``."""
+    out = []
+    folder = resources.files(__package__).joinpath("postgres_migrations")
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            out.append((int(name[:4]), entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def _split_sql(sql: str) -> list[str]:
+    lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+# Advisory lock keys (one 64-bit space per database): the migrations, and the claims of every run.
+_MIGRATION_LOCK = 0x776D_6370_0001
+_CLAIMS_LOCK = 0x776D_6370_0002
+
+_JOURNALED = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_UPSERT_JOURNAL = (
+    "INSERT INTO journal (run_id, agent_id, ordinal, key, content_key, status, label, result_json, "
+    "tokens_json, side_effects, source_run) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+    "ON CONFLICT (run_id, agent_id) DO UPDATE SET status = excluded.status, "
+    "result_json = COALESCE(excluded.result_json, journal.result_json), "
+    "tokens_json = excluded.tokens_json, source_run = COALESCE(excluded.source_run, journal.source_run), "
+    "key = CASE WHEN excluded.key != '' THEN excluded.key ELSE journal.key END, "
+    "content_key = CASE WHEN excluded.content_key != '' THEN excluded.content_key ELSE journal.content_key END, "
+    "label = CASE WHEN excluded.label != '' THEN excluded.label ELSE journal.label END, "
+    "side_effects = journal.side_effects OR excluded.side_effects"
+)
+RUN_COLUMNS = (
+    "run_id, workflow_name, workflow_path, source_hash, source, args_json, options_json, provider, profile, "
+    "cwd, created_at, resumed_from, resume_policy, idempotency_key, owner, owner_pid, owner_host"
+)
+_R_COLUMNS = ", ".join("r." + c.strip() for c in RUN_COLUMNS.split(","))
+_WIDTH = len(RUN_COLUMNS.split(","))
+
+
+def _sql_list(types: Collection[str]) -> str:
+    assert all(t.replace(".", "").replace("_", "").isalpha() for t in types), types
+    return "(" + ", ".join(f"'{t}'" for t in sorted(types)) + ")"
+
+
+_STATUS_EVENTS = _sql_list(STATUS_OF_EVENT)
+_LAST_RUN_EVENT = (
+    f"SELECT type FROM events WHERE run_id = %s AND type IN {_STATUS_EVENTS} ORDER BY sequence DESC LIMIT 1"
+)
+_UNFINISHED = (
+    f"COALESCE((SELECT e.type FROM events e WHERE e.run_id = r.run_id AND e.type IN {_STATUS_EVENTS} "
+    f"ORDER BY e.sequence DESC LIMIT 1), 'run.queued') NOT IN {_sql_list(TERMINAL_EVENTS)}"
+)
+_NOW = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+_READ_ONLY_FIX = "Point --database-url (or WORKFLOW_MCP_DATABASE_URL) at the primary server"
+
+# The owners open in this process: an owner row with this process's pid is alive exactly when its
+# store is still open here (several stores, e.g. in tests, may share one process).
+_OPEN_OWNERS: set[str] = set()
+
+
+def _cells(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row of plain values as the ``(bytes, storage class)`` cells the SQLite readers take."""
+    out: list[Any] = []
+    for v in values:
+        if v is None:
+            out += [None, "null"]
+        elif isinstance(v, bool | int):
+            out += [str(int(v)).encode(), "integer"]
+        else:
+            out += [str(v).encode("utf-8", "surrogatepass"), "text"]
+    return tuple(out)
+
+
+def _record(row: tuple[Any, ...]) -> RunRecord:
+    return record_from_row(_cells(tuple(row[:_WIDTH])))
+
+
+@dataclass(frozen=True)
+class _Owner:
+    owner_id: str
+    identity: ProcessIdentity
+    heartbeat_at: float
+
+
+@dataclass(frozen=True)
+class _Orphan:
+    record: RunRecord
+    reason: str
+
+
+class _Closer:
+    """Closes the connection once: on :meth:`PostgresStore.close` or at interpreter exit; a clean close
+    deletes the owner row."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.conn: psycopg.Connection[Any] | None = None
+        self.owner_id = store._owner_id
+        self.lock = store._lock
+        self.registered = False
+        self.closed = False
+
+    def __call__(self) -> None:
+        import psycopg
+
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            _OPEN_OWNERS.discard(self.owner_id)
+            conn = self.conn
+            if conn is None or conn.closed:
+                return
+            if self.registered:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("DELETE FROM owners WHERE owner_id = %s", (self.owner_id,))
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
+
+class PostgresStore:
+    """The shared durable store over one PostgreSQL database (see the module docstring). Thread-safe
+    for one process (one connection behind a lock).
+
+    Raises:
+        StoreError: ``psycopg`` is not installed (the message names the extra), the server cannot be
+            reached or refuses the login, or the database's schema is newer than this release's.
+    """
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg  # noqa: F401 - checked here, used by every method
+        except ImportError as exc:
+            raise StoreError(
+                "the PostgreSQL store needs psycopg 3: pip install 'workflow-mcp[postgres]'"
+            ) from exc
+        self.url = url
+        self.where = redact(url)
+        self.notices: list[str] = []
+        self._lock = threading.RLock()
+        self._owner_id = secrets.token_hex(8)
+        self._ordinals: dict[str, dict[str, int]] = {}
+        self._read_only: str | None = None
+        self._closer = _Closer(self)
+        self._conn = self._connect()
+        _OPEN_OWNERS.add(self._owner_id)
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+        self._finalizer = weakref.finalize(self, self._closer)
+
+    # -- connection and errors ---------------------------------------------------------------
+    def _connect(self) -> psycopg.Connection[Any]:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"the PostgreSQL database {self.where} cannot be reached: {str(exc).strip()}; check "
+                "WORKFLOW_MCP_DATABASE_URL (or --database-url) and that the server runs"
+            ) from exc
+        except ValueError as exc:  # a URL psycopg cannot parse
+            raise StoreError(f"the database URL {self.where} is not usable: {exc}") from exc
+        self._closer.conn = conn
+        read_only = conn.execute(
+            "SELECT pg_is_in_recovery(), current_setting('transaction_read_only'), "
+            "current_setting('server_version_num')::int"
+        ).fetchone()
+        if read_only is not None and (problem := version_problem(int(read_only[2]), self.where)) is not None:
+            conn.close()
+            raise problem
+        if read_only is not None and (read_only[0] or read_only[1] == "on"):
+            self._read_only = "the server only reads (a standby, or transaction_read_only is on)"
+        return conn
+
+    def _db(self) -> psycopg.Connection[Any]:
+        """The connection, reopened when it was lost (a server restart, a network cut)."""
+        if self._closer.closed:
+            raise StoreError(f"the PostgreSQL store {self.where} is closed")
+        if self._conn.closed or self._conn.broken:
+            self._conn = self._connect()
+        return self._conn
+
+    def _error(self, exc: Exception, what: str) -> StoreError:
+        import psycopg
+        from psycopg import errors as pg
+
+        if isinstance(exc, StoreError):
+            return exc
+        if isinstance(exc, pg.ReadOnlySqlTransaction):
+            return StoreReadOnlyError(
+                self.where, f"PostgreSQL refused to write ({str(exc).strip()}) while {what}", _READ_ONLY_FIX
+            )
+        if isinstance(exc, psycopg.IntegrityError):
+            return StoreError(f"{what} refused by the store: {str(exc).strip()}")
+        if isinstance(exc, pg.DiskFull):
+            return StoreError(f"the PostgreSQL server {self.where} is out of disk space while {what}: {exc}")
+        if isinstance(exc, psycopg.OperationalError):
+            return StoreError(
+                f"the PostgreSQL database {self.where} went away while {what} ({str(exc).strip()}); "
+                "nothing of it was stored, and the next call reconnects"
+            )
+        return StoreError(f"the PostgreSQL database {self.where} failed while {what}: {str(exc).strip()}")
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[psycopg.Connection[Any]]:
+        import psycopg
+
+        with self._lock:
+            try:
+                yield self._db()
+            except (psycopg.Error, UnicodeError) as exc:
+                if isinstance(exc, UnicodeError):
+                    raise StoreError(f"events refused by the store: {exc}") from exc
+                raise self._error(exc, what) from exc
+
+    @contextlib.contextmanager
+    def _transaction(self, what: str, *, claims: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """One write transaction; ``claims``: under the advisory lock that orders claim decisions."""
+        problem = self.write_problem()
+        if problem is not None:
+            raise problem
+        with self._guard(what) as conn, conn.transaction():
+            if claims:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CLAIMS_LOCK,))
+            yield conn
+
+    def _read(self, what: str, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._guard(what) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def write_problem(self) -> StoreError | None:
+        """Why nothing can be written now (a read-only server), or ``None``."""
+        if self._read_only is not None:
+            return StoreReadOnlyError(self.where, self._read_only, _READ_ONLY_FIX)
+        return None
+
+    # -- schema --------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        steps = migrations()
+        newest = steps[-1][0] if steps else 0
+        with self._guard("applying its migrations") as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            found = conn.execute("SELECT to_regclass('workflow_mcp_schema') IS NOT NULL").fetchone()
+            current = 0
+            if found is not None and found[0]:
+                row = conn.execute("SELECT max(version) FROM workflow_mcp_schema").fetchone()
+                current = int(row[0]) if row is not None and row[0] is not None else 0
+            if current > newest:
+                raise StoreError(
+                    f"the PostgreSQL database {self.where} has schema version {current}, newer than this "
+                    f"release understands ({newest}); upgrade workflow-mcp"
+                )
+            if current == newest:
+                return
+            if self._read_only is not None:
+                raise StoreReadOnlyError(
+                    self.where, f"{self._read_only}; its schema cannot be upgraded", _READ_ONLY_FIX
+                )
+            conn.execute("CREATE TABLE IF NOT EXISTS workflow_mcp_schema (version INTEGER NOT NULL)")
+            for number, sql in steps:
+                if number <= current:
+                    continue
+                for statement in _split_sql(sql):
+                    conn.execute(statement)
+            conn.execute("DELETE FROM workflow_mcp_schema")
+            conn.execute("INSERT INTO workflow_mcp_schema (version) VALUES (%s)", (newest,))
+
+    def schema_version(self) -> int:
+        """The migration the database is at."""
+        rows = self._read("reading its schema version", "SELECT max(version) FROM workflow_mcp_schema")
+        return int(rows[0][0] or 0)
+
+    def tables(self) -> list[str]:
+        """The tables of the store's schema (``search_path``'s first), sorted."""
+        rows = self._read(
+            "reading its schema",
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "ORDER BY table_name",
+        )
+        return [str(r[0]) for r in rows]
+
+    # -- owners and claims ---------------------------------------------------------------------
+    def _now(self, conn: psycopg.Connection[Any]) -> float:
+        row = conn.execute(_NOW).fetchone()
+        return float(row[0]) if row is not None else time.time()
+
+    def _register(self, conn: psycopg.Connection[Any]) -> None:
+        me = this_process()
+        conn.execute(
+            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at) "
+            "VALUES (%s,%s,%s,%s,%s, EXTRACT(EPOCH FROM clock_timestamp())) "
+            "ON CONFLICT (owner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+            (self._owner_id, me.pid, me.host, me.process, utc_now()),
+        )
+        self._closer.registered = True
+
+    def _owners(self, conn: psycopg.Connection[Any]) -> list[_Owner]:
+        rows = conn.execute("SELECT owner_id, pid, host, process, heartbeat_at FROM owners").fetchall()
+        return [
+            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4])) for r in rows
+        ]
+
+    def _alive(self, owner: _Owner, now: float) -> bool:
+        if owner.owner_id == self._owner_id:
+            return True
+        me = this_process()
+        if owner.identity.pid == me.pid and owner.identity.host == me.host:
+            return owner.owner_id in _OPEN_OWNERS
+        return owner_alive(owner.identity, owner.heartbeat_at, now)
+
+    def _held(self, conn: psycopg.Connection[Any], run_id: str) -> RunClaimedError | None:
+        row = conn.execute(
+            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at "
+            "FROM run_claims c LEFT JOIN owners o ON o.owner_id = c.owner_id WHERE c.run_id = %s",
+            (run_id,),
+        ).fetchone()
+        if row is None or row[2] is None:
+            return None
+        owner = _Owner(str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]))
+        if not self._alive(owner, self._now(conn)):
+            return None
+        return RunClaimedError(
+            run_id,
+            holder_run=str(row[0]),
+            pid=owner.identity.pid,
+            host=owner.identity.host,
+            since=str(row[1]),
+        )
+
+    def _claim(self, conn: psycopg.Connection[Any], run_id: str, holder_run: str) -> None:
+        refused = self._held(conn, run_id)
+        if refused is not None:
+            raise refused
+        conn.execute(
+            "INSERT INTO run_claims (run_id, holder_run, owner_id, claimed_at) VALUES (%s,%s,%s,%s) "
+            "ON CONFLICT (run_id) DO UPDATE SET holder_run = excluded.holder_run, "
+            "owner_id = excluded.owner_id, claimed_at = excluded.claimed_at",
+            (run_id, holder_run, self._owner_id, utc_now()),
+        )
+
+    def _origin_held(self, conn: psycopg.Connection[Any], origin: str) -> RunClaimedError | None:
+        if conn.execute("SELECT 1 FROM runs WHERE run_id = %s", (origin,)).fetchone():
+            return None
+        rows = conn.execute(
+            "SELECT r.run_id FROM runs r JOIN run_claims c ON c.run_id = r.run_id AND c.holder_run = r.run_id "
+            "WHERE r.resumed_from = %s",
+            (origin,),
+        ).fetchall()
+        for (run_id,) in rows:
+            held = self._held(conn, str(run_id))
+            if held is not None:
+                return RunClaimedError(
+                    origin, holder_run=held.run_id, pid=held.pid, host=held.host, since=held.since
+                )
+        return None
+
+    def heartbeat(self) -> None:
+        """Renew this store's lease (only once it owns something: a reader never writes)."""
+        if not self._closer.registered:
+            return
+        with self._transaction("renewing its lease") as conn:
+            self._register(conn)
+
+    # -- runs ----------------------------------------------------------------------------------
+    def create_run(self, record: RunRecord) -> None:
+        """Record a new run and claim it (and the run it resumes) for this store (see
+        :meth:`~workflow_mcp.store.base.RunStore.create_run`).
+
+        Raises:
+            RunClaimedError: a live owner, on any server, holds the claim of ``record.resumed_from``.
+            StoreError: the run id, or the owner's idempotency key, is already used (on any server).
+        """
+        resumed = record.resumed_from
+        with self._transaction(f"creating run {record.run_id}", claims=True) as conn:
+            self._register(conn)
+            if (
+                resumed is not None
+                and conn.execute("SELECT 1 FROM runs WHERE run_id = %s", (resumed,)).fetchone()
+            ):
+                self._claim(conn, resumed, record.run_id)
+            elif resumed is not None and (refused := self._origin_held(conn, resumed)) is not None:
+                raise refused
+            _insert_run(conn, record)
+            self._claim(conn, record.run_id, record.run_id)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        rows = self._read(
+            f"reading run {run_id}", f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = %s", (run_id,)
+        )
+        return _record(rows[0]) if rows else None
+
+    def find_idempotent(self, owner: str | None, key: str) -> RunRecord | None:
+        rows = self._read(
+            "looking up an idempotency key",
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE owner IS NOT DISTINCT FROM %s AND idempotency_key = %s",
+            (owner, key),
+        )
+        return _record(rows[0]) if rows else None
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        rows = self._read(
+            "listing runs",
+            f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, run_id DESC LIMIT %s",
+            (limit,),
+        )
+        return [_record(r) for r in rows]
+
+    # -- events --------------------------------------------------------------------------------
+    def append(self, event: Event) -> None:
+        """Commit one event (and the journal row it implies)."""
+        self.append_many([event])
+
+    def append_many(self, events: list[Event]) -> None:
+        """Commit a batch of events in one transaction: all or none (see
+        :meth:`~workflow_mcp.store.base.RunStore.append_many`).
+
+        Raises:
+            SequenceConflictError: a sequence is not after the newest stored one of its run (checked under
+                the run's lock, so no other server can interleave).
+            StoreError: an event cannot be stored (e.g. a lone surrogate), or the store refuses writes.
+        """
+        if not events:
+            return
+        try:
+            with self._transaction(f"storing events of run {events[0].run_id}") as conn:
+                self._insert_events(conn, events)
+        except BaseException:
+            self._ordinals.clear()  # the journal ordinals cached for the refused batch are void
+            raise
+
+    def _insert_events(self, conn: psycopg.Connection[Any], events: list[Event]) -> None:
+        last: dict[str, int] = {}
+        for run_id in sorted({e.run_id for e in events}):  # a fixed order: no two batches deadlock
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (run_id,))
+        for e in events:
+            before = last.get(e.run_id)
+            if before is None:
+                before = _max_sequence(conn, e.run_id)
+            if e.sequence <= before:
+                raise SequenceConflictError(e.run_id, e.sequence, before)
+            last[e.run_id] = e.sequence
+        rows = [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events]
+        journal = [self._journal_row(conn, e) for e in events if e.agent_id and e.type in _JOURNALED]
+        journal_rows = [j for j in journal if j is not None]
+        # One round trip for the writes (libpq pipeline mode): the checks above already passed.
+        with conn.pipeline(), conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO events (run_id, sequence, type, timestamp, agent_id, body) VALUES (%s,%s,%s,%s,%s,%s)",
+                rows,
+            )
+            if journal_rows:
+                cur.executemany(_UPSERT_JOURNAL, journal_rows)
+            ended = [(e.run_id,) for e in events if e.type in RELEASING_TYPES]
+            if ended:
+                cur.executemany("DELETE FROM run_claims WHERE holder_run = %s", ended)
+
+    def _ordinal(self, conn: psycopg.Connection[Any], event: Event) -> int:
+        per_run = self._ordinals.setdefault(event.run_id, {})
+        agent_id = event.agent_id or ""
+        if agent_id in per_run:
+            return per_run[agent_id]
+        if not per_run:
+            for aid, ordinal in conn.execute(
+                "SELECT agent_id, ordinal FROM journal WHERE run_id = %s", (event.run_id,)
+            ).fetchall():
+                per_run[str(aid)] = int(ordinal)
+            if agent_id in per_run:
+                return per_run[agent_id]
+        n = len(per_run)
+        per_run[agent_id] = n
+        return n
+
+    def _journal_row(self, conn: psycopg.Connection[Any], event: Event) -> tuple[Any, ...] | None:
+        jr = journal_row_for(event, self._ordinal(conn, event))
+        if jr is None:
+            return None
+        return (
+            jr.run_id,
+            jr.agent_id,
+            jr.ordinal,
+            jr.key,
+            jr.content_key,
+            jr.status,
+            jr.label,
+            jr.result_json,
+            json.dumps(jr.tokens),
+            jr.side_effects,
+            jr.source_run,
+        )
+
+    def flush(self) -> None:
+        """Every append is already committed; nothing is pending."""
+
+    def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        """The events of ``run_id`` with ``sequence > after``, in order (at most ``limit``). A body
+        that is not this run's event (written by another program) reads as the stand-in the SQLite
+        store gives (``payload["damaged"]``), in its place."""
+        return [e for e, _ in self._event_rows(run_id, after, limit)]
+
+    def _event_rows(self, run_id: str, after: int, limit: int | None) -> list[tuple[Event, tuple[str, ...]]]:
+        sql = "SELECT sequence, type, timestamp, agent_id, body FROM events WHERE run_id = %s AND sequence > %s ORDER BY sequence"
+        params: tuple[Any, ...] = (run_id, after)
+        if limit is not None:
+            sql += " LIMIT %s"
+            params = (run_id, after, limit)
+        rows = self._read(f"reading the events of run {run_id}", sql, params)
+        out: list[tuple[Event, tuple[str, ...]]] = []
+        for sequence, type_, timestamp, agent_id, body in rows:
+            try:
+                event = Event.from_json(json.loads(body))
+                if event.run_id == run_id and event.sequence == sequence:
+                    out.append((event, ()))
+                    continue
+            except (ValueError, KeyError, TypeError):
+                pass
+            out.append(event_from_cells(run_id, (sequence, *_cells((type_, timestamp, agent_id, body)))))
+        return out
+
+    def damaged_events(self, run_id: str) -> list[Event]:
+        """The events of ``run_id`` whose stored body is not this run's event at its sequence, as
+        :meth:`events` reads them; ``[]``: none."""
+        return [e for e, columns in self._event_rows(run_id, 0, None) if "body" in columns]
+
+    def last_sequence(self, run_id: str) -> int:
+        with self._guard(f"reading run {run_id}") as conn:
+            return _max_sequence(conn, run_id)
+
+    def last_run_event(self, run_id: str) -> str | None:
+        rows = self._read(f"reading run {run_id}", _LAST_RUN_EVENT, (run_id,))
+        return str(rows[0][0]) if rows else None
+
+    def unfinished_runs(self) -> list[RunRecord]:
+        rows = self._read("listing unfinished runs", f"SELECT {_R_COLUMNS} FROM runs r WHERE {_UNFINISHED}")
+        return [_record(r) for r in rows]
+
+    # -- recovery ------------------------------------------------------------------------------
+    def _orphans(
+        self, conn: psycopg.Connection[Any], active: Collection[str]
+    ) -> tuple[list[_Orphan], list[str]]:
+        now = self._now(conn)
+        owners = {o.owner_id: o for o in self._owners(conn)}
+        gone = {oid for oid, o in owners.items() if not self._alive(o, now)}
+        me = this_process()
+        orphans = []
+        rows = conn.execute(
+            f"SELECT {_R_COLUMNS}, c.owner_id, c.holder_run FROM runs r LEFT JOIN run_claims c "
+            f"ON c.run_id = r.run_id WHERE {_UNFINISHED}"
+        ).fetchall()
+        for row in rows:
+            record, owner_id, holder = _record(row), row[_WIDTH], row[_WIDTH + 1]
+            if record.run_id in active:
+                continue
+            if owner_id is None:
+                if record.owner_host != me.host or record.owner_pid is None:
+                    continue
+                if record.owner_pid != me.pid and _pid_exists(record.owner_pid):
+                    continue
+                reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
+            elif owner_id == self._owner_id and holder != record.run_id:
+                reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
+            elif owner_id == self._owner_id:
+                reason = "the run stopped in this process without recording its end (its last events were not stored)"
+            elif owner_id in gone:
+                o = owners[owner_id]
+                reason = f"the process that owned the run (pid {o.identity.pid} on {o.identity.host}) is gone"
+            elif owner_id not in owners:
+                reason = (
+                    f"the process that owned the run (pid {record.owner_pid}) ended without recording its end"
+                )
+            else:
+                continue
+            orphans.append(_Orphan(record, reason))
+        return orphans, sorted(gone)
+
+    def recover(self, active: Collection[str], interrupted: InterruptedEvent) -> list[str]:
+        """Store ``interrupted(record, sequence, reason)`` for each unfinished run whose owner is gone
+        (its process on this host, or its lease from another host); drop gone owners and their claims;
+        return the recovered run ids. A first read decides whether anything needs writing; the write
+        transaction reads everything again under the claims lock, so concurrent recoveries on several
+        servers record each run once.
+
+        Raises:
+            StoreError: there is something to recover but it cannot be written.
+        """
+        with self._guard("looking for interrupted runs") as conn:
+            orphans, gone = self._orphans(conn, active)
+        if not orphans and not gone:
+            return []
+        with self._transaction("recording interrupted runs", claims=True) as conn:
+            orphans, gone = self._orphans(conn, active)
+            events = [
+                interrupted(o.record, _max_sequence(conn, o.record.run_id) + 1, o.reason) for o in orphans
+            ]
+            if events:
+                self._insert_events(conn, events)
+            if gone:
+                conn.execute("DELETE FROM run_claims WHERE owner_id = ANY(%s)", (gone,))
+                conn.execute("DELETE FROM owners WHERE owner_id = ANY(%s)", (gone,))
+        return [o.record.run_id for o in orphans]
+
+    def completion_order(self, run_id: str) -> list[str]:
+        rows = self._read(
+            f"reading the completion order of run {run_id}",
+            "SELECT agent_id FROM events WHERE run_id = %s AND type IN ('agent.completed', 'agent.cached') "
+            "AND agent_id IS NOT NULL ORDER BY sequence",
+            (run_id,),
+        )
+        return [str(r[0]) for r in rows]
+
+    def journal(self, run_id: str) -> list[JournalRow]:
+        rows = self._read(
+            f"reading the journal of run {run_id}",
+            "SELECT run_id, agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, "
+            "side_effects, source_run FROM journal WHERE run_id = %s ORDER BY ordinal",
+            (run_id,),
+        )
+        return [
+            JournalRow(
+                run_id=r[0],
+                agent_id=r[1],
+                ordinal=r[2],
+                key=r[3],
+                content_key=r[4],
+                status=r[5],
+                label=r[6],
+                result_json=r[7],
+                tokens=json.loads(r[8] or "{}"),
+                side_effects=bool(r[9]),
+                source_run=r[10],
+            )
+            for r in rows
+        ]
+
+    # -- cross-server cancellation -------------------------------------------------------------
+    def request_cancel(self, run_id: str, reason: str) -> None:
+        with self._transaction(f"asking to cancel run {run_id}") as conn:
+            conn.execute(
+                "INSERT INTO cancel_requests (run_id, reason, requested_at) VALUES (%s,%s,%s) "
+                "ON CONFLICT (run_id) DO NOTHING",
+                (run_id, reason, utc_now()),
+            )
+
+    def cancel_requests(self, run_ids: list[str]) -> dict[str, str]:
+        """``{run_id: reason}`` for those of ``run_ids`` someone asked to cancel (on any server)."""
+        if not run_ids:
+            return {}
+        rows = self._read(
+            "reading cancellation requests",
+            "SELECT run_id, reason FROM cancel_requests WHERE run_id = ANY(%s)",
+            (list(run_ids),),
+        )
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    # -- artifacts -----------------------------------------------------------------------------
+    def put_artifact(self, run_id: str, artifact_id: str, name: str, mime_type: str, data: bytes) -> None:
+        with self._transaction(f"storing artifact {artifact_id} of run {run_id}") as conn:
+            conn.execute(
+                "INSERT INTO artifacts (run_id, artifact_id, name, mime_type, created_at, data) "
+                "VALUES (%s,%s,%s,%s,%s,%s)",
+                (run_id, artifact_id, name, mime_type, utc_now(), data),
+            )
+
+    def get_artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
+        rows = self._read(
+            f"reading artifact {artifact_id} of run {run_id}",
+            "SELECT name, mime_type, data FROM artifacts WHERE run_id = %s AND artifact_id = %s",
+            (run_id, artifact_id),
+        )
+        return (str(rows[0][0]), str(rows[0][1]), bytes(rows[0][2])) if rows else None
+
+    def close(self) -> None:
+        """Close the connection; a clean close also deletes this store's owner row."""
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()
+        else:
+            self._closer()
+
+
+def _max_sequence(conn: psycopg.Connection[Any], run_id: str) -> int:
+    row = conn.execute("SELECT MAX(sequence) FROM events WHERE run_id = %s", (run_id,)).fetchone()
+    return int(row[0] or 0) if row is not None else 0
+
+
+def _insert_run(conn: psycopg.Connection[Any], record: RunRecord) -> None:
+    conn.execute(
+        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * _WIDTH)})",
+        (
+            record.run_id,
+            record.workflow_name,
+            record.workflow_path,
+            record.source_hash,
+            record.source,
+            record.args_json,
+            json.dumps(record.options),
+            record.provider,
+            record.profile,
+            record.cwd,
+            record.created_at,
+            record.resumed_from,
+            record.resume_policy,
+            record.idempotency_key,
+            record.owner,
+            record.owner_pid,
+            record.owner_host,
+        ),
+    )
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
