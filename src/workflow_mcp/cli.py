@@ -571,6 +571,9 @@ async def _execute(
             handle = service.launch(prepared, on_event=on_event)
         except WorkflowMcpError as exc:
             _fail(str(exc))
+        if mode != "jsonl":  # JSONL's every event names the run; the other modes say it once, first
+            with contextlib.suppress(OSError, ValueError):
+                click.echo(f"workflow-mcp: run {handle.run_id} started", err=True)
         if sys.stdin.isatty() and sys.stderr.isatty():
             service.answer_checkpoints(handle.run_id, _tty_checkpoint_asker(view))
         loop = asyncio.get_running_loop()
@@ -1197,6 +1200,38 @@ def serve(
             allow_inline=allow_inline,
         )
     )
+
+
+# -- the run viewer -------------------------------------------------------------------------------
+@cli.command(name="ui")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default)."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8766,
+    show_default=True,
+    help="HTTP port (0: any free port).",
+)
+def ui(host: str, port: int) -> None:
+    """Serve the run viewer for your runs at http://HOST:PORT/ui/ and print its sign-in URL (it opens
+    nothing by itself). The URL carries a token made for this process; stop with Ctrl-C."""
+    import asyncio
+
+    from .server.http import serve_viewer
+
+    service = _service()
+    service.recover()
+
+    def ready(url: str) -> None:
+        click.echo(f"workflow-mcp: the run viewer is at {url}", err=True)
+        click.echo(url)
+
+    try:
+        asyncio.run(serve_viewer(service, host=host, port=port, on_ready=ready))
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 def main() -> None:
