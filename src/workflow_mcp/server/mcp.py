@@ -136,6 +136,7 @@ from ._render import (
 )
 from ._stdio import serve_stdio_lines
 from ._subscriptions import OwnedBus
+from .viewer import RUN_APP_TOOLS, RUN_APP_URI, run_app
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
 
@@ -249,6 +250,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             instructions=_INSTRUCTIONS,
             log_level="WARNING",
             subscriptions=self._bus,
+            extensions=[run_app()],
         )
         self.service = service
         self.policy = policy or ServerPolicy()
@@ -266,6 +268,10 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._tool_names: set[str] = set()
         self._tool_arguments: dict[str, tuple[str, ...]] = {}
         self._register_tools()
+        for name in RUN_APP_TOOLS:  # the run viewer App renders these results (text results stay whole)
+            tool = self._tool_manager.get_tool(name)
+            assert tool is not None
+            tool.meta = {**(tool.meta or {}), "ui": {"resourceUri": RUN_APP_URI}}
         self._register_resources()
         self._register_prompt()
         # resources/subscribe is removed from the 2026-07-28 protocol (subscriptions/listen replaces

@@ -10,17 +10,21 @@ It reaches the runtime only through :class:`~workflow_mcp.service.WorkflowServic
 from __future__ import annotations
 
 from ._app import COOKIE, CSP, PAGE_SIZE, TOKEN_CHECK_KEY, LocalControl, RunControl, viewer_app
+from ._mcp_app import RUN_APP_TOOLS, RUN_APP_URI, run_app
 from ._view import event_view, run_view, summary_view
 
 __all__ = [
     "COOKIE",
     "CSP",
     "PAGE_SIZE",
+    "RUN_APP_TOOLS",
+    "RUN_APP_URI",
     "TOKEN_CHECK_KEY",
     "VIEWER_BASE",
     "LocalControl",
     "RunControl",
     "event_view",
+    "run_app",
     "run_view",
     "summary_view",
     "viewer_app",
