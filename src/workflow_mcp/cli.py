@@ -740,9 +740,11 @@ def runs_list(as_json: bool, limit: int) -> None:
     if as_json:
         click.echo(json.dumps({"runs": items}, ensure_ascii=False, indent=2))
         return
+    click.echo("RUN\tSTATUS\tWORKFLOW\tPROVIDER\tCREATED")
     for r in items:
         damaged = f"\tdamaged: {', '.join(r['damaged'])}" if r.get("damaged") else ""
-        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{r['createdAt']}{damaged}")
+        provider = r["provider"] or "-"
+        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{provider}\t{r['createdAt']}{damaged}")
 
 
 @runs.command(name="show")
@@ -806,21 +808,68 @@ def runs_show(run_id: str, as_json: bool) -> None:
     "--after", type=click.IntRange(min=0, max=2**62), default=0, help="Only events after this sequence."
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
-def runs_events(run_id: str, after: int, as_json: bool) -> None:
-    """The durable events of one run."""
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events until the run ends.")
+def runs_events(run_id: str, after: int, as_json: bool, follow: bool) -> None:
+    """The durable events of one run (with --follow, also those still to come, until it ends)."""
+    import asyncio
+
     service = _service()
+
+    def show(events: list[Any]) -> None:
+        for e in events:
+            if as_json:
+                click.echo(json.dumps(e.to_json(), ensure_ascii=False))
+            else:
+                click.echo(
+                    f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}"
+                )
+
     try:
         events = service.events(run_id, after)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
     _warn_if_damaged(service)
-    for e in events:
-        if as_json:
-            click.echo(json.dumps(e.to_json(), ensure_ascii=False))
-        else:
-            click.echo(
-                f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}"
-            )
+    show(events)
+    if not follow:
+        return
+
+    from .state import TERMINAL
+
+    async def follow_events(cursor: int) -> None:
+        # The durable cursor: each answer continues after the last event printed, so none is skipped
+        # or repeated; the loop ends once the run has ended and every event of it is printed.
+        while True:
+            batch = await service.wait_events(run_id, cursor, 500, wait_ms=1000)
+            show(batch)
+            if batch:
+                cursor = batch[-1].sequence
+            elif service.run_status(run_id) in TERMINAL:  # ended, and its last event printed
+                return
+
+    try:
+        asyncio.run(follow_events(events[-1].sequence if events else after))
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+@runs.command(name="watch")
+@click.argument("run_id")
+def runs_watch(run_id: str) -> None:
+    """Watch one run live: phases with progress bars, running agents with their clocks, the queue,
+    recent logs, tokens and the final status. Exits 0 once the run completed, 1 when it ended otherwise."""
+    import asyncio
+
+    from .cli_watch import watch_run
+
+    service = _service()
+    service.recover()
+    try:
+        final = asyncio.run(watch_run(service, run_id))
+    except WorkflowNotFoundError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0 if final.status == "completed" else 1)
 
 
 @runs.command(name="cancel")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ._app import COOKIE, CSP, PAGE_SIZE, TOKEN_CHECK_KEY, LocalControl, RunControl, viewer_app
 from ._mcp_app import RUN_APP_TOOLS, RUN_APP_URI, run_app
-from ._view import event_view, run_view, summary_view
+from ._view import Timeline, event_view, run_view, summary_view
 
 __all__ = [
     "COOKIE",
@@ -23,6 +23,7 @@ __all__ = [
     "VIEWER_BASE",
     "LocalControl",
     "RunControl",
+    "Timeline",
     "event_view",
     "run_app",
     "run_view",
