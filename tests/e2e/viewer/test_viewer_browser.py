@@ -46,7 +46,9 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
     tmp_path: Path, browser: object, artifacts: Path
 ) -> None:
     home = tmp_path / "home"
-    script = fake_script(tmp_path / "fake.json", slow_ms=2500)
+    script = fake_script(
+        tmp_path / "fake.json", slow_ms=4000, build_ms=5000
+    )  # slower than a page load under load
     with ui_server(home) as url, started_run(home, tmp_path, script) as (run_id, proc):
         page = browser.new_page(viewport={"width": 1200, "height": 900})  # type: ignore[attr-defined]
         page.goto(url)

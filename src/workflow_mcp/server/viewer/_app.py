@@ -24,6 +24,8 @@ sends it back as ``Last-Event-ID`` and continues after it, so nothing is missed 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -115,6 +117,37 @@ def _not_visible(run_id: str) -> JSONResponse:
     )
 
 
+class _Timelines:
+    """The :class:`Timeline` of recently viewed runs, each folded forward from the store as far as a
+    request needs (only the events after the newest one folded are read), at most
+    :data:`KEPT_TIMELINES` runs. A timeline only grows with the run's durable log, so a kept one is
+    never stale, only folded further. A timeline handed out may be folded further while it is read
+    (times of calls its reader's state does not know yet, which the reader ignores)."""
+
+    def __init__(self, service: WorkflowService) -> None:
+        self.service = service
+        self.kept: OrderedDict[str, Timeline] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def upto(self, run_id: str, until: int) -> Timeline:
+        """``run_id``'s timeline folded at least up to sequence ``until``."""
+        with self.lock:
+            timeline = self.kept.pop(run_id, None) or Timeline()
+            while timeline.last_sequence < until:
+                page = self.service.events(run_id, timeline.last_sequence, STREAM_BATCH * 10)
+                if not page:
+                    break
+                timeline.fold(page, until=until)
+            self.kept[run_id] = timeline
+            while len(self.kept) > KEPT_TIMELINES:
+                self.kept.popitem(last=False)
+            return timeline
+
+
+KEPT_TIMELINES = 64
+"""Runs whose timelines the viewer keeps between requests."""
+
+
 def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/ui") -> Starlette:
     """The viewer as an ASGI app to mount at ``base`` (see the module docstring for its routes)."""
 
@@ -151,15 +184,15 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
             },
         )
 
-    def page_of(run_id: str) -> dict[str, Any]:
-        state = service.status(run_id)
-        return run_view(state, service.events(run_id, 0, state.last_sequence))
+    timelines = _Timelines(service)
+
+    def page_of(run_id: str, agents: bool = True) -> dict[str, Any]:
+        state = service.current_status(run_id)
+        return run_view(state, timelines.upto(run_id, state.last_sequence), agents=agents)
 
     def summary_row(run_id: str) -> dict[str, Any]:
-        state = service.status(run_id)
-        return summary_view(
-            state, Timeline().fold(service.events(run_id, 0, state.last_sequence), until=state.last_sequence)
-        )
+        state = service.current_status(run_id)
+        return summary_view(state, timelines.upto(run_id, state.last_sequence))
 
     async def runs(request: Request, principal: Principal) -> Response:
         status = request.query_params.get("status") or None
@@ -207,20 +240,19 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
         return html(_pages.run_page(view, base=base, stream=True))
 
     async def run_json(request: Request, principal: Principal) -> Response:
-        view = await anyio.to_thread.run_sync(page_of, request.path_params["run_id"])
+        agents = request.query_params.get("agents") != "0"
+        view = await anyio.to_thread.run_sync(page_of, request.path_params["run_id"], agents)
         return JSONResponse(view, headers={"cache-control": "no-store"})
 
     async def agent_json(request: Request, principal: Principal) -> Response:
         run_id, agent_id = request.path_params["run_id"], request.path_params["agent_id"]
 
         def read() -> dict[str, Any] | None:
-            state = service.status(run_id)
+            state = service.current_status(run_id)
             agent = state.agents.get(agent_id)
             if agent is None:
                 return None
-            timeline = Timeline().fold(
-                service.events(run_id, 0, state.last_sequence), until=state.last_sequence
-            )
+            timeline = timelines.upto(run_id, state.last_sequence)
             return agent_view(agent, timeline.agents.get(agent_id), timeline.provider)
 
         found = await anyio.to_thread.run_sync(read)

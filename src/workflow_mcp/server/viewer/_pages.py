@@ -141,8 +141,7 @@ def _bar(agent: dict[str, Any]) -> str:
     return (
         f'<li class="agent" id="agent-{_e(aid)}" data-agent-id="{_e(aid)}" data-state="{_e(agent["state"])}"'
         f"{attr('queued', agent['queuedAt'])}{attr('started', agent['startedAt'])}{attr('ended', agent['endedAt'])}>"
-        f'<button type="button" class="agent-open" aria-controls="details" '
-        f'aria-label="{_e(agent["label"] or aid)}, {_e(agent["state"])}: show details">'
+        '<button type="button" class="agent-open" aria-controls="details">'
         f"{_e(agent['label'] or aid)}</button>"
         '<span class="track" aria-hidden="true"><span class="bar"><span class="queue"></span>'
         '<span class="work"></span></span></span>'

@@ -78,12 +78,18 @@ class Timeline:
     run_started: int | None = None
     run_ended: int | None = None
     provider: str | None = None
+    last_sequence: int = 0
+    """The newest event folded in."""
 
     def fold(self, events: Iterable[Event], *, until: int) -> Timeline:
-        """Fold ``events`` with ``sequence <= until``; returns ``self``."""
+        """Fold ``events`` with ``last_sequence < sequence <= until`` (older ones were folded already);
+        returns ``self``."""
         for event in events:
             if event.sequence > until:
                 break
+            if event.sequence <= self.last_sequence:
+                continue
+            self.last_sequence = event.sequence
             at = epoch_ms(event.timestamp)
             kind = event.type
             if kind in ("run.started", "run.resumed"):
@@ -199,31 +205,31 @@ def summary_view(state: RunState, timeline: Timeline) -> dict[str, Any]:
     return out
 
 
-def run_view(state: RunState, events: Iterable[Event]) -> dict[str, Any]:
+def run_view(state: RunState, events: Iterable[Event] | Timeline, *, agents: bool = True) -> dict[str, Any]:
     """The whole run page: :func:`summary_view` plus ``agents`` (:func:`agent_view`, in call order),
     ``lanes`` (``[{title, status, agentIds}]``, the run's phases in order and any phase an agent names),
     ``tokensByPhase``/``tokensByProvider`` (``[{name, input, output, agents}]``), ``logs`` (the newest
     :data:`MAX_LOG_LINES`, each clipped), ``logsDropped``, ``result`` (pretty JSON text or ``None``) and
-    ``resultTruncated``. ``events`` are the run's events in order; only those up to the state's
-    ``lastSequence`` count."""
-    timeline = Timeline().fold(events, until=state.last_sequence)
+    ``resultTruncated``. ``events`` are the run's events in order (only those up to the state's
+    ``lastSequence`` count), or their :class:`Timeline` folded up to it. Without ``agents``: the page's
+    summary only, ``agents`` and each lane's ``agentIds`` empty (what the live page re-reads)."""
+    timeline = events if isinstance(events, Timeline) else Timeline().fold(events, until=state.last_sequence)
     out = summary_view(state, timeline)
-    agents = [
-        agent_view(a, timeline.agents.get(a.agent_id), timeline.provider) for a in state.agents.values()
-    ]
+    every = [agent_view(a, timeline.agents.get(a.agent_id), timeline.provider) for a in state.agents.values()]
     lanes: dict[str, dict[str, Any]] = {
         p["title"]: {"title": p["title"], "status": p["status"], "agentIds": []} for p in out["phases"]
     }
-    for agent in agents:
+    for agent in every:
         lane = lanes.setdefault(agent["phase"], {"title": agent["phase"], "status": "", "agentIds": []})
-        lane["agentIds"].append(agent["agentId"])
+        if agents:
+            lane["agentIds"].append(agent["agentId"])
     result, cut = _result_text(state)
     logs = state.logs[-MAX_LOG_LINES:]
     out.update(
-        agents=agents,
+        agents=every if agents else [],
         lanes=list(lanes.values()),
-        tokensByPhase=_tokens_by(agents, "phase"),
-        tokensByProvider=_tokens_by(agents, "provider"),
+        tokensByPhase=_tokens_by(every, "phase"),
+        tokensByProvider=_tokens_by(every, "provider"),
         logs=[clip(line, MAX_STRING) or "" for line in logs],
         logsDropped=len(state.logs) - len(logs),
         result=result,

@@ -53,7 +53,6 @@
     a.state = state;
     a.el.dataset.state = state;
     text(a.el.querySelector(".state"), state);
-    a.button.setAttribute("aria-label", (a.label || a.id) + ", " + state + ": show details");
     if (lane) laneCount(lane);
   }
 
@@ -122,7 +121,6 @@
     a = adoptAgent(li, lane.el.dataset.phase);
     lane.total += 1;
     laneCount(lane);
-    a.button.setAttribute("aria-label", (label || id) + ", queued: show details");
     return a;
   }
 
@@ -236,10 +234,12 @@
     }
   }
 
+  // While the run goes on, only the summary (counts, tokens, phases, result); once it has ended, the
+  // whole view, whose agent states are the service's final word (also for calls the end cancelled).
   async function refresh() {
     let view;
     try {
-      const response = await fetch(api, { headers: { accept: "application/json" } });
+      const response = await fetch(terminal ? api : api + "?agents=0", { headers: { accept: "application/json" } });
       if (!response.ok) return;
       view = await response.json();
     } catch (e) {
@@ -254,7 +254,7 @@
     text(document.getElementById("tokens"), u.input + " in / " + u.output + " out (+" + u.replayedOutput + " replayed)");
     tokensRows("tokens-phase", view.tokensByPhase);
     tokensRows("tokens-provider", view.tokensByProvider);
-    if (view.lastSequence >= lastSeq) {
+    if (view.lastSequence >= lastSeq && view.agents.length) {
       // The service's projection is authoritative: it also cancels calls left open by the run's end.
       for (const v of view.agents) {
         const a = agentOf(v.agentId, v.label, v.phase);
@@ -431,7 +431,7 @@
     source.addEventListener("run-event", (message) => {
       apply(JSON.parse(message.data));
       publish();
-      refreshSoon(TERMINAL_EVENTS.has(JSON.parse(message.data).type) ? 0 : 500);
+      refreshSoon(TERMINAL_EVENTS.has(JSON.parse(message.data).type) ? 0 : 1000);
     });
     source.addEventListener("end", () => {
       source.close();
