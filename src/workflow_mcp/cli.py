@@ -539,7 +539,7 @@ async def _execute(
     Returns the exit code. ``invalid`` starts the message of a workflow that does not load."""
     import asyncio
 
-    from .cli_progress import ProgressView
+    from .cli_watch import LiveRunView
 
     try:
         service.recover()
@@ -551,7 +551,7 @@ async def _execute(
             _fail(str(exc), code=1)
         except WorkflowMcpError as exc:
             _fail(str(exc))
-        view = ProgressView(prepared.workflow.meta.name) if mode == "progress" else None
+        view = LiveRunView(prepared.workflow.meta.name) if mode == "progress" else None
         quiet = [mode == "none"]
 
         def on_event(event: Any) -> None:

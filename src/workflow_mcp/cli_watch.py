@@ -12,6 +12,7 @@ process runs the run.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -19,7 +20,7 @@ from .server.viewer import Timeline
 from .service import WorkflowService
 from .state import TERMINAL, RunState, StateProjector
 
-__all__ = ["RunWatch", "watch_run"]
+__all__ = ["LiveRunView", "RunWatch", "watch_run"]
 
 _FINISHED = ("completed", "failed", "cancelled", "cached")
 _SHOWN_RUNNING = 12
@@ -117,6 +118,55 @@ class RunWatch:
             if state.status != "completed":
                 lines.append(Text(f"resume it with: workflow-mcp resume {state.run_id}"))
         return Group(*lines)
+
+
+class LiveRunView:
+    """What ``workflow-mcp run`` shows on a terminal (``--events progress``): the :class:`RunWatch`
+    screen of the run it executes, on stderr, fed with each event as the service commits it
+    (:meth:`update`) and redrawn four times a second so the clocks keep going between events."""
+
+    def __init__(self, name: str) -> None:
+        from rich.console import Console
+
+        self.name = name
+        self.console = Console(stderr=True)
+        self.watch: RunWatch | None = None
+        self._live: Any = None
+        self._lock = threading.Lock()  # rich redraws from its own thread while events are folded
+
+    @property
+    def state(self) -> RunState | None:
+        """The run's state so far (``None`` before its first event)."""
+        return self.watch.state if self.watch is not None else None
+
+    def _render(self) -> Any:
+        from rich.text import Text
+
+        with self._lock:
+            return self.watch.render() if self.watch is not None else Text(f"{self.name}: starting")
+
+    def update(self, event: Any) -> None:
+        with self._lock:
+            if self.watch is None:
+                self.watch = RunWatch(RunState(run_id=event.run_id), Timeline())
+            self.watch.fold([event])
+
+    def start(self) -> None:
+        from rich.live import Live
+
+        self._live = Live(console=self.console, get_renderable=self._render, refresh_per_second=4)
+        self._live.start()
+
+    @property
+    def showing(self) -> bool:
+        """Whether the view is on the terminal (between :meth:`start` and :meth:`stop`)."""
+        return self._live is not None
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
 
 
 def _tone(status: str) -> str:

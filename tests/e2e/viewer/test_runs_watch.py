@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from viewer_kit import env_for, fake_script, started_run
+from viewer_kit import WORKFLOW, env_for, fake_script, started_run
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 BOUND_S = 40.0
@@ -88,6 +88,30 @@ def test_runs_watch_shows_phases_running_agents_with_a_clock_the_queue_logs_toke
     assert "queued:" in screen and "tokens: 35 in / 17 out" in screen
     assert "built 2 of 3" in screen
     assert screen.rstrip().endswith("run completed") or "run completed" in screen.splitlines()[-1]
+
+
+def test_run_on_a_terminal_shows_the_same_live_view_and_its_result(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    script = fake_script(tmp_path / "fake.json", slow_ms=1500, build_ms=800)
+    main, side = pty.openpty()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "workflow_mcp.cli", "run", str(WORKFLOW), "--provider", "fake", "--fake-script",
+         str(script)],
+        env={**env_for(home), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "60"},
+        cwd=tmp_path, stdin=side, stdout=side, stderr=side, close_fds=True,
+    )  # fmt: skip
+    os.close(side)
+    try:
+        screen, running_frames = screen_until(main, run, "Running")
+        assert run.wait(BOUND_S) == 0
+    finally:
+        os.close(main)
+        if run.poll() is None:
+            run.kill()
+    assert running_frames and re.search(r"\blast\s+Check\s+\d+\.\d s", screen)
+    assert re.search(r"Build\s+completed.*3/3", screen) and "run completed" in screen
+    assert "tokens: 35 in / 17 out" in screen
+    assert '"last": "done"' in screen  # the value, printed when the run ends
 
 
 def test_runs_events_follow_prints_every_event_once_until_the_run_ends(tmp_path: Path) -> None:
