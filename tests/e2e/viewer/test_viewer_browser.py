@@ -4,6 +4,7 @@ process and a real `workflow-mcp run` on the fake provider with delays, as a use
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,3 +121,14 @@ def test_cancel_asks_for_confirmation_and_the_run_ends_cancelled(
         playwright_sync.expect(page.locator("#resume")).to_be_visible(timeout=WAIT_MS)
         assert proc.wait(30) != 0
         page.screenshot(path=str(artifacts / "cancelled.png"), full_page=True)
+        # Resume continues it as a new run (here, in the viewer's process), replaying the finished calls.
+        page.locator("#resume").click()
+        link = page.locator("#action-status a")
+        playwright_sync.expect(link).to_have_text(re.compile(r"^run_\w+$"), timeout=WAIT_MS)
+        link.click()
+        playwright_sync.expect(page.locator("#run-status")).to_have_text("running", timeout=WAIT_MS)
+        assert _state(page, "build:1") == "cached"  # replayed from the cancelled run's journal
+        playwright_sync.expect(page.locator("li.agent:has(button:text-is('last'))")).to_have_attribute(
+            "data-state", "running", timeout=WAIT_MS
+        )
+        page.screenshot(path=str(artifacts / "resumed.png"), full_page=True)

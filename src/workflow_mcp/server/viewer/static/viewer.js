@@ -430,6 +430,7 @@
     const source = new EventSource(api + "/events?after=" + boot.after);
     source.addEventListener("run-event", (message) => {
       apply(JSON.parse(message.data));
+      clock(); // the axis reaches the newest event at once (style work is batched to the next frame)
       publish();
       refreshSoon(TERMINAL_EVENTS.has(JSON.parse(message.data).type) ? 0 : 1000);
     });
