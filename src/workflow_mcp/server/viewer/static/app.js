@@ -50,7 +50,7 @@
     if (data.recentCalls && data.recentCalls.length) {
       const list = el("ol", null, "calls");
       for (const a of data.recentCalls) {
-        const li = el("li", null, "agent");
+        const li = el("li", null, "call");
         li.dataset.state = a.state;
         li.append(el("span", a.label || a.agentId), " — ", el("span", a.state, "state"));
         list.appendChild(li);
