@@ -629,6 +629,12 @@ async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, 
         raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     bound = sock.getsockname()[1]
     guard: Any = HttpGuard(app, tokens, host=host, port=bound, viewer_base=VIEWER_BASE)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"workflow-mcp: warning: the run viewer listens on {host}, not loopback: anyone who can reach it "
+            "and learns the URL's token sees and controls every run of this state directory",
+            file=sys.stderr,
+        )
     config = uvicorn.Config(guard, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
     where = f"[{host}]" if ":" in host else host
     url = f"http://{where}:{bound}{VIEWER_BASE}/login#token={token}"
