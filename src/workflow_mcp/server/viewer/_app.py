@@ -63,7 +63,8 @@ STREAM_BATCH = 500
 """Events the stream reads from the store at a time."""
 STREAM_WAIT_MS = 10_000
 """How long one wait for new events lasts before the stream checks the run and pings."""
-_SCAN = 5000  # runs scanned for a filtered runs page (the store lists runs newest first)
+_SCAN = 5000
+"""Runs a filtered runs page looks through (the newest; the store lists runs newest first)."""
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -209,9 +210,13 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
                 400,
             )
 
+        # Unfiltered, the newest runs up to this page (and one more, to know there is a next page) are
+        # all it takes; a filter looks through the newest _SCAN runs.
+        scan = _SCAN if status is not None or workflow is not None else min(_SCAN, page * PAGE_SIZE + 1)
+
         def read() -> tuple[list[dict[str, Any]], bool]:
             listed = (
-                service.list_runs_of(principal.owner, _SCAN) if principal.scoped else service.list_runs(_SCAN)
+                service.list_runs_of(principal.owner, scan) if principal.scoped else service.list_runs(scan)
             )
             chosen = [
                 r
