@@ -197,3 +197,37 @@ async def test_the_run_app_is_listed_readable_and_named_by_the_run_tools(site: S
             # What the App renders is the result itself: it names the run, and the text stays whole.
             assert data(status)["runId"] == run["runId"]
             assert status.content[0].type == "text" and run["runId"] in status.content[0].text
+
+
+async def test_resume_from_the_viewer_starts_a_run_of_the_same_client_under_the_servers_rules(
+    site: Site,
+) -> None:
+    async with (
+        http_server(site) as server,
+        http_client(server.url, ALICE) as alice,
+        httpx2.AsyncClient(timeout=BOUND_S) as h,
+    ):
+        with anyio.fail_after(BOUND_S):
+            rid = str(
+                data(
+                    await call(
+                        alice, "workflow_run", {"name": "hello", "provider": "fake", "fakeScript": PARK}
+                    )
+                )["runId"]
+            )
+            await wait_for_event(alice, rid, "agent.started")
+            await call(alice, "workflow_run_cancel", {"runId": rid})
+            base = f"http://127.0.0.1:{server.port}/ui/api/runs"
+            assert (await h.post(f"{base}/{rid}/resume", headers=bearer(BOB))).status_code == 404
+            resumed = await h.post(f"{base}/{rid}/resume", headers=bearer(ALICE))
+            assert resumed.status_code == 200, resumed.text
+            new_id = resumed.json()["runId"]
+            assert new_id != rid and resumed.json()["url"] == f"/ui/runs/{new_id}"
+            assert data(await call(alice, "workflow_run_status", {"runId": new_id}))["status"] in (
+                "queued",
+                "running",
+            )
+            assert (await h.get(f"{base}/{new_id}", headers=bearer(BOB))).status_code == 404
+            again = await h.post(f"{base}/{new_id}/resume", headers=bearer(ALICE))
+            assert again.status_code == 409 and "running" in again.json()["message"]
+            await call(alice, "workflow_run_cancel", {"runId": new_id})

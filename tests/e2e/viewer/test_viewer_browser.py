@@ -95,6 +95,11 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
         playwright_sync.expect(page.locator("#details")).to_contain_text("compiler crashed", timeout=WAIT_MS)
         assert "built 2 of 3" in page.locator("#logs").inner_text()
         page.screenshot(path=str(artifacts / "completed.png"), full_page=True)
+        page.locator("header a").click()  # the runs page
+        row = page.locator(f"tr:has(a:text-is('{run_id}'))")
+        assert row.locator(".status").inner_text() == "completed"
+        assert "watch-me" in row.inner_text() and "fake" in row.inner_text() and "6/6" in row.inner_text()
+        page.screenshot(path=str(artifacts / "runs.png"), full_page=True)
 
 
 def test_cancel_asks_for_confirmation_and_the_run_ends_cancelled(
