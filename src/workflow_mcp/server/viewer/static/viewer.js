@@ -432,7 +432,8 @@
       apply(JSON.parse(message.data));
       clock(); // the axis reaches the newest event at once (style work is batched to the next frame)
       publish();
-      refreshSoon(TERMINAL_EVENTS.has(JSON.parse(message.data).type) ? 0 : 1000);
+      // Counts and tokens follow within a quarter of a second; a big run's summary once a second.
+      refreshSoon(TERMINAL_EVENTS.has(JSON.parse(message.data).type) ? 0 : agents.size > 200 ? 1000 : 250);
     });
     source.addEventListener("end", () => {
       source.close();
