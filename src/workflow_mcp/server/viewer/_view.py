@@ -151,13 +151,14 @@ def agent_view(agent: Any, times: AgentTimes | None, run_provider: str | None) -
     }
 
 
-def _tokens_by(agents: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+def _tokens_by(calls: list[tuple[str, str, str | None, dict[str, int]]], index: int) -> list[dict[str, Any]]:
+    """Token totals of ``calls`` (``(agentId, phase, provider, tokens)``) grouped by field ``index``."""
     totals: dict[str, dict[str, int]] = {}
-    for agent in agents:
-        name = agent[key] or "(unknown)"
-        row = totals.setdefault(name, {"input": 0, "output": 0, "agents": 0})
-        row["input"] += agent["tokens"].get("input", 0)
-        row["output"] += agent["tokens"].get("output", 0)
+    for call in calls:
+        name = call[index] or "(unknown)"
+        row = totals.setdefault(str(name), {"input": 0, "output": 0, "agents": 0})
+        row["input"] += int(call[3].get("input", 0))
+        row["output"] += int(call[3].get("output", 0))
         row["agents"] += 1
     return [{"name": name, **row} for name, row in totals.items()]
 
@@ -215,21 +216,31 @@ def run_view(state: RunState, events: Iterable[Event] | Timeline, *, agents: boo
     summary only, ``agents`` and each lane's ``agentIds`` empty (what the live page re-reads)."""
     timeline = events if isinstance(events, Timeline) else Timeline().fold(events, until=state.last_sequence)
     out = summary_view(state, timeline)
-    every = [agent_view(a, timeline.agents.get(a.agent_id), timeline.provider) for a in state.agents.values()]
+    calls = []
+    for a in state.agents.values():
+        times = timeline.agents.get(a.agent_id)
+        provider = (times.provider if times is not None else None) or timeline.provider
+        calls.append((a.agent_id, _phase_of(a.phase), provider, a.tokens))
     lanes: dict[str, dict[str, Any]] = {
         p["title"]: {"title": p["title"], "status": p["status"], "agentIds": []} for p in out["phases"]
     }
-    for agent in every:
-        lane = lanes.setdefault(agent["phase"], {"title": agent["phase"], "status": "", "agentIds": []})
+    for agent_id, phase, _, _ in calls:
+        lane = lanes.setdefault(phase, {"title": phase, "status": "", "agentIds": []})
         if agents:
-            lane["agentIds"].append(agent["agentId"])
+            lane["agentIds"].append(agent_id)
+    # The summary alone (what a live page re-reads) builds no per-call view.
+    every = (
+        [agent_view(a, timeline.agents.get(a.agent_id), timeline.provider) for a in state.agents.values()]
+        if agents
+        else []
+    )
     result, cut = _result_text(state)
     logs = state.logs[-MAX_LOG_LINES:]
     out.update(
-        agents=every if agents else [],
+        agents=every,
         lanes=list(lanes.values()),
-        tokensByPhase=_tokens_by(every, "phase"),
-        tokensByProvider=_tokens_by(every, "provider"),
+        tokensByPhase=_tokens_by(calls, 1),
+        tokensByProvider=_tokens_by(calls, 2),
         logs=[clip(line, MAX_STRING) or "" for line in logs],
         logsDropped=len(state.logs) - len(logs),
         result=result,
