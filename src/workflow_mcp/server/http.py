@@ -219,7 +219,9 @@ class HttpGuard:
                 return
             if not headers.get("authorization"):
                 scheme, token = "bearer", cookie_parser(headers.get("cookie") or "").get(COOKIE, "")
-                if not token and scope.get("method") == "GET" and not rest.startswith("/api/"):
+                page = scope.get("method") == "GET" and not rest.startswith("/api/")
+                if page and (not token or self.tokens.principal_for(token.strip()) is None):
+                    # A browser without a (still valid) sign-in is sent to the form, not shown JSON.
                     await _redirect(send, f"{self.viewer_base}/login?next={quote(scope['path'])}")
                     return
         if scheme.lower() != "bearer" or not token.strip():

@@ -35,7 +35,10 @@ def test_the_printed_url_is_loopback_and_carries_a_token_nothing_else_may_use(tm
         assert status_of(f"{origin}/ui/api/runs/run_x")[0] == 401
         code, headers = status_of(f"{origin}/ui/")
         assert code == 303 and headers["location"] == "/ui/login?next=/ui/"
-        assert status_of(f"{origin}/ui/", {"Cookie": "workflow_mcp_viewer=" + "A" * 43})[0] == 401
+        stale = {"Cookie": "workflow_mcp_viewer=" + "A" * 43}  # e.g. the token of an earlier `ui`
+        code, headers = status_of(f"{origin}/ui/", stale)
+        assert code == 303 and headers["location"] == "/ui/login?next=/ui/"
+        assert status_of(f"{origin}/ui/api/runs/run_x", stale)[0] == 401
         assert status_of(f"{origin}/ui/", {"Authorization": f"Bearer {token}"})[0] == 200
         assert status_of(f"{origin}/ui/api/runs/run_x", {"Authorization": f"Bearer {token}"})[0] == 404
         assert status_of(f"{origin}/ui/", {"Host": "evil.test"})[0] == 403  # DNS rebinding
