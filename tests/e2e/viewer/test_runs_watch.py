@@ -137,3 +137,10 @@ def test_runs_list_has_a_header_row_and_a_provider_column(tmp_path: Path) -> Non
     lines = listed.stdout.splitlines()
     assert lines[0].split("\t") == ["RUN", "STATUS", "WORKFLOW", "PROVIDER", "CREATED"]
     assert lines[1].split("\t")[:4] == [run_id, "completed", "watch-me", "fake"]
+
+
+def test_watching_or_following_an_unknown_run_is_a_clear_error(tmp_path: Path) -> None:
+    for args in (("runs", "watch", "run_nope"), ("runs", "events", "run_nope", "--follow")):
+        done = cli(tmp_path / "home", *args)
+        assert done.returncode == 2 and "no stored run 'run_nope'" in done.stderr
+        assert "Traceback" not in done.stderr
