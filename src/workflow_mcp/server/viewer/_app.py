@@ -9,7 +9,7 @@ Routes, under the mount point ``base`` (``/ui``):
 ``GET  /api/runs/{run_id}/agents/{id}``  one agent call's details (bounded, redacted)
 ``GET  /api/runs/{run_id}/events``      Server-Sent Events after ``?after=N`` or ``Last-Event-ID``
 ``POST /api/runs/{run_id}/cancel``      cancel (the run's owner, or the local user)
-``POST /api/runs/{run_id}/resume``      resume a stopped run as a new run; answers ``{runId}``
+``POST /api/runs/{run_id}/resume``      resume a stopped run as a new run; answers ``{runId, url}``
 ``GET|POST /login``                     sign in: the bearer token becomes a cookie
 ``GET  /static/…``                      the page's own script and style sheet
 =====================================  =========================================================
@@ -50,6 +50,7 @@ __all__ = [
     "CSP",
     "PAGE_SIZE",
     "STREAM_BATCH",
+    "TOKEN_CHECK_KEY",
     "LocalControl",
     "RunControl",
     "viewer_app",
@@ -57,6 +58,8 @@ __all__ = [
 
 COOKIE = "workflow_mcp_viewer"
 """The cookie that carries a signed-in browser's bearer token (HttpOnly, SameSite=Strict)."""
+TOKEN_CHECK_KEY = "workflow_mcp.viewer_token_check"
+"""Where :class:`~workflow_mcp.server.http.HttpGuard` puts the sign-in form's token check in the scope."""
 PAGE_SIZE = 25
 """Runs per page of the runs page."""
 STREAM_BATCH = 500
@@ -365,7 +368,3 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
             Mount("/static", StaticFiles(directory=str(_STATIC)), name="static"),
         ]
     )
-
-
-TOKEN_CHECK_KEY = "workflow_mcp.viewer_token_check"
-"""Where :class:`~workflow_mcp.server.http.HttpGuard` puts the sign-in form's token check in the scope."""
