@@ -11,10 +11,12 @@ MCP) and serves the viewer (it follows its own run as each batch is committed). 
 
 - time to first render of the page (navigation start to first contentful paint; also the HTML response
   and DOMContentLoaded), with 1,000 - N agent bars on it
-- update latency: for each of the N later calls, from its ``agent.started`` event's timestamp (taken when
-  the event is persisted) to the moment its bar leaves ``queued`` in the page (``running``, or already done when both events came
-  in one batch) — median and worst
-- responsiveness while updating: from a click on an agent to its details shown (median and worst)
+- update latency: for each of the N later calls started once the page is live (its event stream open;
+  those started while it loaded are caught up, reported apart), from its ``agent.started`` event's
+  timestamp (taken when the event is persisted) to the moment its bar leaves ``queued`` in the page
+  (``running``, or already done when both events came in one batch) — median and worst
+- responsiveness while updating: from a click on an agent to its details shown (median and worst), and
+  the update latency of the events that came while those clicks were served
 
 Targets (the viewer's acceptance): first render ≤ 1 s, an event visible ≤ 250 ms after it is persisted.
 """
@@ -140,8 +142,8 @@ def by_serve(root: Path, wf: Path, fake: Path) -> Iterator[tuple[str, str, Calla
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--serve", action="store_true", help="one serve --http process runs and serves")
-    parser.add_argument("--ticks", type=int, default=20)
-    parser.add_argument("--tick-ms", type=int, default=400)
+    parser.add_argument("--ticks", type=int, default=30)
+    parser.add_argument("--tick-ms", type=int, default=300)
     parser.add_argument("--debug", action="store_true", help="also print every latency")
     opts = parser.parse_args()
     from playwright.sync_api import sync_playwright
@@ -183,6 +185,12 @@ def main() -> None:
                 " }).observe(document.getElementById('lanes'), { attributes: true, subtree: true,"
                 " attributeFilter: ['data-state'] }); }"
             )
+            # Live once its event stream is open: an event stored before that is caught up, not followed.
+            page.wait_for_function("document.getElementById('live').textContent === 'Live'")
+            live_from = page.evaluate("() => Date.now()")
+            # First the page alone for half the ticks, then five clicks on agents while the rest go on.
+            time.sleep(opts.ticks * opts.tick_ms / 2000)
+            clicking_from = page.evaluate("() => Date.now()")
             clicks = []
             for i in range(5):
                 started = time.perf_counter()
@@ -197,7 +205,19 @@ def main() -> None:
             browser.close()
     # Each tick's agent.started timestamp, which the service takes as the event is stored.
     started_at = {a["agentId"]: a["startedAt"] for a in events if a["label"].startswith("tick:")}
-    lags = [seen[a] - at for a, at in started_at.items() if a in seen and at is not None]
+    lags = [
+        seen[a] - at
+        for a, at in started_at.items()
+        if a in seen and at is not None and at >= live_from and seen[a] < clicking_from
+    ]
+    caught_up = [
+        seen[a] - at for a, at in started_at.items() if a in seen and at is not None and at < live_from
+    ]
+    busy = [
+        seen[a] - at
+        for a, at in started_at.items()
+        if a in seen and at is not None and seen[a] >= clicking_from
+    ]
     mode = (
         "serve --http (the run in the server's process)" if opts.serve else "ui (the run in another process)"
     )
@@ -207,14 +227,17 @@ def main() -> None:
         f"(HTML received at {timing['response']:.0f} ms, DOMContentLoaded at {timing['dom']:.0f} ms); target ≤ 1000 ms"
     )
     if opts.debug:
-        print("every latency (ms):", sorted(lags))
-    if lags:
-        print(
-            f"update latency over {len(lags)} events (persisted → bar leaves queued): median "
-            f"{statistics.median(lags):.0f} ms, worst {max(lags):.0f} ms; target ≤ 250 ms"
-        )
-    else:
-        print("update latency: no tick was seen leaving queued (the page missed them)")
+        print("every latency (ms):", sorted(lags), "while clicking:", sorted(busy))
+    if caught_up:
+        print(f"events stored while the page was loading: shown {max(caught_up):.0f} ms after, at worst")
+    for what, values in (("", lags), (" while agents are clicked", busy)):
+        if values:
+            print(
+                f"update latency{what} over {len(values)} events (persisted → bar leaves queued): median "
+                f"{statistics.median(values):.0f} ms, worst {max(values):.0f} ms; target ≤ 250 ms"
+            )
+        else:
+            print(f"update latency{what}: no tick was seen leaving queued")
     print(
         f"agent details after a click while live: median {statistics.median(clicks):.0f} ms, worst {max(clicks):.0f} ms"
     )
