@@ -700,7 +700,7 @@ async def _execute(
     Returns the exit code. ``invalid`` starts the message of a workflow that does not load."""
     import asyncio
 
-    from .cli_progress import ProgressView
+    from .cli_watch import LiveRunView
 
     try:
         service.recover()
@@ -712,7 +712,7 @@ async def _execute(
             _fail(str(exc), code=1)
         except WorkflowMcpError as exc:
             _fail(str(exc))
-        view = ProgressView(prepared.workflow.meta.name) if mode == "progress" else None
+        view = LiveRunView(prepared.workflow.meta.name) if mode == "progress" else None
         quiet = [mode == "none"]
 
         def on_event(event: Any) -> None:
@@ -732,6 +732,9 @@ async def _execute(
             handle = service.launch(prepared, on_event=on_event)
         except WorkflowMcpError as exc:
             _fail(str(exc))
+        if mode != "jsonl":  # JSONL's every event names the run; the other modes say it once, first
+            with contextlib.suppress(OSError, ValueError):
+                click.echo(f"workflow-mcp: run {handle.run_id} started", err=True)
         if sys.stdin.isatty() and sys.stderr.isatty():
             service.answer_checkpoints(handle.run_id, _tty_checkpoint_asker(view))
         loop = asyncio.get_running_loop()
@@ -901,9 +904,11 @@ def runs_list(as_json: bool, limit: int) -> None:
     if as_json:
         click.echo(json.dumps({"runs": items}, ensure_ascii=False, indent=2))
         return
+    click.echo("RUN\tSTATUS\tWORKFLOW\tPROVIDER\tCREATED")
     for r in items:
         damaged = f"\tdamaged: {', '.join(r['damaged'])}" if r.get("damaged") else ""
-        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{r['createdAt']}{damaged}")
+        provider = r["provider"] or "-"
+        click.echo(f"{r['runId']}\t{r['status']}\t{r['workflow']}\t{provider}\t{r['createdAt']}{damaged}")
 
 
 @runs.command(name="show")
@@ -969,21 +974,69 @@ def runs_show(run_id: str, as_json: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
 @_database_option
-def runs_events(run_id: str, after: int, as_json: bool) -> None:
-    """The durable events of one run."""
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events until the run ends.")
+def runs_events(run_id: str, after: int, as_json: bool, follow: bool) -> None:
+    """The durable events of one run (with --follow, also those still to come, until it ends)."""
+    import asyncio
+
     service = _service()
+
+    def show(events: list[Any]) -> None:
+        for e in events:
+            if as_json:
+                click.echo(json.dumps(e.to_json(), ensure_ascii=False))
+            else:
+                click.echo(
+                    f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}"
+                )
+
     try:
         events = service.events(run_id, after)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
     _warn_if_damaged(service)
-    for e in events:
-        if as_json:
-            click.echo(json.dumps(e.to_json(), ensure_ascii=False))
-        else:
-            click.echo(
-                f"{e.sequence:6d} {e.timestamp} {e.type} {json.dumps(e.payload, ensure_ascii=False)[:160]}"
-            )
+    show(events)
+    if not follow:
+        return
+
+    from .state import TERMINAL
+
+    async def follow_events(cursor: int) -> None:
+        # The durable cursor: each answer continues after the last event printed, so none is skipped
+        # or repeated; the loop ends once the run has ended and every event of it is printed.
+        while True:
+            batch = await service.wait_events(run_id, cursor, 500, wait_ms=1000)
+            show(batch)
+            if batch:
+                cursor = batch[-1].sequence
+            elif service.run_status(run_id) in TERMINAL:  # ended, and its last event printed
+                return
+
+    try:
+        asyncio.run(follow_events(events[-1].sequence if events else after))
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+@runs.command(name="watch")
+@click.argument("run_id")
+@_database_option
+def runs_watch(run_id: str) -> None:
+    """Watch one run live: phases with progress bars, running agents with their clocks, the queue,
+    recent logs, tokens and the final status. Exits 0 once the run completed, 1 when it ended otherwise."""
+    import asyncio
+
+    from .cli_watch import watch_run
+
+    service = _service()
+    service.recover()
+    try:
+        final = asyncio.run(watch_run(service, run_id))
+    except WorkflowNotFoundError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0 if final.status == "completed" else 1)
 
 
 @runs.command(name="cancel")
@@ -1414,6 +1467,7 @@ def _tags(text: str) -> list[str]:
 
 
 @library.command(name="create")
+@_database_option
 @click.argument("file", metavar="FILE|-")
 @click.option("--version", "version", default=None, help="Semantic version (default 1.0.0 for a new name).")
 @click.option("--tags", default="", help="Comma-separated tags, e.g. ops,release.")
@@ -1481,6 +1535,7 @@ def library_create(
 
 
 @library.command(name="list")
+@_database_option
 @click.option("--query", default=None, help="Case-insensitive text in the name or description.")
 @click.option("--category", default=None, help="Case-insensitive text in the category.")
 @click.option("--tag", "tag_list", multiple=True, help="A tag that must be present (repeat for several).")
@@ -1532,6 +1587,7 @@ def library_list(
 
 
 @library.command(name="describe")
+@_database_option
 @click.argument("name")
 @click.option("--version", "version", default=None, help="A stored version (default: the current file).")
 @click.option("--draft", is_flag=True, help="The draft of NAME.")
@@ -1571,6 +1627,7 @@ def library_describe(name: str, version: str | None, draft: bool, source_only: b
 
 
 @library.command(name="delete")
+@_database_option
 @click.argument("name")
 @click.option("--version", "version", default=None, help="One stored version (default: the current file).")
 @click.option("--draft", is_flag=True, help="Delete the draft of NAME.")
@@ -1625,6 +1682,39 @@ def library_delete(
         if as_json
         else f"deleted {what}" + (f" ({deleted.file})" if deleted.file else "")
     )
+
+
+# -- the run viewer -------------------------------------------------------------------------------
+@cli.command(name="ui")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default)."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8766,
+    show_default=True,
+    help="HTTP port (0: any free port).",
+)
+@_database_option
+def ui(host: str, port: int) -> None:
+    """Serve the run viewer for your runs at http://HOST:PORT/ui/ and print its sign-in URL (it opens
+    nothing by itself). The URL carries a token made for this process; stop with Ctrl-C."""
+    import asyncio
+
+    from .server.http import serve_viewer
+
+    service = _service()
+    service.recover()
+
+    def ready(url: str) -> None:
+        click.echo(f"workflow-mcp: the run viewer is at {url}", err=True)
+        click.echo(url)
+
+    try:
+        asyncio.run(serve_viewer(service, host=host, port=port, on_ready=ready))
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 def main() -> None:

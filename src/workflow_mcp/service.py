@@ -22,6 +22,7 @@ file or a stored source is prepared while its worker starts (:meth:`~WorkflowSer
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -327,6 +328,9 @@ class WorkflowService:
         self._starting: set[str] = set()  # runs being created: claimed in the store, not yet live
         self._owners: dict[str, str | None] = {}  # the owner each run of self.live was started for
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
+        # The run viewer's followed runs (executed elsewhere): their projection, folded forward per read.
+        self._followed: collections.OrderedDict[str, RunState] = collections.OrderedDict()
+        self._followed_lock = threading.Lock()
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
         self._noting: set[asyncio.Task[None]] = set()  # notes waiting for their run to end
@@ -1472,6 +1476,35 @@ class WorkflowService:
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
         return project_state(self._all_events(run_id), run_id=run_id)
+
+    # -- the run viewer's reads ---------------------------------------------------------------------
+    FOLLOWED_RUNS = 64
+    """Runs executed elsewhere whose projections :meth:`current_status` keeps between calls."""
+
+    def current_status(self, run_id: str) -> RunState:
+        """:meth:`status` for a reader that asks again and again (the run viewer, ``runs watch``): for a
+        run another process executes, the projection is kept between calls (the newest
+        :attr:`FOLLOWED_RUNS` runs) and folded forward with only the events stored since
+        (:func:`~workflow_mcp.state.project_state`'s ``into``: a log folded in parts gives the state of
+        folding it at once). Returns a copy; the same state :meth:`status` gives.
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            return live.snapshot()
+        with self._followed_lock:
+            state = self._followed.pop(run_id, None)
+            if state is None:
+                if self.store.get_run(run_id) is None:
+                    raise RunNotFoundError(run_id)
+                state = RunState(run_id=run_id)
+            project_state(self._all_events(run_id, after=state.last_sequence), into=state)
+            self._followed[run_id] = state
+            while len(self._followed) > self.FOLLOWED_RUNS:
+                self._followed.popitem(last=False)
+            return state.copy()
 
     def _all_events(self, run_id: str, after: int = 0) -> Iterator[Event]:
         """Every event of ``run_id`` after sequence ``after``, in order, read :attr:`EVENT_PAGE` at a time

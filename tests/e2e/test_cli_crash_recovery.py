@@ -143,6 +143,7 @@ def test_a_command_with_nothing_to_recover_says_nothing_about_it(repo: Path, tmp
     wf = tmp_path / "ok.js"
     wf.write_text("export const meta = { name: 'ok', description: 'd' }\nreturn await agent('hi')\n")
     ran = cli("run", str(wf), "--provider", "fake", "--events", "none", cwd=repo, tmp_path=tmp_path)
-    assert ran.returncode == 0 and ran.stderr == ""
+    assert ran.returncode == 0 and ran.stderr.startswith("workflow-mcp: run run_")
+    assert ran.stderr.count("\n") == 1  # only the run id
     listed = cli("runs", "list", cwd=repo, tmp_path=tmp_path)
     assert listed.returncode == 0 and listed.stderr == ""

@@ -46,6 +46,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -53,16 +54,27 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidInputError
 from ._hosts import HostRules
-from ._policy import Principal, _write_private
+from ._policy import LOCAL, Principal, _write_private
 from ._shares import ClientLedger, Shares, fair_share
 from ._tokens import token_problem
 from .mcp import PRINCIPAL_SCOPE_KEY, WorkflowMcpServer
+from .viewer import COOKIE, TOKEN_CHECK_KEY, VIEWER_BASE, LocalControl, viewer_app
 
-__all__ = ["HttpGuard", "HttpLimits", "TokenSet", "load_tokens", "raise_fd_limit", "serve_http"]
+__all__ = [
+    "HttpGuard",
+    "HttpLimits",
+    "TokenSet",
+    "load_tokens",
+    "raise_fd_limit",
+    "serve_http",
+    "serve_viewer",
+    "with_viewer",
+]
 
 DEFAULT_MAX_SESSIONS = 256
 """Handshake-era Streamable HTTP sessions one server holds unless told otherwise (``--max-sessions``)."""
@@ -80,10 +92,14 @@ class TokenSet:
 
     owners: Mapping[str, str]
     source: str
+    local: bool = False
+    """Each token is the local user (``workflow-mcp ui``'s own token): it sees every run, as stdio does."""
 
     def principal_for(self, token: str) -> Principal | None:
         owner = self.owners.get(hashlib.sha256(token.encode()).hexdigest())
-        return Principal(owner=owner, scoped=True) if owner is not None else None
+        if owner is None:
+            return None
+        return LOCAL if self.local else Principal(owner=owner, scoped=True)
 
 
 def load_tokens(state_dir: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> TokenSet:
@@ -162,10 +178,12 @@ class HttpGuard:
         port: int,
         allowed_hosts: tuple[str, ...] = (),
         ledger: ClientLedger | None = None,
+        viewer_base: str | None = None,
     ) -> None:
         self.app = app
         self.tokens = tokens
         self.ledger = ledger
+        self.viewer_base = viewer_base
         self.hosts = HostRules.of(host, port, allowed_hosts)
         if self.hosts.any_host and not tokens.owners:  # '*' is safe only because every request needs a token
             raise InvalidInputError("--allowed-host '*' needs bearer tokens, and none are configured")
@@ -192,6 +210,20 @@ class HttpGuard:
             await _refuse(send, 403, "forbidden_origin", f"Origin {origin!r} may not call this server")
             return
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
+        if self.viewer_base is not None and _under(scope["path"], self.viewer_base):
+            # -- the run viewer: a browser signs in once and then sends its token as a cookie --------
+            rest = scope["path"][len(self.viewer_base) :]
+            if rest == "/login" or rest.startswith("/static/"):  # the sign-in form and its files
+                scope.setdefault("state", {})[TOKEN_CHECK_KEY] = self._known
+                await self.app(scope, receive, send)
+                return
+            if not headers.get("authorization"):
+                scheme, token = "bearer", cookie_parser(headers.get("cookie") or "").get(COOKIE, "")
+                page = scope.get("method") == "GET" and not rest.startswith("/api/")
+                if page and (not token or self.tokens.principal_for(token.strip()) is None):
+                    # A browser without a (still valid) sign-in is sent to the form, not shown JSON.
+                    await _redirect(send, f"{self.viewer_base}/login?next={quote(scope['path'])}")
+                    return
         if scheme.lower() != "bearer" or not token.strip():
             await _refuse(
                 send,
@@ -225,9 +257,16 @@ class HttpGuard:
             await _refuse(send, refusal.status, refusal.error, refusal.message)
             return
         try:
-            await self._in_session(scope, receive, send, headers, owner, self.ledger)
+            if self.viewer_base is not None and _under(scope["path"], self.viewer_base):
+                await self.app(scope, receive, send)  # the viewer holds no MCP session
+            else:
+                await self._in_session(scope, receive, send, headers, owner, self.ledger)
         finally:
             self.ledger.leave(owner)
+
+    def _known(self, token: str) -> bool:
+        """Whether ``token`` is one of this server's (the viewer's sign-in form asks)."""
+        return self.tokens.principal_for(token.strip()) is not None
 
     async def _in_session(
         self, scope: Scope, receive: Receive, send: Send, headers: Headers, owner: str, ledger: ClientLedger
@@ -278,6 +317,16 @@ class HttpGuard:
             await self.app(scope, receive, watch)
         finally:
             ledger.session_response(session_id, status=status, deleted=scope.get("method") == "DELETE")
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base + "/")
+
+
+async def _redirect(send: Send, location: str) -> None:
+    headers = [(b"location", location.encode("latin-1", "replace")), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _refuse(send: Send, status: int, error: str, message: str, *, challenge: str | None = None) -> None:
@@ -453,7 +502,13 @@ async def serve_http(
     limits = limits or HttpLimits()
     shares = limits.shares(len(tokens.owners))
     guard = HttpGuard(
-        _Deferred(), tokens, host=host, port=port, allowed_hosts=allowed_hosts, ledger=ClientLedger(shares)
+        _Deferred(),
+        tokens,
+        host=host,
+        port=port,
+        allowed_hosts=allowed_hosts,
+        ledger=ClientLedger(shares),
+        viewer_base=VIEWER_BASE,
     )
     fd_limit = raise_fd_limit()
     loop = asyncio.get_running_loop()
@@ -465,7 +520,7 @@ async def serve_http(
         max_sessions=shares.sessions,
         session_idle_timeout=shares.session_idle_s,
     )
-    guard.app = app
+    guard.app = with_viewer(app, viewer_app(server.service, server, base=VIEWER_BASE))
     guarded: Any = guard
     config = uvicorn.Config(
         guarded,
@@ -506,7 +561,8 @@ async def serve_http(
             await super().startup(sockets)
             if self.started:  # printed once the port accepts connections (scripts wait for it)
                 print(
-                    f"workflow-mcp: serving MCP (Streamable HTTP) at http://{host}:{port}/mcp; "
+                    f"workflow-mcp: serving MCP (Streamable HTTP) at http://{host}:{port}/mcp and the run "
+                    f"viewer at http://{host}:{port}{VIEWER_BASE}/; "
                     f"bearer tokens from {tokens.source}; answering {guard.hosts.describe()}; {limits_text}",
                     file=sys.stderr,
                     flush=True,
@@ -520,3 +576,87 @@ async def serve_http(
         await web.serve()
     finally:
         await asyncio.shield(server.aclose("the MCP server stopped"))
+
+
+# -- the run viewer ---------------------------------------------------------------------------------
+def with_viewer(app: ASGIApp, viewer: ASGIApp, base: str = VIEWER_BASE) -> ASGIApp:
+    """``app`` with ``viewer`` mounted at ``base``: requests under ``base`` go to the viewer, every
+    other request (and the lifespan) to ``app``."""
+    from starlette.routing import Mount, Router
+
+    mounted = Router(routes=[Mount(base, app=viewer)], redirect_slashes=True)
+
+    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _under(scope["path"], base):
+            if scope["path"] == base:
+                await _redirect(send, base + "/")
+                return
+            await mounted(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return dispatch
+
+
+async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, on_ready: Any = None) -> None:
+    """Serve the run viewer alone (``workflow-mcp ui``) for the local user until SIGINT/SIGTERM.
+
+    A fresh 256-bit token guards it (the same Host, Origin and bearer checks as ``serve --http``, so
+    another user of this machine cannot read the runs through the loopback port); ``on_ready(url)`` is
+    called once the port accepts connections, with the sign-in URL carrying the token in its fragment
+    (``#token=…``, which browsers never send to a server). ``port`` 0 picks a free port. Runs resumed
+    from the page run in this process and are cancelled (resumable) when it stops.
+    """
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import RedirectResponse
+    from starlette.routing import Route
+
+    token = secrets.token_urlsafe(32)
+    tokens = TokenSet(
+        {hashlib.sha256(token.encode()).hexdigest(): "local"}, "the URL printed at start", local=True
+    )
+
+    async def root(request: Any) -> RedirectResponse:
+        return RedirectResponse(VIEWER_BASE + "/", status_code=303)
+
+    home = Starlette(routes=[Route("/", root)])
+    app = with_viewer(home, viewer_app(service, LocalControl(service), base=VIEWER_BASE))
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    bound = sock.getsockname()[1]
+    guard: Any = HttpGuard(app, tokens, host=host, port=bound, viewer_base=VIEWER_BASE)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"workflow-mcp: warning: the run viewer listens on {host}, not loopback: anyone who can reach it "
+            "and learns the URL's token sees and controls every run of this state directory",
+            file=sys.stderr,
+        )
+    config = uvicorn.Config(guard, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    where = f"[{host}]" if ":" in host else host
+    url = f"http://{where}:{bound}{VIEWER_BASE}/login#token={token}"
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_ready is not None:
+                on_ready(url)
+
+    web = _Server(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, setattr, web, "should_exit", True)
+    try:
+        await web.serve(sockets=[sock])
+    finally:
+        await asyncio.shield(service.shutdown("the run viewer stopped"))

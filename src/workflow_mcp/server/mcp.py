@@ -141,6 +141,7 @@ from ._render import (
 )
 from ._stdio import serve_stdio_lines
 from ._subscriptions import OwnedBus
+from .viewer import RUN_APP_TOOLS, RUN_APP_URI, run_app
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
 
@@ -254,6 +255,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             instructions=_INSTRUCTIONS,
             log_level="WARNING",
             subscriptions=self._bus,
+            extensions=[run_app()],
         )
         self.service = service
         self.policy = policy or ServerPolicy()
@@ -272,6 +274,10 @@ class WorkflowMcpServer(MCPServer[Any]):
         self._tool_names: set[str] = set()
         self._tool_arguments: dict[str, tuple[str, ...]] = {}
         self._register_tools()
+        for name in RUN_APP_TOOLS:  # the run viewer App renders these results (text results stay whole)
+            tool = self._tool_manager.get_tool(name)
+            assert tool is not None
+            tool.meta = {**(tool.meta or {}), "ui": {"resourceUri": RUN_APP_URI}}
         self._register_resources()
         self._register_prompt()
         # resources/subscribe is removed from the 2026-07-28 protocol (subscriptions/listen replaces
@@ -922,6 +928,44 @@ class WorkflowMcpServer(MCPServer[Any]):
             resumed_from=resumeFromRunId,
             workflow=workflow.meta.name,
         )
+
+    # -- the run viewer's buttons ------------------------------------------------------------------
+    async def cancel_run(self, principal: Principal, run_id: str) -> str:
+        """Cancel ``run_id`` for the run viewer's Cancel button (the viewer checked that ``principal``
+        may see it); returns the service's outcome (:meth:`WorkflowService.cancel`)."""
+        return self.service.cancel(run_id, "cancelled from the run viewer")
+
+    async def resume_run(self, principal: Principal, run_id: str) -> str:
+        """Resume stopped run ``run_id`` as a new run of ``principal``, under this server's rules exactly
+        as ``workflow_run resumeFromRunId`` applies them (the source approved for the caller, the
+        server's limits as a ceiling, its providers, its run caps); returns the new run's id.
+
+        Raises:
+            InvalidInputError: the source is not approved for the caller, the provider is not offered,
+                or the caller is at its run cap (the message says what to do).
+            WorkflowMcpError: the service's errors of :meth:`WorkflowService.prepare_resume`.
+        """
+        workflow = await anyio.to_thread.run_sync(
+            lambda: self.service.load_stored(run_id, check_syntax=False)
+        )
+        if not self.trust.allows(workflow.source_hash, workflow.path, principal.owner):
+            raise InvalidInputError(
+                f"the source of run {run_id} is not approved for you; approve it with `workflow-mcp approvals "
+                f"add --sha256 {workflow.source_hash}` on the server, then press Resume again"
+            )
+        prepared = await self.service.prepare_resume(run_id, ceiling=self._ceiling())
+        refusal = self._disallowed(prepared.choice) or self._at_run_cap(principal)
+        if refusal is not None:
+            await prepared.discard()
+            raise InvalidInputError(refusal)
+        handle = self.service.launch(
+            prepared,
+            owner=principal.owner,
+            on_event=self._events_of(principal.owner),
+            child_check=self.children.of(principal.owner),
+        )
+        self._publish_later(None, principal.owner)
+        return handle.run_id
 
     def _idempotent(self, key: str, owner: str | None, params: str) -> str | None:
         """The run started with idempotency ``key`` and the same parameters, or ``None``.

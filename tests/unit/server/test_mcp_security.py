@@ -116,8 +116,9 @@ async def test_a_scoped_client_cannot_see_read_await_or_cancel_another_clients_r
         assert resumed.is_error and "is visible" in text(resumed)
         with pytest.raises(MCPError):
             await b.read_resource(f"workflow://runs/{rid}")
-        assert [r.uri for r in (await b.list_resources()).resources] == []
-        assert [r.uri for r in (await a.list_resources()).resources] == [f"workflow://runs/{rid}"]
+        app = "ui://workflow-mcp/run-viewer.html"  # the run viewer App: one page for everyone, no run in it
+        assert [r.uri for r in (await b.list_resources()).resources] == [app]
+        assert [r.uri for r in (await a.list_resources()).resources] == [app, f"workflow://runs/{rid}"]
         assert data(await call(a, "workflow_run_status", {"runId": rid}))["status"] == "running"
         assert data(await call(a, "workflow_run_cancel", {"runId": rid}))["status"] == "cancelled"
 

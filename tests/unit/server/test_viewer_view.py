@@ -1,0 +1,105 @@
+"""What the run viewer shows of a run: queue time apart from run time, a paused run's banner with the
+command that resumes it, and the bounds and redaction of ``workflow_run_status`` (no prompt, no result
+body in the stream; every string clipped; markup escaped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflow_mcp.events import Event
+from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
+from workflow_mcp.server.viewer import event_view, run_view
+from workflow_mcp.server.viewer._app import PRINCIPAL_KEY
+from workflow_mcp.server.viewer._pages import run_page
+from workflow_mcp.server.viewer._view import MAX_LOG_LINES, MAX_RESULT_BYTES, epoch_ms
+from workflow_mcp.state import project_state
+
+RUN = "run_x"
+
+
+def log_of(*items: tuple[str, dict[str, Any], str | None, str]) -> list[Event]:
+    return [
+        Event(RUN, i, kind, payload, timestamp=stamp, agent_id=agent)
+        for i, (kind, payload, agent, stamp) in enumerate(items, start=1)
+    ]
+
+
+def started(**extra: Any) -> tuple[str, dict[str, Any], None, str]:
+    return (
+        "run.started",
+        {"workflow": {"name": "w"}, "provider": "fake", **extra},
+        None,
+        "2026-01-01T00:00:00.000Z",
+    )
+
+
+def test_an_agent_bar_keeps_its_queue_time_apart_from_its_run_time() -> None:
+    events = log_of(
+        started(),
+        ("agent.queued", {"label": "a", "phase": "P"}, "ag_1", "2026-01-01T00:00:01.000Z"),
+        ("agent.started", {"label": "a", "phase": "P", "model": "sonnet"}, "ag_1", "2026-01-01T00:00:03.500Z"),
+        ("agent.completed", {"label": "a", "phase": "P", "result": "ok", "tokenUsage": {"input": 5, "output": 2}},
+         "ag_1", "2026-01-01T00:00:04.000Z"),
+    )  # fmt: skip
+    view = run_view(project_state(events, RUN), events)
+    (agent,) = view["agents"]
+    assert agent["startedAt"] - agent["queuedAt"] == 2500 and agent["endedAt"] - agent["startedAt"] == 500
+    assert agent["model"] == "sonnet" and agent["provider"] == "fake" and agent["state"] == "completed"
+    assert [(lane["title"], lane["agentIds"]) for lane in view["lanes"]] == [("P", ["ag_1"])]
+    assert view["tokensByPhase"] == [{"name": "P", "input": 5, "output": 2, "agents": 1}]
+    assert view["tokensByProvider"] == [{"name": "fake", "input": 5, "output": 2, "agents": 1}]
+    assert epoch_ms("2026-01-01T00:00:04.000Z") == agent["endedAt"] and epoch_ms("not a time") is None
+
+
+def test_a_paused_run_shows_why_and_the_command_that_resumes_it() -> None:
+    events = log_of(
+        started(),
+        ("agent.queued", {"label": "a"}, "ag_1", "2026-01-01T00:00:01.000Z"),
+        ("agent.started", {"label": "a"}, "ag_1", "2026-01-01T00:00:01.000Z"),
+        ("agent.failed", {"label": "a", "reason": "cancelled", "message": "paused"}, "ag_1", "2026-01-01T00:00:02.000Z"),
+        ("run.paused", {"reason": "usage_limit", "resetsAt": "2026-01-01T05:00:00Z"}, None, "2026-01-01T00:00:02.000Z"),
+    )  # fmt: skip
+    view = run_view(project_state(events, RUN), events)
+    assert view["status"] == "paused" and view["resumable"] and view["terminal"]
+    assert view["agents"][0]["state"] == "cancelled"
+    html = run_page(view, base="/ui", stream=True)
+    assert "<strong>Paused:</strong> usage_limit." in html and "resets at 2026-01-01T05:00:00Z" in html
+    assert "<code>workflow-mcp resume run_x</code>" in html
+    assert '<button type="button" id="resume">' in html and 'id="cancel" hidden' in html
+
+
+def test_the_stream_carries_no_prompt_key_or_result_and_strings_are_clipped() -> None:
+    secret = "the prompt and its secret"
+    queued = Event(
+        RUN, 2, "agent.queued", {"label": "x" * 900, "prompt": secret, "key": "v2:abc"}, agent_id="ag_1"
+    )
+    done = Event(RUN, 3, "agent.completed", {"label": "l", "result": {"token": secret}}, agent_id="ag_1")
+    for event in (queued, done):
+        out = event_view(event)
+        assert secret not in str(out) and "v2:abc" not in str(out)
+        assert set(out["payload"]) <= {"label", "phase", "title", "status", "reason", "outcome", "model",
+                                       "provider", "message"}  # fmt: skip
+    assert len(event_view(queued)["payload"]["label"]) == 200
+
+
+def test_a_page_is_bounded_and_escapes_what_the_workflow_wrote() -> None:
+    events = log_of(
+        started(),
+        ("agent.queued", {"label": "<script>alert(1)</script>"}, "ag_1", "2026-01-01T00:00:01.000Z"),
+        ("agent.completed", {"label": "<script>alert(1)</script>", "result": "r" * 5000}, "ag_1",
+         "2026-01-01T00:00:02.000Z"),
+        *[("log", {"message": f"line {i} " + "y" * 900}, None, "2026-01-01T00:00:02.000Z") for i in range(250)],
+        ("run.completed", {"result": {"big": "z" * (MAX_RESULT_BYTES + 10)}}, None, "2026-01-01T00:00:03.000Z"),
+    )  # fmt: skip
+    view = run_view(project_state(events, RUN), events)
+    assert len(view["agents"][0]["preview"]) <= 300
+    assert len(view["logs"]) == MAX_LOG_LINES and view["logsDropped"] == 50
+    assert all(len(line) <= 500 for line in view["logs"]) and view["logs"][0].startswith("line 50 ")
+    assert view["resultTruncated"] and len(view["result"].encode()) <= MAX_RESULT_BYTES
+    html = run_page(view, base="/ui", stream=True)
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Result (JSON, cut)" in html
+
+
+def test_the_viewer_reads_the_caller_where_the_http_guard_puts_it() -> None:
+    assert PRINCIPAL_KEY == PRINCIPAL_SCOPE_KEY
