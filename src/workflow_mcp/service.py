@@ -50,7 +50,7 @@ from .definitions.load import (
 )
 from .definitions.profile import Profile, get_profile
 from .engine.checkpoint import CheckpointAsker, CheckpointReply, journaled_decisions, parse_checkpoint_replies
-from .engine.journal import JournalRecord, Replay, ResumePolicy
+from .engine.journal import JournalRecord, Replay, ResumePolicy, delivery_turns
 from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
@@ -310,6 +310,8 @@ class WorkflowService:
         self._settled: set[str] = set()  # ended runs whose missing terminal event recovery recorded
         self._watcher: asyncio.Task[None] | None = None
         self._agent_workflow: Workflow | None = None
+        # Per stored run, what a resume reads from its event log, and the log length it was read at.
+        self._log_facts: dict[str, tuple[int, dict[str, CheckpointReply], dict[str, int]]] = {}
 
     @classmethod
     def open(
@@ -1242,8 +1244,23 @@ class WorkflowService:
             current = record.resumed_from if record is not None else None
         decisions: dict[str, CheckpointReply] = {}
         for rid in reversed(chain):
-            decisions.update(journaled_decisions(self.store.events(rid)))
+            decisions.update(self._facts_of_log(rid)[0])
         return decisions
+
+    def _facts_of_log(self, run_id: str) -> tuple[dict[str, CheckpointReply], dict[str, int]]:
+        """What a resume needs from ``run_id``'s event log — its journaled checkpoint decisions and the
+        realm delivery of each of its answers (:func:`~workflow_mcp.engine.journal.delivery_turns`) —
+        read in one pass, and again only when the log has grown since."""
+        length = self.store.last_sequence(run_id)
+        known = self._log_facts.get(run_id)
+        if known is not None and known[0] == length:
+            return known[1], known[2]
+        events = list(self._all_events(run_id))
+        facts = (length, journaled_decisions(events), delivery_turns(events))
+        if len(self._log_facts) >= 16:
+            self._log_facts.pop(next(iter(self._log_facts)))
+        self._log_facts[run_id] = facts
+        return facts[1], facts[2]
 
     def _journal_records(self, run_id: str, depth: int = 0) -> list[JournalRecord]:
         """The reusable records of ``run_id``: every call it completed or replayed, ranked by the order
@@ -1256,6 +1273,7 @@ class WorkflowService:
         records: list[JournalRecord] = []
         order = self.store.completion_order(run_id)
         rank = {agent_id: i for i, agent_id in enumerate(order)}
+        turns = self._facts_of_log(run_id)[1]
         replayed: dict[str, int] = {}  # group (content key, else v2 key) -> rows replayed here
         for row in self.store.journal(run_id):
             if row.status not in ("completed", "cached") or row.result_json is None:
@@ -1278,6 +1296,7 @@ class WorkflowService:
                     side_effects=row.side_effects,
                     source_run_id=row.source_run or run_id,
                     completed=rank.get(row.agent_id, -1),
+                    turn=turns.get(row.agent_id, -1),
                 )
             )
         this = self.store.get_run(run_id)
@@ -1285,6 +1304,7 @@ class WorkflowService:
         if origin is None or depth >= self.MAX_RESUME_CHAIN or self.store.get_run(origin) is None:
             return records
         offset = len(order)
+        later = max(turns.values(), default=-1) + 1  # the inherited records' deliveries come after
         # In call order, as this run took them: its first replayed rows of a group were those records.
         for record in self._journal_records(origin, depth + 1):
             group = record.content_key or record.key
@@ -1292,7 +1312,11 @@ class WorkflowService:
                 replayed[group] -= 1  # this run replayed it (its own row stands for it)
                 continue
             records.append(
-                replace(record, completed=offset + record.completed if record.completed >= 0 else -1)
+                replace(
+                    record,
+                    completed=offset + record.completed if record.completed >= 0 else -1,
+                    turn=later + record.turn if record.turn >= 0 else -1,
+                )
             )
         return records
 

@@ -343,7 +343,10 @@ class _Run:
         self.error_message: str | None = None
         self.cancel_reason: str | None = None
         self._terminal_emitted = False
-        self._outbox: list[str] = []  # encoded answers
+        # Answers on their way to the realm, one entry per realm message (one realm turn each).
+        self._outbox: list[_Delivery] = []
+        self._deliveries = 0  # realm deliveries numbered so far (an answer's ``turn``)
+        self._joining: dict[int, _Delivery] = {}  # realm call id -> the delivery its answer joins
         self.store_error: Exception | None = None
         self.limit_error: str | None = None  # a per-run limit was reached: the run fails with this
         self.pause_context: dict[str, Any] | None = None
@@ -356,7 +359,7 @@ class _Run:
         # Replayed results are released in the original run's completion order (engine/release.py).
         self.order = ReleaseOrder(replay.ranks) if replay is not None and replay.ranks else None
         self._releasing: dict[int, int] = {}  # realm call id -> rank of the replayed result it gets
-        self._outbox_ranks: list[int] = []  # ranks whose answers wait in the outbox
+        self._reserved: dict[str, _Delivery] = {}  # agent id -> the delivery its answer joins
         self._ping: int | None = None  # the id of the quiescence probe sent to the realm, if any
         self._ping_seq = 0
         self._calls_since_ping = 0
@@ -857,12 +860,16 @@ class _Run:
         self._answer_realm({"t": "result", "id": msg["id"], "r": reply}, msg["id"], what)
 
     def _answer_realm(self, msg: dict[str, Any], call_id: int, what: str) -> None:
-        """Queue an answer; answers produced in one event-loop turn reach the realm as one batch. An
-        answer over the realm's message limit rejects the call instead, naming the limit."""
+        """Queue an answer in its realm delivery (:meth:`_reserve`); the deliveries queued in one
+        event-loop turn are posted at its end. An answer over the realm's message limit rejects the
+        call instead, naming the limit."""
         error: dict[str, str] | None = None
+        delivery = self._joining.pop(call_id, None)
+        if delivery is None or delivery.posted:
+            delivery = self._reserve(-1)
         rank = self._releasing.pop(call_id, None)
         if rank is not None:
-            self._outbox_ranks.append(rank)
+            delivery.ranks.append(rank)
         try:
             text = encode_message(msg, what)
         except MessageTooLargeError as exc:
@@ -878,34 +885,53 @@ class _Run:
             text = encode_message(
                 {"t": "result", "id": call_id, "r": {"ok": False, "error": error, "spent": self.budget.spent}}
             )
-        self._outbox.append(text)
-        if len(self._outbox) == 1:
+        delivery.texts.append(text)
+
+    def _reserve(self, recorded: int) -> _Delivery:
+        """The realm delivery the next answer joins, numbered (its ``turn``) before the answer exists
+        so the answer's ``agent.completed``/``agent.cached`` event can record it.
+
+        A run that replays nothing sends every answer of an event-loop turn in one delivery. A replay
+        keeps the original run's deliveries (engine/release.py): a replayed answer
+        whose original delivery ``recorded`` is that of the delivery just before it joins it; any
+        other answer (live, or replayed with ``recorded`` ``-1``) is a delivery of its own."""
+        outbox = self._outbox
+        if outbox:
+            last = outbox[-1]
+            if self.order is None or (recorded >= 0 and last.recorded == recorded):
+                return last
+        self._deliveries += 1
+        delivery = _Delivery(self._deliveries, recorded if self.order is not None else -1)
+        outbox.append(delivery)
+        if len(outbox) == 1:
             asyncio.get_running_loop().call_soon(self._flush_outbox)
+        return delivery
 
     def _flush_outbox(self) -> None:
         # Commit the events of this turn before the realm hears of their outcome: nothing the
         # workflow acts on can be missing from the journal after a crash.
         self.log.flush()
-        items, self._outbox = self._outbox, []
+        deliveries, self._outbox = self._outbox, []
         try:
-            self._post(items)
+            for delivery in deliveries:
+                delivery.posted = True
+                self._post(delivery.texts)
         finally:
             if self.order is not None:
-                ranks, self._outbox_ranks = self._outbox_ranks, []
-                for rank in ranks:
-                    self.order.settle(rank)  # in the realm: the next result may follow
+                for delivery in deliveries:
+                    for rank in delivery.ranks:
+                        self.order.settle(rank)  # in the realm: the next result may follow
                 self._check_quiet()
 
     def _post(self, items: list[str]) -> None:
+        """Post one delivery: one message, which the realm handles in one turn (answers are resolved
+        in order, then the workflow's continuations run). A delivery over the message limit goes out
+        as several batches, each within the limit."""
         if self.worker is None or not items:
             return
-        if len(items) == 1 or self.order is not None:
-            # Replayed in the original order: each answer is its own message, so the realm handles
-            # each in a turn of its own (its continuation runs before the next answer arrives).
-            for item in items:
-                self.worker.post_text(item)
+        if len(items) == 1:
+            self.worker.post_text(items[0])
             return
-        # One batch per message-size limit's worth of answers (each answer is within the limit).
         batch: list[str] = []
         size = 0
         for item in items:
@@ -1079,6 +1105,10 @@ class _Run:
                     await self._release_turn(record.completed)
                     self._releasing[int(msg["id"])] = record.completed
                 self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
+                # The realm delivery this answer goes out in: with the others of its original
+                # delivery that are released with it (engine/release.py).
+                delivery = self._reserve(record.turn if self.order is not None else -1)
+                self._joining[int(msg["id"])] = delivery
                 self.emit(
                     "agent.cached",
                     {
@@ -1089,15 +1119,21 @@ class _Run:
                         "tokenUsage": record.tokens,
                         "fromAgentId": record.agent_id,
                         "fromRunId": record.source_run_id,
+                        "turn": delivery.turn,
                     },
                     agent_id=agent_id,
                     phase_id=phase,
                 )
                 return record.result
         async with self.semaphore:
-            return await self._execute(
-                agent_id, prompt, label, phase, opts, resolved, key, ckey, side_effects
-            )
+            try:
+                return await self._execute(
+                    agent_id, prompt, label, phase, opts, resolved, key, ckey, side_effects
+                )
+            finally:
+                reserved = self._reserved.pop(agent_id, None)
+                if reserved is not None:
+                    self._joining[int(msg["id"])] = reserved
 
     async def _execute(
         self,
@@ -1425,17 +1461,24 @@ class _Run:
         side_effects: bool,
         outcome: str = "completed",
     ) -> None:
+        payload = {
+            **base,
+            "outcome": outcome,
+            "result": value,
+            "tokenUsage": usage.to_json(),
+            "key": key,
+            "contentKey": ckey,
+            "sideEffects": side_effects,
+        }
+        if not side_effects:
+            # The realm delivery the answer goes out in (a worktree call's answer waits for the
+            # worktree to be finished, so its delivery is not known yet: it replays on its own).
+            delivery = self._reserve(-1)
+            self._reserved[agent_id] = delivery
+            payload["turn"] = delivery.turn
         self.emit(
             "agent.completed",
-            {
-                **base,
-                "outcome": outcome,
-                "result": value,
-                "tokenUsage": usage.to_json(),
-                "key": key,
-                "contentKey": ckey,
-                "sideEffects": side_effects,
-            },
+            payload,
             agent_id=agent_id,
             phase_id=base.get("phase"),
         )
@@ -1452,6 +1495,21 @@ class _Run:
 
 
 _BATCH_BYTES = MAX_MESSAGE_BYTES - 64  # room for the batch envelope
+
+
+@dataclass(eq=False)
+class _Delivery:
+    """Answers that reach the realm as one message, so in one realm turn. ``turn`` numbers it in this
+    run (recorded in the answers' events); ``recorded`` is the original delivery of the replayed
+    answers it holds (``-1``: none, or not known); ``ranks`` the completion ranks it releases."""
+
+    turn: int
+    recorded: int
+    texts: list[str] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    posted: bool = False
+
+
 _RETURNED = "the workflow returned before this agent() call finished"
 
 
@@ -1633,11 +1691,17 @@ def records_from_events(events: list[Event], source_run_id: str = "") -> list[Jo
                         label=str(p.get("label", "")),
                         side_effects=bool(p.get("sideEffects", False)),
                         source_run_id=str(p.get("fromRunId") or source_run_id or e.run_id),
+                        turn=_turn_of(p),
                     ),
                 )
             )
     records.sort(key=lambda pair: pair[0])
     return [r for _, r in records]
+
+
+def _turn_of(payload: Mapping[str, Any]) -> int:
+    turn = payload.get("turn")
+    return turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else -1
 
 
 __all__ += ["RealmError", "records_from_events"]
