@@ -699,15 +699,15 @@ class WorkflowService:
         wanted = o.provider.instead_of(stored) if isinstance(o.provider, ProviderChoice) else o.provider
         options = limits.within(ceiling).options(profile=profile.name, cwd=run_cwd, home=self.home)
         replies = parse_checkpoint_replies(o.checkpoint_replies)
-        options = dataclasses.replace(
-            options, checkpoint_replies={**self._checkpoint_decisions(run_id), **replies}
-        )
+        journaled: dict[str, CheckpointReply] = {}
 
         def read() -> tuple[PendingWorkflow, Replay | None]:
+            # In a thread while the worker boots: the run's log is read once, for both.
+            journaled.update(self._checkpoint_decisions(run_id))
             pending = prepare_workflow(record.workflow_path, source=record.source, profile=profile)
             return pending, self.replay_for(run_id, o.policy)
 
-        return await self._prepare_in_own_worker(
+        prepared = await self._prepare_in_own_worker(
             read,
             wanted or stored,
             args=o.args if o.args is not MISSING else _stored_args(record),
@@ -715,6 +715,8 @@ class WorkflowService:
             resume_from=run_id,
             policy=o.policy,
         )
+        prepared.options = dataclasses.replace(prepared.options, checkpoint_replies={**journaled, **replies})
+        return prepared
 
     def launch(
         self,
