@@ -27,6 +27,7 @@ from workflow_mcp.providers import (
 )
 from workflow_mcp.providers.base import ProviderAuthError
 from workflow_mcp.providers.registry import Availability, register_provider, unregister_provider
+from workflow_mcp.realm.scripted import ScriptedRealm, ScriptedWorkflow
 
 __all__ = [
     "MISSING",
@@ -133,6 +134,37 @@ async def finish(handle: RunHandle, timeout: float = RUN_TIMEOUT_S) -> Outcome:
 
 async def run_async(source: str | Workflow, **kw: Any) -> Outcome:
     return await finish(start(source, **kw))
+
+
+SCRIPTED_SOURCE = (
+    "export const meta = { name: 'scripted', description: 'runs on the scripted realm' }\nreturn 1\n"
+)
+
+
+def run_scripted(
+    script: Callable[[ScriptedWorkflow], Coroutine[Any, Any, Any]],
+    *,
+    provider: Any = None,
+    args: Any = MISSING,
+    timeout: float = RUN_TIMEOUT_S,
+    executor: Any = None,
+    **options: Any,
+) -> Outcome:
+    """Run ``script`` on the in-memory :class:`ScriptedRealm` (no Node process) to its end in a fresh
+    event loop; ``options`` are :class:`RunOptions` fields, ``executor`` the run's executor."""
+
+    async def go() -> Outcome:
+        handle = run_workflow(
+            load_workflow(source=SCRIPTED_SOURCE, check_syntax=False),
+            provider=provider if provider is not None else FakeProvider(),
+            args=args,
+            options=RunOptions(**options),
+            worker=ScriptedRealm(script),
+            executor=executor,
+        )
+        return await finish(handle, timeout)
+
+    return arun(go(), timeout + 5)
 
 
 def run_source(source: str | Workflow, *, timeout: float = RUN_TIMEOUT_S, **kw: Any) -> Outcome:
