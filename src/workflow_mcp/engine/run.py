@@ -205,6 +205,13 @@ class RunHandle:
         self._run.request_cancel(reason)
 
     @property
+    def realm_pid(self) -> int | None:
+        """The process id of the run's Node worker once it is spawned (``None`` before that, and for an
+        in-memory realm). The process is gone once the run has ended."""
+        worker = self._run.worker
+        return worker.pid if isinstance(worker, RealmWorker) else None
+
+    @property
     def calls(self) -> CallCounts:
         """How many agent() calls the run admitted toward its cap and how many it refused at the cap or
         for a spent budget (a cost preview reads them)."""

@@ -189,6 +189,8 @@ class Collated:
     names: list[Any]
 
 
+_ABSENT: Final = object()
+
 WorkerMessage = (
     Hello
     | AgentCallMessage
@@ -236,6 +238,36 @@ def _of(msg: dict[str, Any], name: str, kind: type, t: str) -> Any:
 
 def _call(msg: dict[str, Any]) -> AgentCallMessage | WorkflowCallMessage:
     fn = msg.get("fn")
+    get = msg.get
+    call_id, phase, child, agent_type = (
+        get("id"),
+        get("phase", _ABSENT),
+        get("child", _ABSENT),
+        get("agentType"),
+    )
+    if (  # the common case, checked at once; anything else is diagnosed field by field below
+        fn == "agent"
+        and type(call_id) is int
+        and type(get("prompt")) is str
+        and type(get("opts")) is dict
+        and type(get("label")) is str
+        and (phase is None or type(phase) is str)
+        and (child is None or type(child) is str)
+        and type(get("key")) is str
+        and type(get("canon")) is str
+        and (agent_type is None or type(agent_type) is str)
+    ):
+        return AgentCallMessage(
+            call_id,
+            msg["prompt"],
+            msg["opts"],
+            msg["label"],
+            phase,
+            child,
+            msg["key"],
+            msg["canon"],
+            agent_type,
+        )
     if fn == "agent":
         agent_type = msg.get("agentType")
         if agent_type is not None and type(agent_type) is not str:

@@ -328,6 +328,17 @@ class RealmWorker:
         """The worker's process id."""
         return self._proc.pid
 
+    def end_input(self) -> None:
+        """Close the worker's stdin: it exits by itself once it has read everything (idempotent)."""
+        stdin = self._proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+
+    async def wait(self) -> int:
+        """Wait for the worker to exit (unbounded: bound it with ``asyncio.timeout``) and return its
+        exit status."""
+        return await self._proc.wait()
+
     async def _drain_stderr(self) -> None:
         assert self._proc.stderr is not None
         while True:
