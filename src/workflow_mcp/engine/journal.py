@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +45,7 @@ __all__ = [
     "content_key",
     "delivery_turns",
     "json_value_problem",
+    "records_from_events",
 ]
 
 ResumePolicy = Literal["content", "prefix"]
@@ -90,6 +91,43 @@ def _has_lone_surrogate(text: str) -> bool:
     return False
 
 
+def records_from_events(events: list[Event], source_run_id: str = "") -> list[JournalRecord]:
+    """The reusable journal of a finished or interrupted run: every ``agent.completed`` (or replayed
+    ``agent.cached``) with its result, in the order the calls were made."""
+    queued_order: dict[str, int] = {}
+    records: list[tuple[int, JournalRecord]] = []
+    for e in events:
+        if e.type == "agent.queued" and e.agent_id is not None:
+            queued_order[e.agent_id] = len(queued_order)
+        elif e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
+            p = e.payload
+            if p.get("outcome", "completed") != "completed":
+                continue
+            records.append(
+                (
+                    queued_order.get(e.agent_id, len(queued_order)),
+                    JournalRecord(
+                        key=str(p.get("key", "")),
+                        content_key=str(p.get("contentKey", "")),
+                        agent_id=e.agent_id,
+                        result=p.get("result"),
+                        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items()},
+                        label=str(p.get("label", "")),
+                        side_effects=bool(p.get("sideEffects", False)),
+                        source_run_id=str(p.get("fromRunId") or source_run_id or e.run_id),
+                        turn=_turn_of(p),
+                    ),
+                )
+            )
+    records.sort(key=lambda pair: pair[0])
+    return [r for _, r in records]
+
+
+def _turn_of(payload: Mapping[str, Any]) -> int:
+    turn = payload.get("turn")
+    return turn if type(turn) is int and turn >= 0 else -1
+
+
 def delivery_turns(events: Iterable[Event]) -> dict[str, int]:
     """Agent id -> the realm delivery (``turn``) each completed or replayed call of a run reached its
     workflow in, from its ``agent.completed``/``agent.cached`` events (calls without one are left out).
@@ -97,8 +135,8 @@ def delivery_turns(events: Iterable[Event]) -> dict[str, int]:
     turns: dict[str, int] = {}
     for e in events:
         if e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
-            turn = e.payload.get("turn")
-            if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0:
+            turn = _turn_of(e.payload)
+            if turn >= 0:
                 turns[e.agent_id] = turn
     return turns
 

@@ -85,7 +85,7 @@ from .budget import Budget
 from .calls import AgentCall, ResolvedCall
 from .checkpoint import CheckpointAsker, CheckpointReply, checkpoint_id
 from .executor import AgentExecutor, LocalExecutor
-from .journal import JournalRecord, Replay, content_key, json_value_problem
+from .journal import Replay, content_key, json_value_problem, records_from_events
 from .nested import ChildCheck, ChildResolver
 from .release import ReleaseOrder
 from .scheduler import CallRefused, Scheduler
@@ -1653,43 +1653,6 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "an array"
     return "an object"
-
-
-def records_from_events(events: list[Event], source_run_id: str = "") -> list[JournalRecord]:
-    """The reusable journal of a finished or interrupted run: every ``agent.completed`` (or replayed
-    ``agent.cached``) with its result, in the order the calls were made."""
-    queued_order: dict[str, int] = {}
-    records: list[tuple[int, JournalRecord]] = []
-    for e in events:
-        if e.type == "agent.queued" and e.agent_id is not None:
-            queued_order[e.agent_id] = len(queued_order)
-        elif e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
-            p = e.payload
-            if p.get("outcome", "completed") != "completed":
-                continue
-            records.append(
-                (
-                    queued_order.get(e.agent_id, len(queued_order)),
-                    JournalRecord(
-                        key=str(p.get("key", "")),
-                        content_key=str(p.get("contentKey", "")),
-                        agent_id=e.agent_id,
-                        result=p.get("result"),
-                        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items()},
-                        label=str(p.get("label", "")),
-                        side_effects=bool(p.get("sideEffects", False)),
-                        source_run_id=str(p.get("fromRunId") or source_run_id or e.run_id),
-                        turn=_turn_of(p),
-                    ),
-                )
-            )
-    records.sort(key=lambda pair: pair[0])
-    return [r for _, r in records]
-
-
-def _turn_of(payload: Mapping[str, Any]) -> int:
-    turn = payload.get("turn")
-    return turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else -1
 
 
 __all__ += ["RealmError", "records_from_events"]
