@@ -141,6 +141,26 @@ SCRIPTED_SOURCE = (
 )
 
 
+def start_scripted(
+    script: Callable[[ScriptedWorkflow], Coroutine[Any, Any, Any]],
+    *,
+    provider: Any = None,
+    args: Any = MISSING,
+    executor: Any = None,
+    **options: Any,
+) -> RunHandle:
+    """Start ``script`` on the in-memory :class:`ScriptedRealm` (needs a running loop; no Node);
+    ``options`` are :class:`RunOptions` fields."""
+    return run_workflow(
+        load_workflow(source=SCRIPTED_SOURCE, check_syntax=False),
+        provider=provider if provider is not None else FakeProvider(),
+        args=args,
+        options=RunOptions(**options),
+        worker=ScriptedRealm(script),
+        executor=executor,
+    )
+
+
 def run_scripted(
     script: Callable[[ScriptedWorkflow], Coroutine[Any, Any, Any]],
     *,
@@ -154,14 +174,7 @@ def run_scripted(
     event loop; ``options`` are :class:`RunOptions` fields, ``executor`` the run's executor."""
 
     async def go() -> Outcome:
-        handle = run_workflow(
-            load_workflow(source=SCRIPTED_SOURCE, check_syntax=False),
-            provider=provider if provider is not None else FakeProvider(),
-            args=args,
-            options=RunOptions(**options),
-            worker=ScriptedRealm(script),
-            executor=executor,
-        )
+        handle = start_scripted(script, provider=provider, args=args, executor=executor, **options)
         return await finish(handle, timeout)
 
     return arun(go(), timeout + 5)
