@@ -125,11 +125,24 @@ STALL_BODY = (
 )
 
 
+async def stalling(realm: ScriptedWorkflow) -> str:
+    start = asyncio.get_running_loop().time()
+    try:
+        result = "resolved: " + str(await realm.agent("x", label="slow", stallMs=50))
+    except AgentRejected as exc:
+        result = "rejected: " + exc.message
+    return f"{result} after {asyncio.get_running_loop().time() - start:.3f} s"
+
+
+# The stall window runs on the loop's clock: on a virtual-time loop the tests below are exact and take
+# no wall-clock time (no race between a 50 ms window and a 1 s answer on a loaded machine).
+
+
 def test_a_call_that_makes_no_progress_within_stall_ms_is_retried_five_times_then_rejects() -> None:
     provider = FakeProvider({"default": {"text": "late", "delayMs": 1000}})
-    outcome = run_source(STALL_BODY, provider=provider)
+    outcome = run_scripted(stalling, provider=provider, virtual_time=True)
     assert outcome.status == "completed", outcome.error
-    assert re.match(r"rejected: .*stall", outcome.result), outcome.result
+    assert re.match(r"rejected: .*stall.* after 0\.300 s$", outcome.result), outcome.result  # 6 x 50 ms
     assert len(provider.calls) == 6  # the first attempt and 5 retries
     assert count(outcome.events, "warning") == 5
     (failed,) = outcome.of("agent.failed")
@@ -141,8 +154,8 @@ def test_a_stalled_call_that_answers_on_a_retry_resolves() -> None:
     provider = FakeProvider(
         {"default": {"sequence": [{"text": "late", "delayMs": 1000}, {"text": "on time"}]}}
     )
-    outcome = run_source(STALL_BODY, provider=provider)
-    assert outcome.result == "resolved: on time"
+    outcome = run_scripted(stalling, provider=provider, virtual_time=True)
+    assert outcome.result == "resolved: on time after 0.050 s"
     assert len(provider.calls) == 2
     assert count(outcome.events, "warning") == 1
 
