@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+import selectors
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -27,6 +28,7 @@ from workflow_mcp.providers import (
 )
 from workflow_mcp.providers.base import ProviderAuthError
 from workflow_mcp.providers.registry import Availability, register_provider, unregister_provider
+from workflow_mcp.realm.scripted import ScriptedRealm, ScriptedWorkflow
 
 __all__ = [
     "MISSING",
@@ -142,6 +144,112 @@ async def finish(handle: RunHandle, timeout: float = RUN_TIMEOUT_S) -> Outcome:
 
 async def run_async(source: str | Workflow, **kw: Any) -> Outcome:
     return await finish(start(source, **kw))
+
+
+SCRIPTED_SOURCE = (
+    "export const meta = { name: 'scripted', description: 'runs on the scripted realm' }\nreturn 1\n"
+)
+
+
+class _JumpingSelector(selectors.BaseSelector):
+    """A selector for :class:`VirtualTimeLoop`: when nothing is ready and the loop would sleep until its
+    next timer, the loop's clock jumps there instead (it waits for real only with no timer at all)."""
+
+    def __init__(self, loop: VirtualTimeLoop) -> None:
+        self._inner = selectors.DefaultSelector()
+        self._loop = loop
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._inner.register(fileobj, events, data)
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._inner.unregister(fileobj)
+
+    def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._inner.modify(fileobj, events, data)
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = self._inner.select(0)
+        if ready or timeout == 0:
+            return ready
+        if timeout is None:
+            return self._inner.select(None)
+        self._loop.now += timeout
+        return []
+
+    def get_map(self) -> Mapping[Any, selectors.SelectorKey]:
+        return self._inner.get_map()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock (``loop.time()``, what every engine deadline — the stall window,
+    ``agentTimeoutMs``, retry backoff — and ``asyncio.sleep`` use) only moves when the loop would
+    otherwise wait for a timer: it then jumps to that timer at once. Stall and timeout tests on the
+    scripted realm are exact and take no wall-clock time. Not for runs with a Node worker (its I/O
+    needs real time)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        super().__init__(selector=_JumpingSelector(self))
+
+    def time(self) -> float:
+        return self.now
+
+
+def run_in_virtual_time(coro: Coroutine[Any, Any, T], timeout: float = RUN_TIMEOUT_S) -> T:
+    """Run ``coro`` on a fresh :class:`VirtualTimeLoop`, bounded by ``timeout`` virtual seconds."""
+    loop = VirtualTimeLoop()
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def start_scripted(
+    script: Callable[[ScriptedWorkflow], Coroutine[Any, Any, Any]],
+    *,
+    provider: Any = None,
+    args: Any = MISSING,
+    executor: Any = None,
+    **options: Any,
+) -> RunHandle:
+    """Start ``script`` on the in-memory :class:`ScriptedRealm` (needs a running loop; no Node);
+    ``options`` are :class:`RunOptions` fields."""
+    return run_workflow(
+        load_workflow(source=SCRIPTED_SOURCE, check_syntax=False),
+        provider=provider if provider is not None else FakeProvider(),
+        args=args,
+        options=RunOptions(**options),
+        worker=ScriptedRealm(script),
+        executor=executor,
+    )
+
+
+def run_scripted(
+    script: Callable[[ScriptedWorkflow], Coroutine[Any, Any, Any]],
+    *,
+    provider: Any = None,
+    args: Any = MISSING,
+    timeout: float = RUN_TIMEOUT_S,
+    executor: Any = None,
+    virtual_time: bool = False,
+    **options: Any,
+) -> Outcome:
+    """Run ``script`` on the in-memory :class:`ScriptedRealm` (no Node process) to its end in a fresh
+    event loop (a :class:`VirtualTimeLoop` with ``virtual_time``); ``options`` are :class:`RunOptions`
+    fields, ``executor`` the run's executor."""
+
+    async def go() -> Outcome:
+        handle = start_scripted(script, provider=provider, args=args, executor=executor, **options)
+        return await finish(handle, timeout)
+
+    if virtual_time:
+        return run_in_virtual_time(go(), timeout + 5)
+    return arun(go(), timeout + 5)
 
 
 def run_source(source: str | Workflow, *, timeout: float = RUN_TIMEOUT_S, **kw: Any) -> Outcome:

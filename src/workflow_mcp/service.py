@@ -52,7 +52,7 @@ from .definitions.load import (
 )
 from .definitions.profile import Profile, get_profile
 from .engine.checkpoint import CheckpointAsker, CheckpointReply, journaled_decisions, parse_checkpoint_replies
-from .engine.journal import JournalRecord, Replay, ResumePolicy
+from .engine.journal import JournalRecord, Replay, ResumePolicy, delivery_turns
 from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
 from .engine.worktree import settle_left_worktrees
@@ -336,6 +336,8 @@ class WorkflowService:
         self._noting: set[asyncio.Task[None]] = set()  # notes waiting for their run to end
         self._library: Library | None = None
         self._index: DiscoveryIndex | None = None
+        # Per stored run, what a resume reads from its event log, and the log length it was read at.
+        self._log_facts: dict[str, tuple[int, dict[str, CheckpointReply], dict[str, int]]] = {}
 
     @classmethod
     def open(
@@ -819,15 +821,15 @@ class WorkflowService:
         wanted = o.provider.instead_of(stored) if isinstance(o.provider, ProviderChoice) else o.provider
         options = limits.within(ceiling).options(profile=profile.name, cwd=run_cwd, home=self.home)
         replies = parse_checkpoint_replies(o.checkpoint_replies)
-        options = dataclasses.replace(
-            options, checkpoint_replies={**self._checkpoint_decisions(run_id), **replies}
-        )
+        journaled: dict[str, CheckpointReply] = {}
 
         def read() -> tuple[PendingWorkflow, Replay | None]:
+            # In a thread while the worker boots: the run's log is read once, for both.
+            journaled.update(self._checkpoint_decisions(run_id))
             pending = prepare_workflow(record.workflow_path, source=record.source, profile=profile)
             return pending, self.replay_for(run_id, o.policy)
 
-        return await self._prepare_in_own_worker(
+        prepared = await self._prepare_in_own_worker(
             read,
             wanted or stored,
             args=o.args if o.args is not MISSING else _stored_args(record),
@@ -836,6 +838,8 @@ class WorkflowService:
             policy=o.policy,
             child_check=child_check,
         )
+        prepared.options = dataclasses.replace(prepared.options, checkpoint_replies={**journaled, **replies})
+        return prepared
 
     def launch(
         self,
@@ -1381,8 +1385,23 @@ class WorkflowService:
             current = record.resumed_from if record is not None else None
         decisions: dict[str, CheckpointReply] = {}
         for rid in reversed(chain):
-            decisions.update(journaled_decisions(self.store.events(rid)))
+            decisions.update(self._facts_of_log(rid)[0])
         return decisions
+
+    def _facts_of_log(self, run_id: str) -> tuple[dict[str, CheckpointReply], dict[str, int]]:
+        """What a resume needs from ``run_id``'s event log — its journaled checkpoint decisions and the
+        realm delivery of each of its answers (:func:`~workflow_mcp.engine.journal.delivery_turns`) —
+        read in one pass, and again only when the log has grown since."""
+        length = self.store.last_sequence(run_id)
+        known = self._log_facts.get(run_id)
+        if known is not None and known[0] == length:
+            return known[1], known[2]
+        events = list(self._all_events(run_id))
+        facts = (length, journaled_decisions(events), delivery_turns(events))
+        if len(self._log_facts) >= 16:
+            self._log_facts.pop(next(iter(self._log_facts)))
+        self._log_facts[run_id] = facts
+        return facts[1], facts[2]
 
     def _journal_records(self, run_id: str, depth: int = 0) -> list[JournalRecord]:
         """The reusable records of ``run_id``: every call it completed or replayed, ranked by the order
@@ -1395,6 +1414,7 @@ class WorkflowService:
         records: list[JournalRecord] = []
         order = self.store.completion_order(run_id)
         rank = {agent_id: i for i, agent_id in enumerate(order)}
+        turns = self._facts_of_log(run_id)[1]
         replayed: dict[str, int] = {}  # group (content key, else v2 key) -> rows replayed here
         for row in self.store.journal(run_id):
             if row.status not in ("completed", "cached") or row.result_json is None:
@@ -1417,6 +1437,7 @@ class WorkflowService:
                     side_effects=row.side_effects,
                     source_run_id=row.source_run or run_id,
                     completed=rank.get(row.agent_id, -1),
+                    turn=turns.get(row.agent_id, -1),
                 )
             )
         this = self.store.get_run(run_id)
@@ -1424,6 +1445,7 @@ class WorkflowService:
         if origin is None or depth >= self.MAX_RESUME_CHAIN or self.store.get_run(origin) is None:
             return records
         offset = len(order)
+        later = max(turns.values(), default=-1) + 1  # the inherited records' deliveries come after
         # In call order, as this run took them: its first replayed rows of a group were those records.
         for record in self._journal_records(origin, depth + 1):
             group = record.content_key or record.key
@@ -1431,7 +1453,11 @@ class WorkflowService:
                 replayed[group] -= 1  # this run replayed it (its own row stands for it)
                 continue
             records.append(
-                replace(record, completed=offset + record.completed if record.completed >= 0 else -1)
+                replace(
+                    record,
+                    completed=offset + record.completed if record.completed >= 0 else -1,
+                    turn=later + record.turn if record.turn >= 0 else -1,
+                )
             )
         return records
 

@@ -151,3 +151,67 @@ def test_a_result_held_back_when_a_resume_stops_is_replayed_by_the_next_resume(t
     third, events = arun(go())
     assert third == ["x", "y again"]
     assert labels(events, "agent.cached") == ["x"] and labels(events, "agent.started") == ["y"]
+
+
+# Four calls that a zero-delay fake answers in one realm delivery; each continuation takes two steps,
+# so `trace` shows whether their continuations interleaved (one delivery) or ran one after the other.
+INTERLEAVED = (
+    "export const meta = { name: 'interleaved', description: 'continuations of one delivery' }\n"
+    "const trace = []\n"
+    "const step = async (name) => {\n"
+    "  const r = await agent('ask ' + name, { label: name })\n"
+    "  trace.push(name + '1'); await null; trace.push(name + '2'); return r\n"
+    "}\n"
+    "await parallel(['a', 'b', 'c', 'd'].map((name) => () => step(name)))\n"
+    "return trace\n"
+)
+ONE_DELIVERY = ["a1", "b1", "c1", "d1", "a2", "b2", "c2", "d2"]
+
+
+def turns(events: list[Event], kind: str) -> dict[str, Any]:
+    return {str(e.payload.get("label")): e.payload.get("turn") for e in events if e.type == kind}
+
+
+def test_results_the_original_run_delivered_together_are_replayed_together(tmp_path: Path) -> None:
+    path = tmp_path / "wf.js"
+    path.write_text(INTERLEAVED)
+    service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
+
+    async def go() -> tuple[Any, Any, list[Event], list[Event]]:
+        first_id, first = await run(service, str(path), {})
+        second_id, second = await resume(service, first_id, {})
+        return first, second, service.events(first_id), service.events(second_id)
+
+    first, second, original, resumed = arun(go())
+    assert len(set(turns(original, "agent.completed").values())) == 1  # one delivery in the original
+    assert first == ONE_DELIVERY
+    # Replayed as one delivery too, not one realm turn per result (a1 a2 b1 b2 …).
+    assert second == ONE_DELIVERY
+    assert labels(resumed, "agent.started") == []
+    assert len(set(turns(resumed, "agent.cached").values())) == 1
+
+
+def test_a_delivery_only_partly_replayed_sends_its_results_before_the_gap_together(tmp_path: Path) -> None:
+    path = tmp_path / "wf.js"
+    path.write_text(INTERLEAVED)
+    service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
+
+    async def go() -> tuple[Any, Any, list[Event]]:
+        first_id, first = await run(service, str(path), {})
+        # c asks another question now: its record is never asked for, so it runs live. a and b, ranked
+        # before it, go out in one delivery as they did; d waits behind c's record until nothing else
+        # can run, then goes out alone.
+        path.write_text(
+            INTERLEAVED.replace("'ask ' + name", "'ask ' + name + (name === 'c' ? ' again' : '')")
+        )
+        handle = await service.start(str(path), provider=ProviderChoice("fake", {}), resume_from=first_id)
+        return first, await handle.result(), service.events(handle.run_id)
+
+    first, second, events = arun(go())
+    assert first == ONE_DELIVERY
+    assert labels(events, "agent.started") == ["c"]
+    assert labels(events, "agent.cached") == ["a", "b", "d"]
+    cached = turns(events, "agent.cached")
+    live = turns(events, "agent.completed")
+    assert cached["a"] == cached["b"] and len({cached["a"], cached["d"], live["c"]}) == 3
+    assert second == ["a1", "b1", "a2", "b2", "c1", "c2", "d1", "d2"]

@@ -17,7 +17,8 @@ Two policies:
 
 Both: ``null`` results are never reused, and a call that started without a result runs again.
 Both release replayed results in the order the original run completed them
-(:mod:`~workflow_mcp.engine.release`; each record's ``completed`` rank).
+(:mod:`~workflow_mcp.engine.release`; each record's ``completed`` rank), in the realm deliveries the
+original run made (each record's ``turn``).
 
 Records imported from another tool (Claude Code's ``journal.jsonl``, see ``claude_import``) may have no
 content key (Claude does not record the options a call was made with): ``content`` then matches them by
@@ -29,13 +30,23 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..definitions.profile import MAX_VALUE_DEPTH
+from ..events import Event
 
-__all__ = ["MAX_VALUE_DEPTH", "JournalRecord", "Replay", "ResumePolicy", "content_key", "json_value_problem"]
+__all__ = [
+    "MAX_VALUE_DEPTH",
+    "JournalRecord",
+    "Replay",
+    "ResumePolicy",
+    "content_key",
+    "delivery_turns",
+    "json_value_problem",
+    "records_from_events",
+]
 
 ResumePolicy = Literal["content", "prefix"]
 
@@ -80,6 +91,56 @@ def _has_lone_surrogate(text: str) -> bool:
     return False
 
 
+def records_from_events(events: list[Event], source_run_id: str = "") -> list[JournalRecord]:
+    """The reusable journal of a finished or interrupted run: every ``agent.completed`` (or replayed
+    ``agent.cached``) with its result, in the order the calls were made."""
+    queued_order: dict[str, int] = {}
+    records: list[tuple[int, JournalRecord]] = []
+    for e in events:
+        if e.type == "agent.queued" and e.agent_id is not None:
+            queued_order[e.agent_id] = len(queued_order)
+        elif e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
+            p = e.payload
+            if p.get("outcome", "completed") != "completed":
+                continue
+            records.append(
+                (
+                    queued_order.get(e.agent_id, len(queued_order)),
+                    JournalRecord(
+                        key=str(p.get("key", "")),
+                        content_key=str(p.get("contentKey", "")),
+                        agent_id=e.agent_id,
+                        result=p.get("result"),
+                        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items()},
+                        label=str(p.get("label", "")),
+                        side_effects=bool(p.get("sideEffects", False)),
+                        source_run_id=str(p.get("fromRunId") or source_run_id or e.run_id),
+                        turn=_turn_of(p),
+                    ),
+                )
+            )
+    records.sort(key=lambda pair: pair[0])
+    return [r for _, r in records]
+
+
+def _turn_of(payload: Mapping[str, Any]) -> int:
+    turn = payload.get("turn")
+    return turn if type(turn) is int and turn >= 0 else -1
+
+
+def delivery_turns(events: Iterable[Event]) -> dict[str, int]:
+    """Agent id -> the realm delivery (``turn``) each completed or replayed call of a run reached its
+    workflow in, from its ``agent.completed``/``agent.cached`` events (calls without one are left out).
+    Raises nothing: a malformed ``turn`` is left out too."""
+    turns: dict[str, int] = {}
+    for e in events:
+        if e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
+            turn = _turn_of(e.payload)
+            if turn >= 0:
+                turns[e.agent_id] = turn
+    return turns
+
+
 def content_key(prompt: str, canon: str) -> str:
     """``c1:`` + hex(sha256(prompt + "\\0" + canon)) over UTF-8."""
     return "c1:" + hashlib.sha256((prompt + "\0" + canon).encode("utf-8")).hexdigest()
@@ -89,7 +150,9 @@ def content_key(prompt: str, canon: str) -> str:
 class JournalRecord:
     """One completed call of an earlier run. ``result`` is the JSON value agent() resolved to;
     ``completed`` its rank in the order that run completed its calls (``-1``: unknown), by which a
-    resumed run releases replayed results (:mod:`~workflow_mcp.engine.release`)."""
+    resumed run releases replayed results (:mod:`~workflow_mcp.engine.release`); ``turn`` the realm
+    delivery its answer reached the workflow in (the ``turn`` of its ``agent.completed`` or
+    ``agent.cached`` event; ``-1``: unknown, so it is replayed in a delivery of its own)."""
 
     key: str
     content_key: str
@@ -101,6 +164,7 @@ class JournalRecord:
     source_run_id: str = ""
     read_only: bool = False
     completed: int = -1
+    turn: int = -1
 
 
 class Replay:

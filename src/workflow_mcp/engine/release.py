@@ -1,17 +1,27 @@
 """Replay in the original order: a resumed run hands replayed results to the workflow in the order the
-original run completed them, so workflow state that depends on completion order (a trace array, a
-first-wins race, a shared counter) replays identically, and later prompts built from it stay cache hits.
+original run completed them, and in the realm deliveries it made, so workflow state that depends on
+completion order (a trace array, a first-wins race, a shared counter) replays identically, and later
+prompts built from it stay cache hits.
 
-The rule (issue 12, item 6): each reusable record carries its completion rank in the original run. A
-replayed result of rank ``r`` is released only once every record ranked before ``r`` has been asked
-for and released (or found unusable). Records the new run never asks for would hold the rest forever,
-so when the run can make no further progress — nothing live in flight, the realm idle, only held
-results left — the held ones are released, lowest rank first, one at a time.
+The rule: each reusable record carries its completion rank in the original run. A replayed result of
+rank ``r`` is released only once every record ranked before ``r`` has been asked for and released (or
+found unusable). Records the new run never asks for would hold the rest forever, so when the run can
+make no further progress — nothing live in flight, the realm idle, only held results left — the held
+ones are released, lowest rank first, one at a time.
+
+Deliveries: the realm resolves every answer of one host message, in order, before the workflow's
+continuations run, so answers delivered together interleave their continuations (``a1 b1 a2 b2``) and
+answers delivered apart do not (``a1 a2 b1 b2``). Each record carries the delivery (``turn``) its answer
+reached the original workflow in; results released together whose records share a delivery go out as
+one message again (the run coordinator's ``_reserve``), and anything else — a live answer, a record
+without a known delivery, one released later than its delivery's others — is a message of its own. A
+delivery only partly replayed (one of its calls now runs live, or asks another question) therefore
+sends the replayed results ranked before the gap together, and the ones after it once the rank order
+lets them go.
 
 :class:`ReleaseOrder` keeps the ranks; the run coordinator asks :meth:`ReleaseOrder.turn` before it
-answers a replayed call, :meth:`ReleaseOrder.settle` once that answer has been handed to the realm (so
-each release is its own realm turn, as each completion was in the original run), and
-:meth:`ReleaseOrder.force` when it has found the run quiescent. Not thread-safe; one per run, on the
+answers a replayed call, :meth:`ReleaseOrder.settle` once that answer has been handed to the realm,
+and :meth:`ReleaseOrder.force` when it has found the run quiescent. Not thread-safe; one per run, on the
 run's event loop.
 """
 
@@ -56,9 +66,9 @@ class ReleaseOrder:
         return ranks[self._next] if self._next < len(ranks) else None
 
     def _may_go(self, rank: int) -> bool:
-        # Every earlier rank is settled or granted: granted ones are answered in rank order and each
-        # answer reaches the realm as its own message (its own turn), so consecutive ranks may be
-        # released together without changing the order the workflow sees them in.
+        # Every earlier rank is settled or granted: granted ones are answered in rank order, in the
+        # deliveries the original run made, so consecutive ranks may be released together without
+        # changing the order the workflow sees them in.
         lowest = self._lowest()
         return lowest is None or lowest >= rank
 

@@ -34,7 +34,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..definitions.agents import AgentCatalog, AgentDefinition, find_agents
 from ..definitions.models import is_numeric_effort, js_string, normalize_effort, normalize_model
@@ -58,6 +58,19 @@ from ..providers.base import (
     TokenUsage,
 )
 from ..realm._body import run_body
+from ..realm.channel import RealmChannel
+from ..realm.messages import (
+    AgentCallMessage,
+    ChildEnded,
+    Collated,
+    Done,
+    DoneError,
+    Dropped,
+    Log,
+    Phase,
+    Returned,
+    WorkflowCallMessage,
+)
 from ..realm.sandbox import Sandbox
 from ..realm.worker import (
     DEFAULT_HEAP_MB,
@@ -70,10 +83,13 @@ from ..realm.worker import (
 from ..state import RunStatus
 from .backoff import RETRYABLE, RetryPolicy
 from .budget import Budget
+from .calls import AgentCall, ResolvedCall
 from .checkpoint import CheckpointAsker, CheckpointReply, checkpoint_id
-from .journal import JournalRecord, Replay, content_key, json_value_problem
+from .executor import AgentExecutor, LocalExecutor
+from .journal import Replay, content_key, json_value_problem, records_from_events
 from .nested import ChildCheck, ChildResolver
 from .release import ReleaseOrder
+from .scheduler import CallRefused, Scheduler
 from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
@@ -192,11 +208,26 @@ class RunHandle:
         self._run.request_cancel(reason)
 
     @property
+    def realm_pid(self) -> int | None:
+        """The process id of the run's Node worker once it is spawned (``None`` before that, and for an
+        in-memory realm). The process is gone once the run has ended."""
+        worker = self._run.worker
+        return worker.pid if isinstance(worker, RealmWorker) else None
+
+    @property
+    def realm_sandbox(self) -> Sandbox | None:
+        """The OS sandbox the run's Node worker was spawned under (``"none"`` or ``"bwrap"``; ``None``
+        before it is spawned and for an in-memory realm)."""
+        worker = self._run.worker
+        return worker.sandbox if isinstance(worker, RealmWorker) else None
+
+    @property
     def calls(self) -> CallCounts:
         """How many agent() calls the run admitted toward its cap and how many it refused at the cap or
         for a spent budget (a cost preview reads them)."""
         r = self._run
-        return CallCounts(r.admitted, r.cap, r.refused_for_cap, r.refused_for_budget, r.budget.spent)
+        q = r.scheduler
+        return CallCounts(q.admitted, q.cap, q.refused_for_cap, q.refused_for_budget, r.budget.spent)
 
 
 @dataclass(frozen=True)
@@ -240,16 +271,21 @@ def run_workflow(
     replay: Replay | None = None,
     resumed_from: str | None = None,
     workflow_meta: Mapping[str, Any] | None = None,
-    worker: RealmWorker | None = None,
+    worker: RealmChannel | None = None,
     child_check: ChildCheck | None = None,
+    executor: AgentExecutor | None = None,
 ) -> RunHandle:
     """Start running ``workflow`` (a loaded ``definitions.Workflow``) and return its handle.
 
     ``args`` is any JSON value (omit it for ``undefined``). ``persist`` receives each batch of events
     before they are published (the store's ``append_many``: a group commit per event-loop turn). ``replay`` reuses recorded results on resume.
-    ``worker`` is an already spawned, unstarted realm worker to use (else one is spawned).
+    ``worker`` is an already spawned, unstarted realm to use (a
+    :class:`~workflow_mcp.realm.channel.RealmChannel`: a Node worker, or the in-memory
+    :class:`~workflow_mcp.realm.scripted.ScriptedRealm`; else a Node worker is spawned).
     ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
     runs (see :class:`~workflow_mcp.engine.nested.ChildCheck`); a refusal rejects the parent's call.
+    ``executor`` carries out each live provider attempt (:mod:`~workflow_mcp.engine.executor`; default
+    :class:`~workflow_mcp.engine.executor.LocalExecutor`, in this process).
     Must be called with a running event loop.
 
     Raises:
@@ -277,6 +313,8 @@ def run_workflow(
         dict(workflow_meta) if workflow_meta is not None else workflow.meta.to_json(),
     )
     run.children.check = child_check
+    if executor is not None:
+        run.executor = executor
     run.worker = worker
     run.task = asyncio.get_running_loop().create_task(run.main())
     return RunHandle(run)
@@ -308,6 +346,7 @@ class _Run:
         self.run_id = run_id
         self.wf = wf
         self.provider = provider
+        self.executor: AgentExecutor = LocalExecutor()
         self.args = args
         self.options = options
         self.profile: Profile = get_profile(options.profile)
@@ -316,9 +355,12 @@ class _Run:
         self.resumed_from = resumed_from
         self.meta = meta
         self.budget = Budget(total=options.token_budget)
-        self.cap = min(self.profile.max_agent_calls, options.max_agents or self.profile.max_agent_calls)
-        self.concurrency = max(1, options.concurrency or default_concurrency(self.profile))
-        self.semaphore = asyncio.Semaphore(self.concurrency)
+        self.scheduler = Scheduler(
+            cap=min(self.profile.max_agent_calls, options.max_agents or self.profile.max_agent_calls),
+            concurrency=options.concurrency or default_concurrency(self.profile),
+            budget=self.budget,
+            profile_name=self.profile.name,
+        )
         self.sync_timeout_ms = options.sync_timeout_ms or self.profile.sync_timeout_ms
         self.cwd = options.cwd or os.getcwd()
         self.worktree_root = options.worktree_root or os.path.join(
@@ -330,23 +372,23 @@ class _Run:
         self.agents_lock = asyncio.Lock()
         # One child resolution at a time, in call order (asyncio.Lock is FIFO), off the event loop.
         self.children_lock = asyncio.Lock()
-        self.admitted = 0
-        self.refused_for_cap = 0
-        self.refused_for_budget = 0
         self.agent_seq = 0
         self.seen_phases: set[str] = set()
         self.signals: dict[str, CancelSignal] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.agent_tasks: set[asyncio.Task[None]] = set()
         self.returned = False  # the workflow returned: no agent call is dispatched any more
-        self.worker: RealmWorker | None = None
+        self.worker: RealmChannel | None = None
         self.task: asyncio.Task[None]
         self.status: RunStatus = "running"
         self.final_value: Any = None
         self.error_message: str | None = None
         self.cancel_reason: str | None = None
         self._terminal_emitted = False
-        self._outbox: list[str] = []  # encoded answers
+        # Answers on their way to the realm, one entry per realm message (one realm turn each).
+        self._outbox: list[_Delivery] = []
+        self._deliveries = 0  # realm deliveries numbered so far (an answer's ``turn``)
+        self._joining: dict[int, _Delivery] = {}  # realm call id -> the delivery its answer joins
         self.store_error: Exception | None = None
         self.limit_error: str | None = None  # a per-run limit was reached: the run fails with this
         self.pause_context: dict[str, Any] | None = None
@@ -359,7 +401,7 @@ class _Run:
         # Replayed results are released in the original run's completion order (engine/release.py).
         self.order = ReleaseOrder(replay.ranks) if replay is not None and replay.ranks else None
         self._releasing: dict[int, int] = {}  # realm call id -> rank of the replayed result it gets
-        self._outbox_ranks: list[int] = []  # ranks whose answers wait in the outbox
+        self._reserved: dict[str, _Delivery] = {}  # agent id -> the delivery its answer joins
         self._ping: int | None = None  # the id of the quiescence probe sent to the realm, if any
         self._ping_seq = 0
         self._calls_since_ping = 0
@@ -439,8 +481,16 @@ class _Run:
         if self.limit_error is not None or self._terminal_emitted:
             return
         self.limit_error = message
+        self._stop("limit", "the run reached a limit")
+
+    def _stop(self, kind: _StopKind, reason: str) -> None:
+        """Stop everything in flight, at once, because of ``kind``: a per-run ``limit`` was reached,
+        the event ``store`` failed, the run is ``pausing`` or being ``cancelled``. Every live agent's
+        signal is cancelled with ``reason`` (what its ``agent.failed`` says), every task of the run is
+        cancelled and the realm is closed; :meth:`main` then records the terminal event the cause
+        implies. The caller has recorded the cause first."""
         for signal in list(self.signals.values()):
-            signal.cancel("the run reached a limit")
+            signal.cancel(reason)
         for task in list(self.tasks):
             task.cancel()
         if self.worker is not None:
@@ -452,24 +502,14 @@ class _Run:
         if self.store_error is not None or self._terminal_emitted:
             return
         self.store_error = exc
-        for signal in list(self.signals.values()):
-            signal.cancel("the event store failed")
-        for task in list(self.tasks):
-            task.cancel()
-        if self.worker is not None:
-            asyncio.get_running_loop().create_task(self.worker.close())
+        self._stop("store", "the event store failed")
 
     def _pause(self, context: dict[str, Any]) -> None:
         """Stop the run in the resumable ``paused`` state (profile-independent: e.g. auth required)."""
         if self.pause_context is not None or self.cancel_reason is not None or self._terminal_emitted:
             return
         self.pause_context = context
-        for signal in list(self.signals.values()):
-            signal.cancel("the run is pausing")
-        for task in list(self.tasks):
-            task.cancel()
-        if self.worker is not None:
-            asyncio.get_running_loop().create_task(self.worker.close())
+        self._stop("pausing", "the run is pausing")
 
     def _finish_paused(self) -> None:
         if self._terminal_emitted or self.pause_context is None:
@@ -502,12 +542,7 @@ class _Run:
             return
         self.cancel_reason = reason
         self.emit("run.cancellation_requested", {"reason": reason})
-        for signal in list(self.signals.values()):
-            signal.cancel(reason)
-        for task in list(self.tasks):
-            task.cancel()
-        if self.worker is not None:
-            asyncio.get_running_loop().create_task(self.worker.close())
+        self._stop("cancelled", reason)
 
     async def main(self) -> None:
         started: dict[str, Any] = {
@@ -515,7 +550,7 @@ class _Run:
             "phases": self.wf.phases,
             "profile": self.profile.name,
             "provider": getattr(self.provider, "name", type(self.provider).__name__),
-            "concurrency": self.concurrency,
+            "concurrency": self.scheduler.concurrency,
             "tokenBudget": self.budget.total,
             "meta": self.meta,
         }
@@ -619,44 +654,39 @@ class _Run:
                 else:
                     self._finish_failed("Error", self._death_message(worker))
                 return
-            t = msg["t"]
-            if t == "call":
+            if isinstance(msg, AgentCallMessage):
                 self._calls_since_ping += 1
-                if msg.get("fn") == "agent":
-                    if self.returned:
-                        continue  # never dispatched: the workflow has returned
-                    phase = msg.get("phase")
-                    if not msg.get("child") and isinstance(phase, str):
-                        self._phase(phase, "agent")  # an agent's phase joins the list (measured)
-                    self._spawn(self._answer(msg), agent=True)
-                else:
-                    self._spawn(self._answer(msg))
-            elif t == "collated":
+                if self.returned:
+                    continue  # never dispatched: the workflow has returned
+                if not msg.child and msg.phase is not None:
+                    self._phase(msg.phase, "agent")  # an agent's phase joins the list (measured)
+                self._spawn(self._answer(msg), agent=True)
+            elif isinstance(msg, WorkflowCallMessage):
+                self._calls_since_ping += 1
+                self._spawn(self._answer_workflow(msg))
+            elif isinstance(msg, Collated):
                 self._probed(msg)
-            elif t == "returned":
+            elif isinstance(msg, Returned):
                 self._stop_agents()
-            elif t == "log":
-                child = msg.get("child")
-                text = str(msg.get("message", ""))
-                self._log(f"[{child}] {text}" if child else text)
-            elif t == "phase":
-                self._phase(str(msg["title"]))
-            elif t == "child":
+            elif isinstance(msg, Log):
+                self._log(f"[{msg.child}] {msg.message}" if msg.child else msg.message)
+            elif isinstance(msg, Phase):
+                self._phase(msg.title)
+            elif isinstance(msg, ChildEnded):
                 # The parent's log lines about a child, shaped like Claude Code 2.1.332's.
-                name = str(msg.get("name"))
-                if msg.get("ok"):
-                    self._log(f"▸ {name} done", runtime=True)
+                if msg.ok:
+                    self._log(f"▸ {msg.name} done", runtime=True)
                 else:
-                    self._log(f"▸ {name} failed: {msg.get('message')}", runtime=True)
-            elif t == "dropped":
-                self.logs_dropped += int(msg["lines"])  # counted in the worker, past the log limit
-            elif t == "console":
-                continue
-            elif t == "done":
+                    self._log(f"▸ {msg.name} failed: {msg.message}", runtime=True)
+            elif isinstance(msg, Dropped):
+                self.logs_dropped += msg.lines  # counted in the worker, past the log limit
+            elif isinstance(msg, Done):
                 await self._done(msg)
                 return
+            else:  # hello or checked: answers to what a run never asks
+                raise RealmError(f"the realm sent an unexpected {type(msg).__name__} message during a run")
 
-    def _death_message(self, worker: RealmWorker) -> str:
+    def _death_message(self, worker: RealmChannel) -> str:
         tail = worker.stderr_tail()
         if "out of memory" in tail or "Allocation failed" in tail or "allocation failure" in tail:
             return _memory_message(worker)
@@ -675,7 +705,7 @@ class _Run:
         for task in list(self.agent_tasks):
             task.cancel()
 
-    async def _done(self, msg: dict[str, Any]) -> None:
+    async def _done(self, msg: Done) -> None:
         self._stop_agents()
         if self.agent_tasks:
             await asyncio.gather(*self.agent_tasks, return_exceptions=True)
@@ -688,9 +718,9 @@ class _Run:
         if self.limit_error is not None:
             self._finish_failed("LimitError", self.limit_error)
             return
-        if msg.get("ok"):
+        if msg.ok:
             try:
-                value = json.loads(msg["value"])
+                value = json.loads(msg.value or "")
             except (TypeError, ValueError, RecursionError):
                 self._finish_failed("Error", "the realm returned a final value that is not JSON")
                 return
@@ -714,10 +744,10 @@ class _Run:
             self._terminal_emitted = True
             self.emit("run.completed", {"result": value, "tokenUsage": self._usage()})
         else:
-            err = msg.get("error") or {}
-            name = str(err.get("name") or "Error")
-            message = str(err.get("message") if err.get("message") is not None else "the workflow failed")
-            location = err.get("location") if isinstance(err.get("location"), dict) else None
+            err = msg.error or DoneError("Error", "the workflow failed")
+            name = err.name or "Error"
+            message = err.message
+            location = err.location
             if (
                 name == "RangeError"
                 and "Array buffer allocation failed" in message
@@ -729,9 +759,9 @@ class _Run:
             self._finish_failed(
                 name,
                 message,
-                stack=str(err.get("stack") or ""),
+                stack=err.stack or "",
                 location=location,
-                summary=_thrown_summary(name, message, location) if "stack" in err else None,
+                summary=_thrown_summary(name, message, location) if err.stack is not None else None,
             )
 
     def _usage(self) -> dict[str, Any]:
@@ -819,9 +849,9 @@ class _Run:
         self._calls_since_ping = 0
         self.worker.post_text(encode_message({"t": "collate", "id": self._ping, "names": []}))
 
-    def _probed(self, msg: Mapping[str, Any]) -> None:
+    def _probed(self, msg: Collated) -> None:
         """The realm echoed a probe: with no call since, release the lowest held result."""
-        if msg.get("id") != self._ping:
+        if msg.id != self._ping:
             return
         self._ping = None
         if self._calls_since_ping == 0 and self._stalled_on_order():
@@ -840,16 +870,33 @@ class _Run:
         self.emit("phase.started", {"title": title, "source": source}, phase_id=title)
 
     # -- calls from the realm -----------------------------------------------------------------
-    async def _answer(self, msg: dict[str, Any]) -> None:
-        reply: dict[str, Any]
+    async def _answer_workflow(self, msg: WorkflowCallMessage) -> None:
         what = "the answer to workflow()"
         try:
-            if msg["fn"] == "agent":
-                what = f"the result of agent [{msg.get('label') or ''}]"
-                value = await self._agent(msg)
-            else:
-                self._answer_realm(await self._workflow(msg), msg["id"], what)
-                return
+            answer = await self._workflow(msg)
+        except _RejectCall as exc:
+            answer = {
+                "t": "result",
+                "id": msg.id,
+                "r": {"ok": False, "error": exc.error, "spent": self.budget.spent},
+            }
+        except Exception as exc:  # a task's top-level handler: never leave the realm waiting
+            answer = {
+                "t": "result",
+                "id": msg.id,
+                "r": {
+                    "ok": False,
+                    "error": {"name": "Error", "message": f"workflow runtime error: {exc}"},
+                    "spent": self.budget.spent,
+                },
+            }
+        self._answer_realm(answer, msg.id, what)
+
+    async def _answer(self, msg: AgentCallMessage) -> None:
+        reply: dict[str, Any]
+        what = f"the result of agent [{msg.label}]"
+        try:
+            value = await self._agent(msg)
             reply = {"ok": True, "value": value}
         except _RejectCall as exc:
             reply = {"ok": False, "error": exc.error}
@@ -857,15 +904,19 @@ class _Run:
             # Never leave the realm waiting: an unexpected failure rejects the call with its message.
             reply = {"ok": False, "error": {"name": "Error", "message": f"workflow runtime error: {exc}"}}
         reply["spent"] = self.budget.spent
-        self._answer_realm({"t": "result", "id": msg["id"], "r": reply}, msg["id"], what)
+        self._answer_realm({"t": "result", "id": msg.id, "r": reply}, msg.id, what)
 
     def _answer_realm(self, msg: dict[str, Any], call_id: int, what: str) -> None:
-        """Queue an answer; answers produced in one event-loop turn reach the realm as one batch. An
-        answer over the realm's message limit rejects the call instead, naming the limit."""
+        """Queue an answer in its realm delivery (:meth:`_reserve`); the deliveries queued in one
+        event-loop turn are posted at its end. An answer over the realm's message limit rejects the
+        call instead, naming the limit."""
         error: dict[str, str] | None = None
+        delivery = self._joining.pop(call_id, None)
+        if delivery is None or delivery.posted:
+            delivery = self._reserve(-1)
         rank = self._releasing.pop(call_id, None)
         if rank is not None:
-            self._outbox_ranks.append(rank)
+            delivery.ranks.append(rank)
         try:
             text = encode_message(msg, what)
         except MessageTooLargeError as exc:
@@ -881,34 +932,53 @@ class _Run:
             text = encode_message(
                 {"t": "result", "id": call_id, "r": {"ok": False, "error": error, "spent": self.budget.spent}}
             )
-        self._outbox.append(text)
-        if len(self._outbox) == 1:
+        delivery.texts.append(text)
+
+    def _reserve(self, recorded: int) -> _Delivery:
+        """The realm delivery the next answer joins, numbered (its ``turn``) before the answer exists
+        so the answer's ``agent.completed``/``agent.cached`` event can record it.
+
+        A run that replays nothing sends every answer of an event-loop turn in one delivery. A replay
+        keeps the original run's deliveries (engine/release.py): a replayed answer
+        whose original delivery ``recorded`` is that of the delivery just before it joins it; any
+        other answer (live, or replayed with ``recorded`` ``-1``) is a delivery of its own."""
+        outbox = self._outbox
+        if outbox:
+            last = outbox[-1]
+            if self.order is None or (recorded >= 0 and last.recorded == recorded):
+                return last
+        self._deliveries += 1
+        delivery = _Delivery(self._deliveries, recorded if self.order is not None else -1)
+        outbox.append(delivery)
+        if len(outbox) == 1:
             asyncio.get_running_loop().call_soon(self._flush_outbox)
+        return delivery
 
     def _flush_outbox(self) -> None:
         # Commit the events of this turn before the realm hears of their outcome: nothing the
         # workflow acts on can be missing from the journal after a crash.
         self.log.flush()
-        items, self._outbox = self._outbox, []
+        deliveries, self._outbox = self._outbox, []
         try:
-            self._post(items)
+            for delivery in deliveries:
+                delivery.posted = True
+                self._post(delivery.texts)
         finally:
             if self.order is not None:
-                ranks, self._outbox_ranks = self._outbox_ranks, []
-                for rank in ranks:
-                    self.order.settle(rank)  # in the realm: the next result may follow
+                for delivery in deliveries:
+                    for rank in delivery.ranks:
+                        self.order.settle(rank)  # in the realm: the next result may follow
                 self._check_quiet()
 
     def _post(self, items: list[str]) -> None:
+        """Post one delivery: one message, which the realm handles in one turn (answers are resolved
+        in order, then the workflow's continuations run). A delivery over the message limit goes out
+        as several batches, each within the limit."""
         if self.worker is None or not items:
             return
-        if len(items) == 1 or self.order is not None:
-            # Replayed in the original order: each answer is its own message, so the realm handles
-            # each in a turn of its own (its continuation runs before the next answer arrives).
-            for item in items:
-                self.worker.post_text(item)
+        if len(items) == 1:
+            self.worker.post_text(items[0])
             return
-        # One batch per message-size limit's worth of answers (each answer is within the limit).
         batch: list[str] = []
         size = 0
         for item in items:
@@ -919,8 +989,8 @@ class _Run:
             size += len(item) + 1
         self.worker.post_text(_batch(batch) if len(batch) > 1 else batch[0])
 
-    async def _workflow(self, msg: dict[str, Any]) -> dict[str, Any]:
-        target = msg.get("target") or {}
+    async def _workflow(self, msg: WorkflowCallMessage) -> dict[str, Any]:
+        target = msg.target
         try:
             # Discovery and the V8 check read files and start Node: never on the loop other runs and
             # every MCP client share.
@@ -929,7 +999,7 @@ class _Run:
         except WorkflowMcpError as exc:
             return {
                 "t": "result",
-                "id": msg["id"],
+                "id": msg.id,
                 "r": {
                     "ok": False,
                     "error": {"name": "Error", "message": str(exc)},
@@ -939,7 +1009,7 @@ class _Run:
         self._log(f"▸ running dynamic workflow {child.name}", runtime=True)
         out: dict[str, Any] = {
             "t": "child",
-            "id": msg["id"],
+            "id": msg.id,
             "name": child.name,
             "phase": child.phase,
             **run_body(child.source, child.body).to_start(),
@@ -979,7 +1049,7 @@ class _Run:
                 self.agents = catalog
         return self.agents
 
-    async def _resolve(self, msg: Mapping[str, Any], opts: dict[str, Any]) -> _Resolved:
+    async def _resolve(self, msg: AgentCallMessage, opts: dict[str, Any]) -> ResolvedCall:
         """The checks and resolutions of one agent() call, in Claude Code 2.1.332's order (case
         ``agents-option-check-order``): tool lists, ``agentType``, ``schema``, ``model``; then effort.
 
@@ -990,7 +1060,7 @@ class _Run:
         _check_options(opts, self.profile)
         definition: AgentDefinition | None = None
         # The realm sends String(agentType) of the option (null/undefined: none).
-        agent_type = msg["agentType"] if "agentType" in msg else _coerced(opts.get("agentType"))
+        agent_type = msg.agent_type if msg.agent_type is not None else _coerced(opts.get("agentType"))
         if isinstance(agent_type, str):
             definition = (await self._agent_catalog()).resolve(agent_type)
             if definition.tools_error is not None:  # a fresh error per call: calls run concurrently
@@ -1012,32 +1082,22 @@ class _Run:
         tools = definition.tools if definition is not None else None
         if tools is not None and denied:
             tools = tuple(t for t in tools if t not in denied)
-        return _Resolved(schema, model, effort, definition, tools, denied)
+        return ResolvedCall(schema, model, effort, definition, tools, denied)
 
-    async def _agent(self, msg: dict[str, Any]) -> Any:
+    async def _agent(self, msg: AgentCallMessage) -> Any:
         if self.cancel_reason is not None or self.pause_context is not None or self.store_error is not None:
             raise _RejectCall("the run is stopping; no new agent calls are admitted")
-        opts = self._normalize(msg.get("opts") or {})
-        label = str(msg.get("label") or "")
-        phase = msg.get("phase")
-        prompt = str(msg.get("prompt", ""))
-        key = str(msg.get("key", ""))
-        ckey = content_key(prompt, str(msg.get("canon", "{}")))
-        if self.admitted >= self.cap:
-            self.refused_for_cap += 1
-            raise _RejectCall(
-                f"agent() call cap reached: a run admits at most {self.cap:,} agent calls, refused ones "
-                f"included (profile {self.profile.name}); do the work in fewer calls or split it into several runs"
-            )
-        if not self.budget.admits():
-            self.refused_for_budget += 1
-            raise _RejectCall(
-                f"the token budget is spent ({self.budget.spent:,} of {self.budget.total:,} output tokens); "
-                "agent() refused (budget admission)",
-                code="budget_exceeded",
-            )
-        self.admitted += 1
-        if msg.get("child") and isinstance(phase, str):
+        opts = self._normalize(msg.opts)
+        label = msg.label
+        phase = msg.phase
+        prompt = msg.prompt
+        key = msg.key
+        ckey = content_key(prompt, msg.canon)
+        try:
+            self.scheduler.admit()
+        except CallRefused as exc:
+            raise _RejectCall(exc.message, code=exc.code) from None
+        if msg.child and phase is not None:
             self._phase(phase, "child")  # a child's synthetic phase appears with its first agent
         try:
             resolved = await self._resolve(msg, opts)
@@ -1080,8 +1140,12 @@ class _Run:
                     # Released in the order the original run completed its calls, each in its own
                     # realm turn, so order-dependent workflow state replays identically.
                     await self._release_turn(record.completed)
-                    self._releasing[int(msg["id"])] = record.completed
+                    self._releasing[msg.id] = record.completed
                 self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
+                # The realm delivery this answer goes out in: with the others of its original
+                # delivery that are released with it (engine/release.py).
+                delivery = self._reserve(record.turn if self.order is not None else -1)
+                self._joining[msg.id] = delivery
                 self.emit(
                     "agent.cached",
                     {
@@ -1092,32 +1156,28 @@ class _Run:
                         "tokenUsage": record.tokens,
                         "fromAgentId": record.agent_id,
                         "fromRunId": record.source_run_id,
+                        "turn": delivery.turn,
                     },
                     agent_id=agent_id,
                     phase_id=phase,
                 )
                 return record.result
-        async with self.semaphore:
-            return await self._execute(
-                agent_id, prompt, label, phase, opts, resolved, key, ckey, side_effects
-            )
+        async with self.scheduler.slot():
+            try:
+                return await self._execute(
+                    AgentCall(agent_id, prompt, label, phase, opts, resolved, key, ckey, side_effects)
+                )
+            finally:
+                reserved = self._reserved.pop(agent_id, None)
+                if reserved is not None:
+                    self._joining[msg.id] = reserved
 
-    async def _execute(
-        self,
-        agent_id: str,
-        prompt: str,
-        label: str,
-        phase: str | None,
-        opts: dict[str, Any],
-        resolved: _Resolved,
-        key: str,
-        ckey: str,
-        side_effects: bool,
-    ) -> Any:
+    async def _execute(self, call: AgentCall) -> Any:
+        agent_id, prompt, label, phase, opts = call.agent_id, call.prompt, call.label, call.phase, call.opts
+        resolved, key = call.resolved, call.key
         schema = resolved.schema
-        base = {"label": label, "phase": phase}
         definition = resolved.definition
-        started: dict[str, Any] = {**base, "model": resolved.model}
+        started: dict[str, Any] = {**call.base, "model": resolved.model}
         if definition is not None:
             started["agentType"] = definition.name
             started["agentSource"] = definition.source
@@ -1136,7 +1196,7 @@ class _Run:
             try:
                 tree = await create_worktree(self.cwd, self.worktree_root, self.run_id, agent_id)
             except WorktreeError as exc:
-                self._agent_failed(agent_id, base, str(exc), totals, "error")
+                self._agent_failed(call, str(exc), totals, "error")
                 self.signals.pop(agent_id, None)
                 raise _RejectCall(str(exc)) from None
             cwd = tree.path
@@ -1180,32 +1240,32 @@ class _Run:
                     # The run pauses (resumable) until the user logs in or the usage limit resets:
                     # nothing is lost, nothing is retried against a refusing backend.
                     context = exc.to_json()
-                    self._agent_failed(agent_id, base, str(exc), totals, str(context["reason"]))
+                    self._agent_failed(call, str(exc), totals, str(context["reason"]))
                     self._pause(context)
                     raise asyncio.CancelledError from None
                 except AgentExecutionError as exc:
                     message = well_formed(str(exc))
                     if isinstance(exc, ProviderSetupError):
                         self.setup_failures[message] = self.setup_failures.get(message, 0) + 1
-                    self._agent_failed(agent_id, base, message, totals, "error")
+                    self._agent_failed(call, message, totals, "error")
                     raise _RejectCall(message) from None
                 except AgentStalledError as exc:
                     message = well_formed(str(exc))
-                    self._agent_failed(agent_id, base, message, totals, "stalled")
+                    self._agent_failed(call, message, totals, "stalled")
                     raise _RejectCall(message) from None
                 except asyncio.CancelledError:
                     reason = self.cancel_reason or (_RETURNED if self.returned else "cancelled")
-                    self._agent_failed(agent_id, base, reason, totals, "cancelled")
+                    self._agent_failed(call, reason, totals, "cancelled")
                     raise
                 totals = _add_usage(totals, result.usage)
                 self.budget.charge(result.usage.output)
                 if result.outcome == "provider_failed":
                     message = well_formed(result.message or "provider failure")
                     self._log(f"[{label}] failed: {message}", runtime=True)
-                    self._agent_failed(agent_id, base, message, totals, "provider_failed")
+                    self._agent_failed(call, message, totals, "provider_failed")
                     return None
                 if result.outcome == "skipped":
-                    self._agent_done(agent_id, base, None, totals, key, ckey, side_effects, outcome="skipped")
+                    self._agent_done(call, None, totals, outcome="skipped")
                     return None
                 if schema is None:
                     value = (
@@ -1215,14 +1275,14 @@ class _Run:
                             json.dumps(result.structured, ensure_ascii=False) if result.has_structured else ""
                         )
                     )
-                    self._agent_done(agent_id, base, value, totals, key, ckey, side_effects)
+                    self._agent_done(call, value, totals)
                     return value
                 if not result.has_structured:
                     # Claude Code 2.1.332's words, then the provider's own reason when it gave one.
                     message = "agent({schema}): subagent completed without calling StructuredOutput (after in-conversation nudge)"
                     if result.message:
                         message += f": {well_formed(result.message)}"
-                    self._agent_failed(agent_id, base, message, totals, "no_structured_output")
+                    self._agent_failed(call, message, totals, "no_structured_output")
                     raise _RejectCall(message)
                 value = (
                     coerce_top_level(schema, result.structured)
@@ -1231,7 +1291,7 @@ class _Run:
                 )
                 problem = json_value_problem(value) or validate(schema, value)
                 if problem is None:
-                    self._agent_done(agent_id, base, value, totals, key, ckey, side_effects)
+                    self._agent_done(call, value, totals)
                     return value
                 failures += 1
                 if failures >= self.profile.schema_retries:
@@ -1244,7 +1304,7 @@ class _Run:
                         message += f" — last StructuredOutput error: Output does not match required schema: {problem}"
                     else:
                         message += f"; last error: {problem}"
-                    self._agent_failed(agent_id, base, message, totals, "schema_validation")
+                    self._agent_failed(call, message, totals, "schema_validation")
                     raise _RejectCall(
                         message, name="TelemetrySafeError" if self.profile.telemetry_safe_errors else "Error"
                     )
@@ -1392,8 +1452,8 @@ class _Run:
             try:
                 async with scope:
                     checkpoint = self._checkpoint_of(request, signal, scope, lambda: deadline(loop.time()))
-                    return await self.provider.execute(
-                        request, AgentContext(signal=signal, emit=emit, checkpoint=checkpoint)
+                    return await self.executor.execute(
+                        self.provider, request, AgentContext(signal=signal, emit=emit, checkpoint=checkpoint)
                     )
             except TimeoutError:
                 if not scope.expired():
@@ -1417,44 +1477,50 @@ class _Run:
             f"(no progress for {stall_ms:g} ms each){last}"
         )
 
-    def _agent_done(
-        self,
-        agent_id: str,
-        base: dict[str, Any],
-        value: Any,
-        usage: TokenUsage,
-        key: str,
-        ckey: str,
-        side_effects: bool,
-        outcome: str = "completed",
-    ) -> None:
-        self.emit(
-            "agent.completed",
-            {
-                **base,
-                "outcome": outcome,
-                "result": value,
-                "tokenUsage": usage.to_json(),
-                "key": key,
-                "contentKey": ckey,
-                "sideEffects": side_effects,
-            },
-            agent_id=agent_id,
-            phase_id=base.get("phase"),
-        )
+    def _agent_done(self, call: AgentCall, value: Any, usage: TokenUsage, outcome: str = "completed") -> None:
+        payload = {
+            **call.base,
+            "outcome": outcome,
+            "result": value,
+            "tokenUsage": usage.to_json(),
+            "key": call.key,
+            "contentKey": call.content_key,
+            "sideEffects": call.side_effects,
+        }
+        if not call.side_effects:
+            # The realm delivery the answer goes out in (a worktree call's answer waits for the
+            # worktree to be finished, so its delivery is not known yet: it replays on its own).
+            delivery = self._reserve(-1)
+            self._reserved[call.agent_id] = delivery
+            payload["turn"] = delivery.turn
+        self.emit("agent.completed", payload, agent_id=call.agent_id, phase_id=call.phase)
 
-    def _agent_failed(
-        self, agent_id: str, base: dict[str, Any], message: str, usage: TokenUsage, reason: str
-    ) -> None:
+    def _agent_failed(self, call: AgentCall, message: str, usage: TokenUsage, reason: str) -> None:
         self.emit(
             "agent.failed",
-            {**base, "reason": reason, "message": message, "tokenUsage": usage.to_json()},
-            agent_id=agent_id,
-            phase_id=base.get("phase"),
+            {**call.base, "reason": reason, "message": message, "tokenUsage": usage.to_json()},
+            agent_id=call.agent_id,
+            phase_id=call.phase,
         )
 
 
 _BATCH_BYTES = MAX_MESSAGE_BYTES - 64  # room for the batch envelope
+_StopKind = Literal["limit", "store", "pausing", "cancelled"]
+
+
+@dataclass(eq=False)
+class _Delivery:
+    """Answers that reach the realm as one message, so in one realm turn. ``turn`` numbers it in this
+    run (recorded in the answers' events); ``recorded`` is the original delivery of the replayed
+    answers it holds (``-1``: none, or not known); ``ranks`` the completion ranks it releases."""
+
+    turn: int
+    recorded: int
+    texts: list[str] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    posted: bool = False
+
+
 _RETURNED = "the workflow returned before this agent() call finished"
 
 
@@ -1477,7 +1543,7 @@ def _thrown_summary(name: str, message: str, location: Mapping[str, Any] | None)
     return f"{text} (at {where})"
 
 
-def _memory_message(worker: RealmWorker) -> str:
+def _memory_message(worker: RealmChannel) -> str:
     limit = f"realm heap limit {worker.heap_mb} MB"
     if worker.memory_limited:
         limit += f", {worker.memory_mb} MB of memory in all"
@@ -1522,19 +1588,6 @@ def _add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
         cache_read=a.cache_read + b.cache_read,
         cache_write=a.cache_write + b.cache_write,
     )
-
-
-@dataclass(frozen=True)
-class _Resolved:
-    """What one agent() call resolved to before it is queued: the schema (``None``: a text call),
-    the normalized model and effort, the agent definition and its effective tool lists."""
-
-    schema: Mapping[str, Any] | None
-    model: str | None
-    effort: str | None
-    definition: AgentDefinition | None
-    tools: tuple[str, ...] | None
-    disallowed_tools: tuple[str, ...]
 
 
 _CLAMP = re.compile(r"^Bash\(\S(?:[\s\S]*\S)?\)$")
@@ -1610,37 +1663,6 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "an array"
     return "an object"
-
-
-def records_from_events(events: list[Event], source_run_id: str = "") -> list[JournalRecord]:
-    """The reusable journal of a finished or interrupted run: every ``agent.completed`` (or replayed
-    ``agent.cached``) with its result, in the order the calls were made."""
-    queued_order: dict[str, int] = {}
-    records: list[tuple[int, JournalRecord]] = []
-    for e in events:
-        if e.type == "agent.queued" and e.agent_id is not None:
-            queued_order[e.agent_id] = len(queued_order)
-        elif e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
-            p = e.payload
-            if p.get("outcome", "completed") != "completed":
-                continue
-            records.append(
-                (
-                    queued_order.get(e.agent_id, len(queued_order)),
-                    JournalRecord(
-                        key=str(p.get("key", "")),
-                        content_key=str(p.get("contentKey", "")),
-                        agent_id=e.agent_id,
-                        result=p.get("result"),
-                        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items()},
-                        label=str(p.get("label", "")),
-                        side_effects=bool(p.get("sideEffects", False)),
-                        source_run_id=str(p.get("fromRunId") or source_run_id or e.run_id),
-                    ),
-                )
-            )
-    records.sort(key=lambda pair: pair[0])
-    return [r for _, r in records]
 
 
 __all__ += ["RealmError", "records_from_events"]

@@ -17,7 +17,7 @@ const { types } = require('node:util')
 const v8 = require('node:v8')
 const { AsyncLocalStorage } = require('node:async_hooks')
 
-const PROTOCOL = 2
+const PROTOCOL = 3
 // Output is buffered and written once per turn of Node's event loop: a fan-out of 1,000 agent()
 // calls becomes one write, not 1,000.
 let outBuf = []
@@ -1349,7 +1349,6 @@ function startChild(route, msg) {
 // Answers to realm requests; workflow code runs only in the flush that follows (and a child's
 // synchronous start).
 function answer(msg) {
-  if (msg.t === 'budget') { if (typeof msg.spent === 'number') spent = msg.spent; return null }
   if (msg.t !== 'result' && msg.t !== 'child') { fail('ProtocolError', 'unknown answer ' + JSON.stringify(msg.t)); return null }
   const route = routes.get(msg.id)
   if (route === undefined) return null
@@ -1382,10 +1381,6 @@ function onHost(msg) {
     }
     case 'collate':
       return out({ t: 'collated', id: msg.id, names: msg.names.slice().sort((a, b) => a.localeCompare(b)) })
-    case 'budget':
-      return main && answer(msg)
-    case 'stop':
-      return process.exit(0)
     default:
       return fail('ProtocolError', 'unknown host message ' + JSON.stringify(msg.t))
   }

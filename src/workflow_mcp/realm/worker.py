@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # asyncio is imported where it is used: `validate` never need
     import asyncio
 
 from ..errors import RealmError
-from .messages import PROTOCOL_VERSION, check_worker_message
+from .messages import PROTOCOL_VERSION, Checked, Hello, WorkerMessage, decode_worker_message
 from .sandbox import Sandbox, sandbox_argv, sandbox_failure
 
 __all__ = [
@@ -272,8 +272,9 @@ def _discard_process(creating: asyncio.Future[asyncio.subprocess.Process]) -> No
 
 
 class RealmWorker:
-    """One live worker process. Use :meth:`spawn`, then :meth:`send`/:meth:`receive`, then
-    :meth:`close`. ``receive`` returns ``None`` once the worker has exited."""
+    """One live worker process, a :class:`~workflow_mcp.realm.channel.RealmChannel`. Use
+    :meth:`spawn`, then :meth:`send`/:meth:`receive`, then :meth:`close`. ``receive`` returns ``None``
+    once the worker has exited."""
 
     def __init__(self, proc: asyncio.subprocess.Process, heap_mb: int, sandbox: Sandbox = "none") -> None:
         import asyncio
@@ -339,18 +340,34 @@ class RealmWorker:
         except BaseException:
             await worker.close()
             raise
-        if hello is None or hello.get("t") != "hello":
+        if not isinstance(hello, Hello):
             await worker.close()
             refused = sandbox_failure(worker.stderr_tail()) if sandbox == "bwrap" else None
             if refused is not None:
                 raise refused
             raise RealmError(f"the realm worker did not start: {worker.stderr_tail()}")
-        if hello.get("protocol") != PROTOCOL_VERSION:
+        if hello.protocol != PROTOCOL_VERSION:
             await worker.close()
             raise RealmError(
-                f"realm protocol mismatch: worker speaks {hello.get('protocol')}, host {PROTOCOL_VERSION}"
+                f"realm protocol mismatch: worker speaks {hello.protocol}, host {PROTOCOL_VERSION}"
             )
         return worker
+
+    @property
+    def pid(self) -> int:
+        """The worker's process id."""
+        return self._proc.pid
+
+    def end_input(self) -> None:
+        """Close the worker's stdin: it exits by itself once it has read everything (idempotent)."""
+        stdin = self._proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+
+    async def wait(self) -> int:
+        """Wait for the worker to exit (unbounded: bound it with ``asyncio.timeout``) and return its
+        exit status."""
+        return await self._proc.wait()
 
     async def _drain_stderr(self) -> None:
         assert self._proc.stderr is not None
@@ -402,8 +419,9 @@ class RealmWorker:
         except (BrokenPipeError, ConnectionResetError):
             return
 
-    async def receive(self) -> dict[str, Any] | None:
-        """Next message from the worker, or ``None`` when it has exited.
+    async def receive(self) -> WorkerMessage | None:
+        """Next message from the worker (:func:`~workflow_mcp.realm.messages.decode_worker_message`),
+        or ``None`` when it has exited.
 
         Raises:
             RealmError: on a line that is not a protocol message.
@@ -429,7 +447,7 @@ class RealmWorker:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1)
             return None
         try:
-            return check_worker_message(json.loads(line))
+            return decode_worker_message(json.loads(line))
         except RecursionError as exc:
             raise RealmError("the realm sent a value nested too deeply to read") from exc
         except ValueError as exc:
@@ -444,11 +462,11 @@ class RealmWorker:
         """
         await self.send({"t": "check", "id": 0, "sources": list(sources)})
         msg = await self.receive()
-        if msg is None or msg.get("t") != "checked":
+        if not isinstance(msg, Checked):
             raise RealmError(f"the realm worker did not answer the syntax check: {self.stderr_tail()}")
         return [
             None if r is None else SyntaxProblem(str(r["message"]), r.get("line"), r.get("column"))
-            for r in msg["results"]
+            for r in msg.results
         ]
 
     def _kill(self) -> None:
@@ -486,3 +504,9 @@ class RealmWorker:
             self._stderr_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._stderr_task
+
+
+if TYPE_CHECKING:  # the type checker holds RealmWorker to the channel protocol
+    from .channel import RealmChannel
+
+    _CHANNEL: type[RealmChannel] = RealmWorker

@@ -1,5 +1,7 @@
 """agent() semantics beyond the conformance cases (profile claude-code/2.1.332): what reaches the
-provider, stalls, schema re-asks, invalid schemas, the 1,000-call cap and budget admission."""
+provider, stalls, schema re-asks, invalid schemas, the 1,000-call cap and budget admission. Engine-only
+behaviour runs on the scripted in-memory realm; what the realm decides (fan-out slots dropped for the
+budget, nested workflows) runs on Node."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import pytest
 from workflow_mcp.engine.backoff import RetryPolicy
 from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult, FakeProvider, ProviderCapabilities
 from workflow_mcp.providers.base import ProviderEvent
+from workflow_mcp.realm.scripted import AgentRejected, ScriptedWorkflow
 
-from helpers import count, run_source
+from helpers import count, run_scripted, run_source
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}
 SCHEMA_JS = "{ type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }"
@@ -23,13 +26,25 @@ SCHEMA_JS = "{ type: 'object', properties: { n: { type: 'number' } }, required: 
 
 def test_every_recognised_option_reaches_the_provider_and_unknown_ones_do_not() -> None:
     provider = FakeProvider({"default": {"result": {"n": 1}}})
-    body = (
-        "return await agent('the prompt', { label: 'L1', phase: 'Custom', model: 'sonnet', effort: 'high',\n"
-        f"  agentType: 'general-purpose', isolation: 'worktree', stallMs: 60000, schema: {SCHEMA_JS},\n"
-        "  disallowedTools: ['Bash'], bashCommandClamp: ['Bash(ls)'], sharedHeadLength: 12,\n"
-        "  totallyUnknown: { x: 1 } })"
-    )
-    outcome = run_source(body, provider=provider)
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        return await realm.agent(
+            "the prompt",
+            label="L1",
+            phase="Custom",
+            model="sonnet",
+            effort="high",
+            agentType="general-purpose",
+            isolation="worktree",
+            stallMs=60000,
+            schema=SCHEMA,
+            disallowedTools=["Bash"],
+            bashCommandClamp=["Bash(ls)"],
+            sharedHeadLength=12,
+            totallyUnknown={"x": 1},
+        )
+
+    outcome = run_scripted(script, provider=provider)
     assert outcome.result == {"n": 1}
     (request,) = provider.calls
     (queued,) = outcome.of("agent.queued")
@@ -110,11 +125,24 @@ STALL_BODY = (
 )
 
 
+async def stalling(realm: ScriptedWorkflow) -> str:
+    start = asyncio.get_running_loop().time()
+    try:
+        result = "resolved: " + str(await realm.agent("x", label="slow", stallMs=50))
+    except AgentRejected as exc:
+        result = "rejected: " + exc.message
+    return f"{result} after {asyncio.get_running_loop().time() - start:.3f} s"
+
+
+# The stall window runs on the loop's clock: on a virtual-time loop the tests below are exact and take
+# no wall-clock time (no race between a 50 ms window and a 1 s answer on a loaded machine).
+
+
 def test_a_call_that_makes_no_progress_within_stall_ms_is_retried_five_times_then_rejects() -> None:
     provider = FakeProvider({"default": {"text": "late", "delayMs": 1000}})
-    outcome = run_source(STALL_BODY, provider=provider)
+    outcome = run_scripted(stalling, provider=provider, virtual_time=True)
     assert outcome.status == "completed", outcome.error
-    assert re.match(r"rejected: .*stall", outcome.result), outcome.result
+    assert re.match(r"rejected: .*stall.* after 0\.300 s$", outcome.result), outcome.result  # 6 x 50 ms
     assert len(provider.calls) == 6  # the first attempt and 5 retries
     assert count(outcome.events, "warning") == 5
     (failed,) = outcome.of("agent.failed")
@@ -126,8 +154,8 @@ def test_a_stalled_call_that_answers_on_a_retry_resolves() -> None:
     provider = FakeProvider(
         {"default": {"sequence": [{"text": "late", "delayMs": 1000}, {"text": "on time"}]}}
     )
-    outcome = run_source(STALL_BODY, provider=provider)
-    assert outcome.result == "resolved: on time"
+    outcome = run_scripted(stalling, provider=provider, virtual_time=True)
+    assert outcome.result == "resolved: on time after 0.050 s"
     assert len(provider.calls) == 2
     assert count(outcome.events, "warning") == 1
 
@@ -204,14 +232,18 @@ def test_a_null_schema_runs_as_a_plain_text_call() -> None:
 
 def test_a_call_rejected_for_its_schema_still_counts_toward_the_call_cap() -> None:
     provider = FakeProvider()
-    body = (
-        "const out = []\n"
-        "for (const opts of [{ schema: 5 }, {}, {}]) {\n"
-        "  try { await agent('x', opts); out.push('ok') } catch (e) { out.push(e.message) }\n"
-        "}\n"
-        "return out"
-    )
-    outcome = run_source(body, provider=provider, max_agents=2)
+
+    async def script(realm: ScriptedWorkflow) -> list[str]:
+        out = []
+        for opts in ({"schema": 5}, {}, {}):
+            try:
+                await realm.agent("x", **opts)
+                out.append("ok")
+            except AgentRejected as exc:
+                out.append(exc.message)
+        return out
+
+    outcome = run_scripted(script, provider=provider, max_agents=2)
     first, second, third = outcome.result
     assert "schema" in first
     assert second == "ok"
@@ -278,23 +310,40 @@ def test_budget_admission_logs_one_line_per_fan_out_for_its_dropped_slots() -> N
     assert not any("failed" in line for line in lines)
 
 
+async def two_calls(realm: ScriptedWorkflow) -> list[Any]:
+    await realm.agent("a")
+    return [await realm.agent("b"), realm.spent]
+
+
 def test_a_budget_of_zero_admits_every_call() -> None:
     provider = FakeProvider({"default": {"text": "ok", "tokens": {"output": 10}}})
-    outcome = run_source(
-        "await agent('a')\nreturn [await agent('b'), budget.total]", provider=provider, token_budget=0
-    )
-    assert outcome.result == ["ok", 0]
+    outcome = run_scripted(two_calls, provider=provider, token_budget=0)
+    assert outcome.result == ["ok", 20]
+    assert len(provider.calls) == 2
+
+
+def test_a_call_after_the_budget_is_spent_is_refused_before_the_provider() -> None:
+    provider = FakeProvider({"default": {"text": "ok", "tokens": {"output": 60}}})
+
+    async def script(realm: ScriptedWorkflow) -> list[Any]:
+        out: list[Any] = [await realm.agent("a"), await realm.agent("b")]  # 120 of 100 spent
+        try:
+            await realm.agent("c")
+        except AgentRejected as exc:
+            out.append([exc.code, exc.message])
+        return out
+
+    outcome = run_scripted(script, provider=provider, token_budget=100)
+    first, second, (code, message) = outcome.result
+    assert (first, second, code) == ("ok", "ok", "budget_exceeded")
+    assert "120 of 100 output tokens" in message
     assert len(provider.calls) == 2
 
 
 def test_only_output_tokens_are_charged_to_the_budget() -> None:
     provider = FakeProvider({"default": {"text": "ok", "tokens": {"input": 1000, "output": 7}}})
-    outcome = run_source(
-        "await agent('a')\nawait agent('b')\nreturn [budget.spent(), budget.remaining()]",
-        provider=provider,
-        token_budget=100,
-    )
-    assert outcome.result == [14, 86]
+    outcome = run_scripted(two_calls, provider=provider, token_budget=100)
+    assert outcome.result == ["ok", 14]
     (completed,) = outcome.of("run.completed")
     assert completed.payload["tokenUsage"]["spent"] == 14
 

@@ -1,17 +1,20 @@
 """Cancelling a run: one test per claim (the run ends cancelled, the events say so in order, every
-in-flight provider call gets its signal, and cancelling is idempotent)."""
+in-flight provider call gets its signal, and cancelling is idempotent). Engine behaviour, so on the
+scripted in-memory realm; a workflow waiting on a realm timer runs on Node."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from workflow_mcp.engine.run import RunHandle
 from workflow_mcp.errors import RunFailedError
 from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult, FakeProvider
+from workflow_mcp.realm.scripted import ScriptedWorkflow
 
-from helpers import RecordingProvider, arun, start
+from helpers import RecordingProvider, arun, start, start_scripted
 
 BOUND_S = 20
 
@@ -31,6 +34,11 @@ async def until(handle: RunHandle, event_type: str, n: int = 1) -> None:
     await asyncio.wait_for(scan(), BOUND_S)
 
 
+async def one_call(realm: ScriptedWorkflow) -> int:
+    await realm.agent("slow", label="slow")
+    return 1
+
+
 def signal_watching_provider(seen: list[str | None]) -> RecordingProvider:
     async def answer(request: AgentRequest, context: AgentContext) -> AgentResult:
         await asyncio.wait_for(context.signal.wait(), BOUND_S)
@@ -42,9 +50,8 @@ def signal_watching_provider(seen: list[str | None]) -> RecordingProvider:
 
 def test_cancelling_during_a_long_provider_call_ends_the_run_cancelled_with_events_in_order() -> None:
     async def scenario() -> RunHandle:
-        handle = start(
-            "await agent('slow', { label: 'slow' })\nreturn 1",
-            provider=FakeProvider({"default": {"text": "late", "delayMs": 60_000}}),
+        handle = start_scripted(
+            one_call, provider=FakeProvider({"default": {"text": "late", "delayMs": 60_000}})
         )
         await until(handle, "agent.started")
         handle.cancel("the user changed their mind")
@@ -69,11 +76,10 @@ def test_every_in_flight_provider_call_sees_its_cancel_signal_with_the_reason() 
     seen: list[str | None] = []
 
     async def scenario() -> RunHandle:
-        handle = start(
-            "return await parallel([1, 2, 3].map((i) => () => agent('p' + i)))",
-            provider=signal_watching_provider(seen),
-            concurrency=3,
-        )
+        async def three(realm: ScriptedWorkflow) -> Any:
+            return await realm.parallel(*(lambda i=i: realm.agent(f"p{i}") for i in (1, 2, 3)))
+
+        handle = start_scripted(three, provider=signal_watching_provider(seen), concurrency=3)
         await until(handle, "agent.started", 3)
         handle.cancel("stop now")
         await asyncio.wait_for(handle.wait(), BOUND_S)
@@ -86,8 +92,8 @@ def test_every_in_flight_provider_call_sees_its_cancel_signal_with_the_reason() 
 
 def test_cancelling_twice_requests_cancellation_once() -> None:
     async def scenario() -> RunHandle:
-        handle = start(
-            "await agent('slow')", provider=FakeProvider({"default": {"text": "x", "delayMs": 60_000}})
+        handle = start_scripted(
+            one_call, provider=FakeProvider({"default": {"text": "x", "delayMs": 60_000}})
         )
         await until(handle, "agent.started")
         handle.cancel("first")
@@ -103,7 +109,10 @@ def test_cancelling_twice_requests_cancellation_once() -> None:
 
 def test_cancelling_a_finished_run_changes_nothing() -> None:
     async def scenario() -> RunHandle:
-        handle = start("return 'done'")
+        async def done(realm: ScriptedWorkflow) -> str:
+            return "done"
+
+        handle = start_scripted(done)
         assert await asyncio.wait_for(handle.result(), BOUND_S) == "done"
         handle.cancel("too late")
         return handle
@@ -118,7 +127,7 @@ def test_cancelling_right_after_start_ends_cancelled_without_calling_the_provide
     provider = FakeProvider()
 
     async def scenario() -> RunHandle:
-        handle = start("await agent('x')\nreturn 1", provider=provider)
+        handle = start_scripted(one_call, provider=provider)
         handle.cancel("never mind")
         await asyncio.wait_for(handle.wait(), BOUND_S)
         return handle

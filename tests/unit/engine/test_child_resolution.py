@@ -4,6 +4,7 @@ claude-code/2.1.332, measured: case ``errors-child-resolution-messages``; 2.1.20
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from helpers import run_source
 
@@ -21,7 +22,7 @@ def child(tmp: Path, file: str, name: str, rest: str = "return 1\n", where: str 
 
 def rejection(tmp: Path, name: str, profile: str | None = None) -> list[str]:
     body = f"try {{ await workflow({name!r}, {{}}); return 'resolved' }} catch (e) {{ return [e.name, e.message] }}"
-    extra = {} if profile is None else {"profile": profile}
+    extra: dict[str, Any] = {} if profile is None else {"profile": profile}
     outcome = run_source(body, cwd=str(tmp), home=str(tmp / "home"), **extra)
     assert isinstance(outcome.result, list), outcome.error
     return outcome.result

@@ -1,16 +1,20 @@
-"""The scheduler: the concurrency limit and what a run reports about it."""
+"""The scheduler: the concurrency limit and what a run reports about it (engine behaviour, so on the
+scripted in-memory realm; slot order is the realm's and runs on Node)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from workflow_mcp.definitions.profile import default_concurrency
 from workflow_mcp.providers import AgentContext, AgentRequest, AgentResult, FakeProvider
+from workflow_mcp.realm.scripted import ScriptedWorkflow
 
-from helpers import RecordingProvider, run_source
+from helpers import RecordingProvider, run_scripted, run_source
 
 
 @dataclass
@@ -43,8 +47,11 @@ def gated_provider(occupancy: Occupancy) -> RecordingProvider:
 def test_no_more_than_the_concurrency_limit_of_provider_calls_run_at_once(limit: int) -> None:
     occupancy = Occupancy(limit)
     provider = gated_provider(occupancy)
-    body = "return await parallel(Array.from({ length: 12 }, (_, i) => () => agent('p' + i)))"
-    outcome = run_source(body, provider=provider, concurrency=limit)
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        return await realm.parallel(*(lambda i=i: realm.agent(f"p{i}") for i in range(12)))
+
+    outcome = run_scripted(script, provider=provider, concurrency=limit)
     assert outcome.result == [f"p{i}" for i in range(12)]
     assert occupancy.peak == limit
     assert len(provider.calls) == 12
@@ -55,17 +62,23 @@ def test_no_more_than_the_concurrency_limit_of_provider_calls_run_at_once(limit:
 def test_nested_fan_outs_share_the_one_concurrency_limit() -> None:
     occupancy = Occupancy(4)
     provider = gated_provider(occupancy)
-    body = (
-        "return await parallel([0, 1, 2].map((i) => () =>\n"
-        "  parallel([0, 1, 2].map((j) => () => agent(i + ':' + j)))))"
-    )
-    outcome = run_source(body, provider=provider, concurrency=4)
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        def inner(i: int) -> Awaitable[list[Any]]:
+            return realm.parallel(*(lambda j=j: realm.agent(f"{i}:{j}") for j in range(3)))
+
+        return await realm.parallel(*(lambda i=i: inner(i) for i in range(3)))
+
+    outcome = run_scripted(script, provider=provider, concurrency=4)
     assert outcome.result == [[f"{i}:{j}" for j in range(3)] for i in range(3)]
     assert occupancy.peak == 4
 
 
 def test_without_a_limit_the_run_uses_the_profile_default_concurrency() -> None:
-    outcome = run_source("return 1", provider=FakeProvider())
+    async def script(realm: ScriptedWorkflow) -> int:
+        return 1
+
+    outcome = run_scripted(script, provider=FakeProvider())
     (started,) = outcome.of("run.started")
     assert started.payload["concurrency"] == default_concurrency()
     assert 2 <= started.payload["concurrency"] <= 16

@@ -214,9 +214,9 @@ ESCAPES = [
 
 def assert_host_unaffected(outcome: Outcome) -> None:
     """The case's worker is gone and a fresh run in this process still works."""
-    worker = outcome.handle._run.worker
-    assert worker is not None
-    assert not pid_alive(worker._proc.pid)
+    pid = outcome.handle.realm_pid
+    assert pid is not None
+    assert not pid_alive(pid)
     again = run_source("return await agent('still fine')")
     assert (again.status, again.result) == ("completed", "still fine")
 

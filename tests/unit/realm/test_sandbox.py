@@ -163,16 +163,16 @@ def test_a_sandboxed_run_completes_and_its_worker_is_gone_after() -> None:
     outcome = run_source("return await agent('hi')", sandbox="bwrap")
     assert outcome.status == "completed", outcome.error
     assert outcome.result == "hi"
-    worker = outcome.handle._run.worker
-    assert worker is not None and worker.sandbox == "bwrap"
-    assert not pid_alive(worker._proc.pid)
+    assert outcome.handle.realm_sandbox == "bwrap"
+    pid = outcome.handle.realm_pid
+    assert pid is not None and not pid_alive(pid)
 
 
 def test_a_sandboxed_worker_keeps_its_memory_cap() -> None:
     async def scenario() -> tuple[bool, int]:
         worker = await RealmWorker.spawn(heap_mb=128, sandbox="bwrap")
         try:
-            status = Path(f"/proc/{worker._proc.pid}/limits").read_text()
+            status = Path(f"/proc/{worker.pid}/limits").read_text()
             line = next(row for row in status.splitlines() if row.startswith("Max data size"))
             return worker.memory_limited, int(line.split()[3])
         finally:
@@ -237,8 +237,7 @@ def test_the_escape_table_fixture_really_sandboxes_the_worker(monkeypatch: pytes
 
     monkeypatch.setattr(helpers, "SANDBOX", "bwrap")
     outcome = run_source("return 1")
-    worker = outcome.handle._run.worker
-    assert worker is not None and worker.sandbox == "bwrap"
+    assert outcome.handle.realm_sandbox == "bwrap"
 
 
 def test_every_way_into_a_run_applies_the_configured_sandbox(tmp_path: Path) -> None:
@@ -257,7 +256,7 @@ def test_every_way_into_a_run_applies_the_configured_sandbox(tmp_path: Path) -> 
                 service.agent_workflow(), provider=FakeProvider(), args={"prompt": "x", "options": {}}
             )
             await own.result()
-            return [h._run.worker.sandbox for h in (one_call, own) if h._run.worker is not None]
+            return [s for h in (one_call, own) if (s := h.realm_sandbox) is not None]
         finally:
             await service.shutdown()
 
@@ -278,7 +277,7 @@ def tree(pid):
 
 async def main():
     worker = await RealmWorker.spawn(sandbox="bwrap")
-    print(" ".join(map(str, tree(worker._proc.pid))), flush=True)
+    print(" ".join(map(str, tree(worker.pid))), flush=True)
     await asyncio.sleep(3600)
 
 asyncio.run(main())

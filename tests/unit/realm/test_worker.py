@@ -37,10 +37,8 @@ def test_the_worker_process_is_killed_when_the_run_is_cancelled() -> None:
             provider=FakeProvider({"default": {"text": "late", "delayMs": 60_000}}),
         )
         await first_event(handle, "agent.started")
-        worker = handle._run.worker
-        assert worker is not None
-        pid = worker._proc.pid
-        assert pid_alive(pid)
+        pid = handle.realm_pid
+        assert pid is not None and pid_alive(pid)
         handle.cancel("test cancel")
         status = await asyncio.wait_for(handle.wait(), BOUND_S)
         return pid, status, pid_alive(pid)
@@ -54,9 +52,9 @@ def test_the_worker_process_is_gone_once_a_run_completes_or_fails() -> None:
     async def scenario(body: str) -> tuple[str, bool]:
         handle = start(body)
         status = await asyncio.wait_for(handle.wait(), BOUND_S)
-        worker = handle._run.worker
-        assert worker is not None
-        return status, pid_alive(worker._proc.pid)
+        pid = handle.realm_pid
+        assert pid is not None
+        return status, pid_alive(pid)
 
     assert arun(scenario("return 1")) == ("completed", False)
     assert arun(scenario("throw new Error('boom')")) == ("failed", False)
@@ -66,9 +64,8 @@ def test_the_worker_exits_by_itself_when_its_stdin_closes() -> None:
     async def scenario() -> int | None:
         worker = await RealmWorker.spawn()
         try:
-            assert worker._proc.stdin is not None
-            worker._proc.stdin.close()
-            return await asyncio.wait_for(worker._proc.wait(), BOUND_S)
+            worker.end_input()
+            return await asyncio.wait_for(worker.wait(), BOUND_S)
         finally:
             await worker.close()
 
@@ -83,9 +80,8 @@ def test_closing_a_worker_that_already_exited_keeps_its_exit_status_and_logs_not
     # The race is timing-dependent; this pins what close() must keep whichever way it goes.
     async def scenario() -> int | None:
         worker = await RealmWorker.spawn()
-        assert worker._proc.stdin is not None
-        worker._proc.stdin.close()
-        pid = worker._proc.pid
+        worker.end_input()
+        pid = worker.pid
         with contextlib.suppress(ChildProcessError):  # exited, unreaped or already reaped
             await asyncio.to_thread(os.waitid, os.P_PID, pid, os.WEXITED | os.WNOWAIT)
         await worker.close()
@@ -113,9 +109,8 @@ def test_a_worker_running_a_workflow_that_never_ends_exits_when_its_stdin_closes
                     "cacheKeyOptions": [],
                 }
             )
-            assert worker._proc.stdin is not None
-            worker._proc.stdin.close()
-            return await asyncio.wait_for(worker._proc.wait(), BOUND_S)
+            worker.end_input()
+            return await asyncio.wait_for(worker.wait(), BOUND_S)
         finally:
             await worker.close()
 
@@ -127,12 +122,12 @@ def test_a_spawned_worker_speaks_the_host_protocol_and_closing_it_twice_is_safe(
         worker = await RealmWorker.spawn()
         await worker.close()
         await worker.close()  # safe twice
-        return worker._proc.pid, worker.returncode
+        return worker.pid, worker.returncode
 
     pid, returncode = arun(scenario())
     assert returncode is not None
     assert not pid_alive(pid)
-    assert PROTOCOL_VERSION == 2
+    assert PROTOCOL_VERSION == 3
     assert check_worker_message({"t": "hello", "protocol": 2, "node": "20.0.0"})["t"] == "hello"
 
 
@@ -142,7 +137,7 @@ def test_the_worker_gets_an_empty_environment_and_no_host_secrets(monkeypatch: p
     async def scenario() -> bytes:
         worker = await RealmWorker.spawn()
         try:
-            return Path(f"/proc/{worker._proc.pid}/environ").read_bytes()
+            return Path(f"/proc/{worker.pid}/environ").read_bytes()
         finally:
             await worker.close()
 

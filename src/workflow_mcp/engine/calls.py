@@ -1,0 +1,49 @@
+"""One agent() call as the run coordinator carries it: what it resolved to (:class:`ResolvedCall`)
+and the admitted call itself (:class:`AgentCall`), the values that cross from admission to execution
+and into the call's events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..definitions.agents import AgentDefinition
+
+__all__ = ["AgentCall", "ResolvedCall"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedCall:
+    """What one agent() call resolved to before it is queued: the schema (``None``: a text call),
+    the normalized model and effort, the agent definition and its effective tool lists."""
+
+    schema: Mapping[str, Any] | None
+    model: str | None
+    effort: str | None
+    definition: AgentDefinition | None
+    tools: tuple[str, ...] | None
+    disallowed_tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCall:
+    """One admitted agent() call. ``agent_id`` names it in events (``ag_0001``…); ``opts`` are its
+    normalized options (what a provider finds in ``AgentRequest.options``, ``label``/``phase``
+    aside); ``key`` is its v2 cache key (``""``: not keyable) and ``content_key`` its ``c1:`` key;
+    ``side_effects`` is true for an ``isolation: 'worktree'`` call."""
+
+    agent_id: str
+    prompt: str
+    label: str
+    phase: str | None
+    opts: dict[str, Any]
+    resolved: ResolvedCall
+    key: str
+    content_key: str
+    side_effects: bool
+
+    @property
+    def base(self) -> dict[str, Any]:
+        """The fields every event of the call carries: ``{label, phase}``."""
+        return {"label": self.label, "phase": self.phase}
