@@ -77,7 +77,7 @@ import shutil
 import signal
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeVar
 
 from ._probe import dist_version
@@ -858,9 +858,9 @@ class ACPProvider:
         asks = 0
         while True:
             outcome = await self._turn(sdk, lease.proc, lease.session_id, prompt, context)
-            usage = _add(usage, outcome.usage)
+            usage += outcome.usage
             if isinstance(outcome.result, AgentResult):
-                return _with_usage(outcome.result, usage, lease.session_id)
+                return replace(outcome.result, usage=usage, session=lease.session_id)
             final = outcome.result
             if request.schema is None:
                 return AgentResult(text=final, usage=usage, session=lease.session_id, message=outcome.note)
@@ -1364,26 +1364,6 @@ def _usage(usage: Any) -> TokenUsage:
         cache_write=int(getattr(usage, "cached_write_tokens", 0) or 0),
     )
 
-
-def _add(a: TokenUsage, b: TokenUsage) -> TokenUsage:
-    return TokenUsage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-    )
-
-
-def _with_usage(result: AgentResult, usage: TokenUsage, session: str) -> AgentResult:
-    return AgentResult(
-        outcome=result.outcome,
-        text=result.text,
-        structured=result.structured,
-        has_structured=result.has_structured,
-        usage=usage,
-        message=result.message,
-        session=session,
-    )
 
 
 def _error_detail(exc: Any) -> str:

@@ -62,27 +62,38 @@ import tomllib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final, TypeVar
 
-from ._probe import dist_version, program_version
+from ._kit import (
+    HTTP_STATUSES,
+    FailureTable,
+    at_least,
+    check_settings,
+    configured_program,
+    dist_version,
+    failure_outcome,
+    map_effort,
+    more_than,
+    one_of,
+    program_version,
+    upstream_message,
+)
 from .base import (
     AgentContext,
     AgentExecutionError,
     AgentRequest,
     AgentResult,
-    ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
-    ProviderUsageLimitError,
     TokenUsage,
 )
-from .config import ProviderConfigError
 from .policy import DEFAULT_POLICY, Policy, allowed_env
 from .registry import Availability, ProviderStartError
 from .routing import CLAUDE_ALIASES, ModelAliasError
-from .schema import StrictSchema, to_strict
+from .schema import StrictSchema, parse_answer, to_strict
 
 # The SDK is an optional extra, imported only when a call needs it; its objects are typed ``Any``
 # here so that type-checking this package never requires the extra.
@@ -90,7 +101,7 @@ Codex = Any
 Thread = Any
 TurnHandle = Any
 
-__all__ = ["CodexProvider"]
+__all__ = ["CodexProvider", "CodexSettings"]
 
 T = TypeVar("T")
 
@@ -107,34 +118,46 @@ CREDENTIAL_ENV: Final = (
     "RUST_LOG",
 )
 """Environment names the codex process may see besides the policy's base set."""
-_SETTINGS: Final = (
-    "bin",
-    "codex_home",
-    "model",
-    "effort",
-    "efforts",
-    "config",
-    "env",
-    "ephemeral",
-    "developer_instructions",
-    "rpc_timeout_s",
-    "interrupt_timeout_s",
-    "max_workers",
-)
 _EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-# Codex error kinds (codexErrorInfo) that are API/transport failures: agent() resolves null.
-_API_FAILURES: Final = frozenset(
-    {
-        "internalServerError",
-        "serverOverloaded",
-        "rateLimitExceeded",
-        "flexUnavailable",
-        "httpConnectionFailed",
-        "responseStreamConnectionFailed",
-        "responseStreamDisconnected",
-        "responseTooManyFailedAttempts",
-    }
+FAILURES: Final = FailureTable(
+    "codex",
+    kinds={
+        "unauthorized": "auth",
+        "usageLimitExceeded": "usage_limit",
+        "rateLimitExceeded": "rate_limit",
+        "serverOverloaded": "overloaded",
+        "internalServerError": "api",
+        "flexUnavailable": "api",
+        "httpConnectionFailed": "api",
+        "responseStreamConnectionFailed": "api",
+        "responseStreamDisconnected": "api",
+        "responseTooManyFailedAttempts": "api",
+    },
+    statuses={401: HTTP_STATUSES[401]},
 )
+"""Codex's error kinds (``codexErrorInfo``) as ours; other kinds (bad request, context window,
+sandbox) are execution errors. Only a 401 is read from the HTTP status: Codex names every other
+failure by kind."""
+
+
+@dataclass(frozen=True)
+class CodexSettings:
+    """``[providers.codex]`` (module docstring), checked by :func:`~._kit.check_settings`."""
+
+    bin: str | None = None
+    codex_home: str | None = None
+    model: str | None = None
+    effort: str | None = field(default=None, metadata=one_of(_EFFORTS))
+    efforts: dict[str, str] = field(default_factory=dict, metadata=one_of(_EFFORTS))
+    config: dict[str, Any] = field(default_factory=dict)
+    env: list[str] = field(default_factory=list)
+    ephemeral: bool = False
+    developer_instructions: str | None = None
+    rpc_timeout_s: float = field(default=60.0, metadata=more_than(0))
+    interrupt_timeout_s: float = field(default=15.0, metadata=more_than(0))
+    max_workers: int = field(default=32, metadata=at_least(1))
+
+
 _REMEMBERED_THREADS: Final = 4096
 _APPROVAL_METHODS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
@@ -177,6 +200,18 @@ class CodexProvider:
         policy: Policy = DEFAULT_POLICY,
         source: str = "provider settings",
     ) -> None:
+        check_settings(
+            CodexSettings,
+            {
+                "effort": effort,
+                "efforts": dict(efforts or {}),
+                "rpc_timeout_s": rpc_timeout_s,
+                "interrupt_timeout_s": interrupt_timeout_s,
+                "max_workers": max_workers,
+            },
+            provider="codex",
+            source=source,
+        )
         self.bin = bin
         self.codex_home = os.path.expanduser(codex_home) if codex_home else None
         self.model = model
@@ -190,11 +225,6 @@ class CodexProvider:
         self.interrupt_timeout_s = interrupt_timeout_s
         self.policy = policy
         self.source = source
-        for key, value in (("effort", effort), *((f"efforts.{k}", v) for k, v in self.efforts.items())):
-            if value is not None and value not in _EFFORTS:
-                raise ProviderConfigError(
-                    source, f"providers.codex.{key}", f"must be one of {', '.join(_EFFORTS)}, got {value!r}"
-                )
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="workflow-mcp-codex")
         self._codex: Codex | None = None
         self._start_lock = threading.Lock()
@@ -219,12 +249,10 @@ class CodexProvider:
         binary = settings.get("bin")
         version: str | None
         if binary:
-            path = shutil.which(str(binary)) or str(binary)
-            if not os.path.isfile(path) or not os.access(path, os.X_OK):
-                return Availability(
-                    False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
-                )
-            version = program_version(path)
+            found_path, problem = configured_program(str(binary))
+            if found_path is None:
+                return Availability(False, location=str(binary), problem=problem)
+            path, version = found_path, program_version(found_path)
         else:
             try:
                 path = str(_module("codex_cli_bin").bundled_codex_path())
@@ -248,36 +276,7 @@ class CodexProvider:
     def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> CodexProvider:
         """A provider from ``[providers.codex]`` settings (module docstring); raises
         :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        for key in settings:
-            if key not in _SETTINGS:
-                raise ProviderConfigError(
-                    source,
-                    f"providers.codex.{key}",
-                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
-                )
-        kinds: dict[str, tuple[type, ...]] = {
-            "bin": (str,),
-            "codex_home": (str,),
-            "model": (str,),
-            "effort": (str,),
-            "efforts": (dict,),
-            "config": (dict,),
-            "env": (list,),
-            "ephemeral": (bool,),
-            "developer_instructions": (str,),
-            "rpc_timeout_s": (int, float),
-            "interrupt_timeout_s": (int, float),
-            "max_workers": (int,),
-        }
-        for key, value in settings.items():
-            if not isinstance(value, kinds[key]) or isinstance(value, bool) is not (kinds[key] == (bool,)):
-                raise ProviderConfigError(
-                    source, f"providers.codex.{key}", f"must be {' or '.join(k.__name__ for k in kinds[key])}"
-                )
-        if "env" in settings and not all(isinstance(n, str) and n for n in settings["env"]):
-            raise ProviderConfigError(
-                source, "providers.codex.env", "must be a list of environment variable names"
-            )
+        check_settings(CodexSettings, settings, provider="codex", source=source)
         return cls(**dict(settings), policy=policy, source=source)
 
     # -- the AgentProvider call ------------------------------------------------------------------
@@ -347,9 +346,12 @@ class CodexProvider:
         return model
 
     def _effort(self, effort: str | None) -> str | None:
-        if effort is None:
-            return self.effort
-        return self.efforts.get(effort, effort if effort in _EFFORTS else self.effort)
+        return map_effort(effort, table=self.efforts, known=_EFFORTS, default=self.effort)
+
+    @property
+    def running(self) -> bool:
+        """Whether the app-server is running (it starts with the first call)."""
+        return self._codex is not None
 
     async def _call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
         """Run a blocking SDK request on our own executor (never the loop's default one, so that
@@ -591,21 +593,14 @@ class CodexProvider:
             error = getattr(turn, "error", None)
             kind, http = _error_kind(error)
             detail = _error_message(error) if error is not None else "the turn ended without completing"
-            if kind == "unauthorized" or http == 401:
-                raise ProviderAuthError("codex", detail, login_hint=LOGIN_HINT)
-            if kind == "usageLimitExceeded":
-                # A plan's usage limit or an exhausted quota: the run pauses until it resets.
-                raise ProviderUsageLimitError("codex", detail)
-            if kind in _API_FAILURES:
-                load = {"rateLimitExceeded": "rate_limit", "serverOverloaded": "overloaded"}.get(kind or "")
-                return AgentResult(
-                    outcome="provider_failed",
-                    message=detail,
-                    usage=usage,
-                    session=thread_id,
-                    failure=load,  # type: ignore[arg-type]
-                )
-            raise AgentExecutionError(f"codex: {detail}")
+            return failure_outcome(
+                FAILURES.kind(kind, http),
+                backend="codex",
+                detail=detail,
+                login_hint=LOGIN_HINT,
+                usage=usage,
+                session=thread_id,
+            )
         if status == "interrupted":
             if context.signal.cancelled:
                 raise asyncio.CancelledError(context.signal.reason)
@@ -620,11 +615,13 @@ class CodexProvider:
             return AgentResult(text=final or "", usage=usage, session=thread_id)
         if final is None:
             return AgentResult(text="", usage=usage, session=thread_id, message="codex gave no final message")
-        try:
-            value = json.loads(final)
-        except ValueError:
+        ok, value, problem = parse_answer(final)
+        if not ok:
             return AgentResult(
-                text=final, usage=usage, session=thread_id, message="codex's final message is not JSON"
+                text=final,
+                usage=usage,
+                session=thread_id,
+                message=f"codex's final message is not a JSON value ({problem})",
             )
         return AgentResult(
             structured=strict.project(value), has_structured=True, usage=usage, session=thread_id
@@ -737,13 +734,7 @@ def _error_kind(error: Any) -> tuple[str | None, int | None]:
 
 def _error_message(error: Any) -> str:
     """The error's message; an upstream JSON error body is reduced to its ``error.message``."""
-    message = str(getattr(error, "message", "") or "codex turn failed")
-    with contextlib.suppress(ValueError, TypeError, AttributeError):
-        body = json.loads(message)
-        inner = body.get("error", {}).get("message")
-        if isinstance(inner, str) and inner:
-            return inner
-    return message
+    return upstream_message(str(getattr(error, "message", "") or "codex turn failed"))
 
 
 def _effort_enum(effort: str | None) -> Any:

@@ -259,7 +259,7 @@ class OpenAIProvider:
         asks = 0
         while True:
             reply = await self._cancellable(self._send(client, request, messages, strict, previous), context)
-            usage = _add(usage, reply.usage)
+            usage += reply.usage
             if reply.failed is not None:
                 return AgentResult(
                     outcome="provider_failed",
@@ -569,14 +569,6 @@ def _utc_after(seconds: float) -> str:
     moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)
     return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
-
-def _add(a: TokenUsage, b: TokenUsage) -> TokenUsage:
-    return TokenUsage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-    )
 
 
 def _is_local(url: str) -> bool:

@@ -1,0 +1,297 @@
+"""The provider kit: what every agent provider does the same way, done once.
+
+- **Settings.** Each provider declares its ``[providers.NAME]`` table as a frozen dataclass; one
+  helper, :func:`check_settings`, checks a table against it: unknown keys, value types (one strict
+  rule: ``true``/``false`` is a boolean and nothing else — never a number, and a number is never a
+  boolean), list items, table values, bounds and choices, each error naming the key.
+- **Probes.** :func:`dist_version`, :func:`program_version` and :func:`configured_program` (a
+  ``bin`` setting that must name an executable file), for ``probe()`` without any secret.
+- **Efforts.** :func:`map_effort`: a workflow effort through a provider's ``efforts`` table.
+- **Failures.** One table per vendor (:class:`FailureTable`) from the vendor's error kinds to ours
+  (:data:`FailureKind`); :func:`failure_outcome` turns a kind into the one outcome the engine knows
+  for it: a pause for a login (:class:`~.base.ProviderAuthError`), a pause until a usage limit
+  resets (:class:`~.base.ProviderUsageLimitError`), a ``provider_failed`` result (agent() resolves
+  ``null``; rate limits and overloads retried with backoff) or an execution error. Foreign errors
+  are translated once, at the provider's edge, into these.
+- **Upstream messages.** :func:`upstream_message`: an HTTP error body reduced to its message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Union
+
+from .base import (
+    AgentExecutionError,
+    AgentResult,
+    ProviderAuthError,
+    ProviderUsageLimitError,
+    TokenUsage,
+)
+from .config import ProviderConfigError
+
+__all__ = [
+    "FailureKind",
+    "FailureTable",
+    "at_least",
+    "check_settings",
+    "configured_program",
+    "dist_version",
+    "failure_outcome",
+    "map_effort",
+    "more_than",
+    "one_of",
+    "program_version",
+    "upstream_message",
+]
+
+# -- settings --------------------------------------------------------------------------------------
+
+
+def at_least(least: float) -> dict[str, Any]:
+    """Field metadata for a settings dataclass: the value is ``least`` or more, e.g.
+    ``max_sessions: int = field(default=8, metadata=at_least(1))``."""
+    return {"least": least}
+
+
+def more_than(above: float) -> dict[str, Any]:
+    """Field metadata for a settings dataclass: the value is more than ``above`` (a timeout:
+    ``more_than(0)``)."""
+    return {"above": above}
+
+
+def one_of(choices: Sequence[str]) -> dict[str, Any]:
+    """Field metadata for a settings dataclass: the string value (or, for a table, each of its
+    values) is one of ``choices``."""
+    return {"choices": tuple(choices)}
+
+
+def check_settings(spec: type[Any], settings: Mapping[str, Any], *, provider: str, source: str) -> None:
+    """Check ``settings`` (a ``[providers.PROVIDER]`` table, or a constructor's keyword values)
+    against the settings dataclass ``spec``: every key a field of it, every value of the field's
+    type, within its bounds and choices.
+
+    Types come from the field annotations: ``str``; ``int`` (not a boolean); ``float`` (an integer
+    or a float, not a boolean); ``bool`` (``true`` or ``false`` only); ``list[str]`` (a list or
+    tuple of non-empty strings); ``dict[str, T]`` (a table whose values are ``T``; ``Any`` takes
+    every value); ``X | None`` (``X``, or ``None`` for "not set"). Bounds and choices come from
+    the field metadata :func:`at_least`, :func:`more_than` and :func:`one_of`.
+
+    Raises :class:`~.config.ProviderConfigError` naming ``source`` and ``providers.PROVIDER.KEY``.
+    """
+    fields = {f.name: f for f in dataclasses.fields(spec)}
+    hints = typing.get_type_hints(spec)
+    for key, value in settings.items():
+        where = f"providers.{provider}.{key}"
+        found = fields.get(key)
+        if found is None:
+            raise ProviderConfigError(source, where, f"unknown setting; expected one of {', '.join(fields)}")
+        _check_value(hints[key], found.metadata, value, where, source)
+
+
+def _check_value(hint: Any, metadata: Mapping[str, Any], value: Any, where: str, source: str) -> None:
+    """Raise :class:`~.config.ProviderConfigError` at ``where`` when ``value`` does not fit; a
+    table's values are checked one by one, at ``where.NAME``."""
+    if typing.get_origin(hint) in (dict, Mapping) and isinstance(value, Mapping):
+        _, inner = typing.get_args(hint)
+        for name, item in value.items():
+            _check_value(inner, metadata, item, f"{where}.{name}", source)
+        return
+    problem = _type_problem(hint, value) or _bound_problem(metadata, value)
+    if problem is not None:
+        raise ProviderConfigError(source, where, problem)
+
+
+def _type_problem(hint: Any, value: Any) -> str | None:
+    """Why ``value`` is not of the annotation ``hint`` (None when it is)."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        problems = [_type_problem(a, value) for a in options]
+        if any(p is None for p in problems):
+            return None
+        return problems[0] if len(problems) == 1 else f"must be {' or '.join(_name(a) for a in options)}"
+    if hint is Any:
+        return None
+    if hint is bool:
+        return None if isinstance(value, bool) else "must be a boolean (true or false)"
+    if hint is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
+    if hint is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok else "must be a number"
+    if hint is str:
+        return None if isinstance(value, str) else "must be a string"
+    if origin in (list, tuple, Sequence):
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            return "must be a list of non-empty strings"
+        if not all(isinstance(item, str) and item for item in value):
+            return "must be a list of non-empty strings"
+        return None
+    if origin in (dict, Mapping):
+        return "must be a table"  # a table's values are checked by _check_value
+    raise TypeError(f"settings annotation {hint!r} is not one check_settings knows")
+
+
+def _name(hint: Any) -> str:
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return " or ".join(_name(a) for a in typing.get_args(hint) if a is not type(None))
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    return names.get(hint, "any") if hint is not Any else "any"
+
+
+def _bound_problem(metadata: Mapping[str, Any], value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    choices = metadata.get("choices")
+    if choices is not None and value not in choices:
+        return f"must be one of {', '.join(choices)}, got {value!r}"
+    least, above = metadata.get("least"), metadata.get("above")
+    if least is not None and value < least:
+        return f"must be at least {least:g}, got {value!r}"
+    if above is not None and value <= above:
+        return f"must be more than {above:g}, got {value!r}"
+    return None
+
+
+# -- probes ----------------------------------------------------------------------------------------
+
+
+def dist_version(dist: str) -> str | None:
+    """The installed version of the distribution ``dist``, or ``None`` when it is not installed."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def program_version(path: str, word: Literal["first", "last"] = "last") -> str | None:
+    """The ``first`` or ``last`` word ``path --version`` prints (10 s at most), or ``None``."""
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = done.stdout.strip().split()
+    if not words:
+        return None
+    return words[0] if word == "first" else words[-1]
+
+
+def configured_program(binary: str) -> tuple[str | None, str | None]:
+    """``(path, problem)`` for a ``bin`` setting: the executable it names (a path, or a name on
+    ``PATH``), or ``None`` and why not (``"bin '…' is not an executable file"``)."""
+    path = shutil.which(binary) or binary
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return None, f"bin {binary!r} is not an executable file"
+    return path, None
+
+
+# -- efforts ---------------------------------------------------------------------------------------
+
+
+def map_effort(
+    asked: str | None, *, table: Mapping[str, str], known: Sequence[str], default: str | None
+) -> str | None:
+    """The backend effort for the workflow's ``asked`` effort: its entry in the ``efforts``
+    ``table``; else ``asked`` itself when the backend ``known``\\ s it; else the ``default``
+    (``None``: the backend's own). Never raises: an effort nobody maps is not guessed."""
+    if asked is None:
+        return default
+    return table.get(asked, asked if asked in known else default)
+
+
+# -- failures --------------------------------------------------------------------------------------
+
+FailureKind = Literal["auth", "usage_limit", "rate_limit", "overloaded", "api", "execution"]
+"""What a vendor's failure means here: ``auth`` (a login is missing or expired: the run pauses),
+``usage_limit`` (a plan's usage or a key's quota is spent: the run pauses until it resets),
+``rate_limit`` and ``overloaded`` (load: ``provider_failed``, retried by the engine with backoff),
+``api`` (an API or transport failure after the backend's own retries: ``provider_failed``, agent()
+resolves ``null``), ``execution`` (anything else: agent() rejects)."""
+
+
+@dataclass(frozen=True)
+class FailureTable:
+    """One vendor's failure kinds as ours: ``kinds`` maps the vendor's error kind (codexErrorInfo,
+    Claude's ``AssistantMessage.error``, …) to a :data:`FailureKind`; ``statuses`` maps an HTTP
+    status; an unknown kind with no known status is ``default``."""
+
+    vendor: str
+    kinds: Mapping[str, FailureKind]
+    statuses: Mapping[int, FailureKind] = dataclasses.field(default_factory=dict)
+    default: FailureKind = "execution"
+
+    def kind(self, vendor_kind: str | None = None, status: int | None = None) -> FailureKind:
+        """Our kind for the vendor's ``vendor_kind`` and/or HTTP ``status`` (the kind wins; any
+        5xx not in ``statuses`` is ``api``)."""
+        if vendor_kind is not None and vendor_kind in self.kinds:
+            return self.kinds[vendor_kind]
+        if status is not None:
+            if status in self.statuses:
+                return self.statuses[status]
+            if status >= 500:
+                return "api"
+        return self.default
+
+
+HTTP_STATUSES: Final[Mapping[int, FailureKind]] = {
+    401: "auth",
+    429: "rate_limit",
+    503: "overloaded",
+    529: "overloaded",
+}
+"""The HTTP statuses every vendor shares: 401 a login, 429 a rate limit, 503/529 an overload."""
+
+
+def failure_outcome(
+    kind: FailureKind,
+    *,
+    backend: str,
+    detail: str,
+    login_hint: str | None = None,
+    resets_at: str | None = None,
+    usage: TokenUsage | None = None,
+    session: str | None = None,
+    retry_after_s: float | None = None,
+) -> AgentResult:
+    """The engine's outcome for a failure of ``kind`` (:data:`FailureKind`): a ``provider_failed``
+    :class:`~.base.AgentResult` (``failure`` set for ``rate_limit`` and ``overloaded``), or raises
+    :class:`~.base.ProviderAuthError` (``auth``), :class:`~.base.ProviderUsageLimitError`
+    (``usage_limit``) or :class:`~.base.AgentExecutionError` (``execution``: ``"BACKEND: detail"``)."""
+    if kind == "auth":
+        raise ProviderAuthError(backend, detail, login_hint=login_hint)
+    if kind == "usage_limit":
+        raise ProviderUsageLimitError(backend, detail, resets_at=resets_at)
+    if kind == "execution":
+        raise AgentExecutionError(f"{backend}: {detail}")
+    return AgentResult(
+        outcome="provider_failed",
+        message=detail,
+        usage=usage or TokenUsage(),
+        session=session,
+        failure=kind if kind in ("rate_limit", "overloaded") else None,
+        retry_after_s=retry_after_s,
+    )
+
+
+def upstream_message(message: str) -> str:
+    """``message``, or when it is an upstream JSON error body (``{"error": {"message": …}}``)
+    just that inner message."""
+    try:
+        body = json.loads(message)
+    except (ValueError, TypeError):
+        return message
+    inner = body.get("error") if isinstance(body, dict) else None
+    text = inner.get("message") if isinstance(inner, dict) else None
+    return text if isinstance(text, str) and text else message
