@@ -46,6 +46,7 @@ __all__ = [
     "check_settings",
     "configured_program",
     "dist_version",
+    "failure_error",
     "failure_outcome",
     "map_effort",
     "more_than",
@@ -232,17 +233,17 @@ class FailureTable:
     statuses: Mapping[int, FailureKind] = dataclasses.field(default_factory=dict)
     default: FailureKind = "execution"
 
-    def kind(self, vendor_kind: str | None = None, status: int | None = None) -> FailureKind:
-        """Our kind for the vendor's ``vendor_kind`` and/or HTTP ``status`` (the kind wins; any
-        5xx not in ``statuses`` is ``api``)."""
-        if vendor_kind is not None and vendor_kind in self.kinds:
-            return self.kinds[vendor_kind]
+    def kind(self, *vendor_kinds: str | None, status: int | None = None) -> FailureKind:
+        """Our kind for what the vendor said: the first of ``vendor_kinds`` the table knows, else
+        the HTTP ``status`` (any 5xx not in ``statuses`` is ``api``), else ``default``. A login
+        problem wins over everything: ``auth`` from a kind or from the status."""
+        known = [self.kinds[k] for k in vendor_kinds if k is not None and k in self.kinds]
+        by_status: FailureKind | None = None
         if status is not None:
-            if status in self.statuses:
-                return self.statuses[status]
-            if status >= 500:
-                return "api"
-        return self.default
+            by_status = self.statuses.get(status, "api" if status >= 500 else None)
+        if "auth" in known or by_status == "auth":
+            return "auth"
+        return known[0] if known else by_status or self.default
 
 
 HTTP_STATUSES: Final[Mapping[int, FailureKind]] = {
@@ -269,12 +270,8 @@ def failure_outcome(
     :class:`~.base.AgentResult` (``failure`` set for ``rate_limit`` and ``overloaded``), or raises
     :class:`~.base.ProviderAuthError` (``auth``), :class:`~.base.ProviderUsageLimitError`
     (``usage_limit``) or :class:`~.base.AgentExecutionError` (``execution``: ``"BACKEND: detail"``)."""
-    if kind == "auth":
-        raise ProviderAuthError(backend, detail, login_hint=login_hint)
-    if kind == "usage_limit":
-        raise ProviderUsageLimitError(backend, detail, resets_at=resets_at)
-    if kind == "execution":
-        raise AgentExecutionError(f"{backend}: {detail}")
+    if kind in ("auth", "usage_limit", "execution"):
+        raise failure_error(kind, backend=backend, detail=detail, login_hint=login_hint, resets_at=resets_at)
     return AgentResult(
         outcome="provider_failed",
         message=detail,
@@ -283,6 +280,25 @@ def failure_outcome(
         failure=kind if kind in ("rate_limit", "overloaded") else None,
         retry_after_s=retry_after_s,
     )
+
+
+def failure_error(
+    kind: Literal["auth", "usage_limit", "execution"],
+    *,
+    backend: str,
+    detail: str,
+    login_hint: str | None = None,
+    resets_at: str | None = None,
+) -> AgentExecutionError:
+    """The exception for a failure that does not resolve ``null``: :class:`~.base.ProviderAuthError`
+    (``auth``), :class:`~.base.ProviderUsageLimitError` (``usage_limit``) or
+    :class:`~.base.AgentExecutionError` (``execution``, ``"BACKEND: detail"``); to raise ``from``
+    the foreign error."""
+    if kind == "auth":
+        return ProviderAuthError(backend, detail, login_hint=login_hint)
+    if kind == "usage_limit":
+        return ProviderUsageLimitError(backend, detail, resets_at=resets_at)
+    return AgentExecutionError(f"{backend}: {detail}")
 
 
 def upstream_message(message: str) -> str:

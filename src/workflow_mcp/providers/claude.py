@@ -60,25 +60,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from ._probe import program_version
+from ._kit import (
+    HTTP_STATUSES,
+    FailureKind,
+    FailureTable,
+    check_settings,
+    configured_program,
+    failure_outcome,
+    map_effort,
+    more_than,
+    one_of,
+    program_version,
+)
 from .base import (
     AgentContext,
     AgentExecutionError,
     AgentRequest,
     AgentResult,
-    ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
-    ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
 from .policy import DEFAULT_POLICY, Policy, allowed_env
 from .registry import Availability, ProviderStartError
 
-__all__ = ["ClaudeProvider", "permission_mode_for"]
+__all__ = ["ClaudeProvider", "ClaudeSettings", "permission_mode_for"]
 
 INSTALL: Final = "pip install 'workflow-mcp[claude]'"
 LOGIN_HINT: Final = "claude /login"
@@ -96,17 +105,6 @@ CREDENTIAL_ENV: Final = (
 )
 """Environment names the claude process may see besides the policy's base set (its credentials,
 endpoints and switches; Bedrock and Vertex use the AWS and Google names)."""
-_SETTINGS: Final = (
-    "bin",
-    "config_dir",
-    "model",
-    "effort",
-    "efforts",
-    "permission_mode",
-    "max_turns",
-    "env",
-    "interrupt_timeout_s",
-)
 _EFFORTS: Final = ("low", "medium", "high", "xhigh", "max")
 # Permission modes each sandbox allows, narrowest first; the last is the default.
 _MODES: Final[Mapping[str, tuple[str, ...]]] = {
@@ -114,8 +112,20 @@ _MODES: Final[Mapping[str, tuple[str, ...]]] = {
     "workspace-write": ("plan", "dontAsk", "default", "acceptEdits"),
     "danger-full-access": ("plan", "dontAsk", "default", "acceptEdits", "auto", "bypassPermissions"),
 }
-# AssistantMessage.error kinds that are API failures (agent() resolves null), not execution errors.
-_API_FAILURES: Final = frozenset({"server_error", "rate_limit", "billing_error", "overloaded"})
+FAILURES: Final = FailureTable(
+    "claude",
+    kinds={
+        "authentication_failed": "auth",
+        "billing_error": "usage_limit",
+        "rate_limit": "rate_limit",
+        "overloaded": "overloaded",
+        "server_error": "api",
+        "api_error": "api",
+    },
+    statuses=HTTP_STATUSES,
+)
+"""Claude's failure kinds (``AssistantMessage.error``, the result's ``terminal_reason``) and HTTP
+statuses (``api_error_status``) as ours: out of credits pauses like a usage limit."""
 _REMEMBERED_SESSIONS: Final = 4096
 
 
@@ -144,6 +154,21 @@ class _Turn:
     auth_failed: bool = False
     api_error: str | None = None
     texts: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ClaudeSettings:
+    """``[providers.claude]`` (module docstring), checked by :func:`~._kit.check_settings`."""
+
+    bin: str | None = None
+    config_dir: str | None = None
+    model: str | None = None
+    effort: str | None = field(default=None, metadata=one_of(_EFFORTS))
+    efforts: dict[str, str] = field(default_factory=dict, metadata=one_of(_EFFORTS))
+    permission_mode: str | None = None
+    max_turns: int | None = None
+    env: list[str] = field(default_factory=list)
+    interrupt_timeout_s: float = field(default=15.0, metadata=more_than(0))
 
 
 class ClaudeProvider:
@@ -183,6 +208,12 @@ class ClaudeProvider:
         policy: Policy = DEFAULT_POLICY,
         source: str = "provider settings",
     ) -> None:
+        check_settings(
+            ClaudeSettings,
+            {"effort": effort, "efforts": dict(efforts or {}), "interrupt_timeout_s": interrupt_timeout_s},
+            provider="claude",
+            source=source,
+        )
         self.bin = bin
         self.config_dir = os.path.expanduser(config_dir) if config_dir else None
         self.model = model
@@ -193,11 +224,6 @@ class ClaudeProvider:
         self.interrupt_timeout_s = interrupt_timeout_s
         self.policy = policy
         self.source = source
-        for key, value in (("effort", effort), *((f"efforts.{k}", v) for k, v in self.efforts.items())):
-            if value is not None and value not in _EFFORTS:
-                raise ProviderConfigError(
-                    source, f"providers.claude.{key}", f"must be one of {', '.join(_EFFORTS)}, got {value!r}"
-                )
         try:
             self.permission_mode = permission_mode_for(policy, permission_mode)
         except ValueError as exc:
@@ -222,12 +248,10 @@ class ClaudeProvider:
         binary = settings.get("bin")
         version: str | None
         if binary:
-            path = shutil.which(str(binary)) or str(binary)
-            if not os.path.isfile(path) or not os.access(path, os.X_OK):
-                return Availability(
-                    False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
-                )
-            version = program_version(path, "first")
+            found_path, problem = configured_program(str(binary))
+            if found_path is None:
+                return Availability(False, location=str(binary), problem=problem)
+            path, version = found_path, program_version(found_path, "first")
         else:
             bundled = _bundled_cli(Path(spec.origin).parent)
             if bundled is None:
@@ -249,34 +273,7 @@ class ClaudeProvider:
     def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> ClaudeProvider:
         """A provider from ``[providers.claude]`` settings (module docstring); raises
         :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        kinds: dict[str, tuple[type, ...]] = {
-            "bin": (str,),
-            "config_dir": (str,),
-            "model": (str,),
-            "effort": (str,),
-            "efforts": (dict,),
-            "permission_mode": (str,),
-            "max_turns": (int,),
-            "env": (list,),
-            "interrupt_timeout_s": (int, float),
-        }
-        for key, value in settings.items():
-            if key not in _SETTINGS:
-                raise ProviderConfigError(
-                    source,
-                    f"providers.claude.{key}",
-                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
-                )
-            if not isinstance(value, kinds[key]) or isinstance(value, bool):
-                raise ProviderConfigError(
-                    source,
-                    f"providers.claude.{key}",
-                    f"must be {' or '.join(k.__name__ for k in kinds[key])}",
-                )
-        if "env" in settings and not all(isinstance(n, str) and n for n in settings["env"]):
-            raise ProviderConfigError(
-                source, "providers.claude.env", "must be a list of environment variable names"
-            )
+        check_settings(ClaudeSettings, settings, provider="claude", source=source)
         return cls(**dict(settings), policy=policy, source=source)
 
     # -- the AgentProvider call ------------------------------------------------------------------
@@ -331,9 +328,7 @@ class ClaudeProvider:
         return prompt, request.session
 
     def _effort(self, effort: str | None) -> str | None:
-        if effort is None:
-            return self.effort
-        return self.efforts.get(effort, effort if effort in _EFFORTS else self.effort)
+        return map_effort(effort, table=self.efforts, known=_EFFORTS, default=self.effort)
 
     def _options(self, request: AgentRequest, resume: str | None) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -453,29 +448,26 @@ class ClaudeProvider:
         failed = error is not None or bool(getattr(result, "is_error", False))
         if failed:
             detail = _detail(result, error, turn)
-            if turn.auth_failed or status == 401:
-                raise ProviderAuthError("claude", detail, login_hint=LOGIN_HINT)
             terminal = getattr(result, "terminal_reason", None) or getattr(error, "terminal_reason", None)
-            api = (
-                turn.api_error in _API_FAILURES
-                or terminal == "api_error"
-                or (isinstance(status, int) and (status >= 500 or status == 429))
+            kind: FailureKind = FAILURES.kind(
+                "authentication_failed" if turn.auth_failed else None,
+                turn.api_error,
+                terminal,
+                status=status if isinstance(status, int) else None,
             )
-            if turn.api_error == "billing_error" or _usage_limit(detail):
-                # Out of credits, or a plan's usage limit: pause until it resets, never retry now.
-                raise ProviderUsageLimitError("claude", detail, resets_at=_reset_time(detail))
-            if api or result is None:  # an API failure, or the CLI died without a result
-                load: Literal["rate_limit", "overloaded"] | None = (
-                    "rate_limit"
-                    if turn.api_error == "rate_limit" or status == 429
-                    else "overloaded"
-                    if turn.api_error == "overloaded" or status == 529
-                    else None
-                )
-                return AgentResult(
-                    outcome="provider_failed", message=detail, usage=usage, session=session, failure=load
-                )
-            raise AgentExecutionError(f"claude: {detail}")
+            if kind not in ("auth", "usage_limit") and _usage_limit(detail):
+                kind = "usage_limit"  # a plan's usage limit, said in words: pause, never retry now
+            if kind == "execution" and result is None:
+                kind = "api"  # the CLI died without a result
+            return failure_outcome(
+                kind,
+                backend="claude",
+                detail=detail,
+                login_hint=LOGIN_HINT,
+                resets_at=_reset_time(detail),
+                usage=usage,
+                session=session,
+            )
         if request.schema is None:
             text = result.result if isinstance(result.result, str) else "".join(turn.texts)
             return AgentResult(text=text, usage=usage, session=session)

@@ -594,7 +594,7 @@ class CodexProvider:
             kind, http = _error_kind(error)
             detail = _error_message(error) if error is not None else "the turn ended without completing"
             return failure_outcome(
-                FAILURES.kind(kind, http),
+                FAILURES.kind(kind, status=http),
                 backend="codex",
                 detail=detail,
                 login_hint=LOGIN_HINT,

@@ -50,15 +50,14 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
-import json
 import os
-import re
 from collections import OrderedDict
 from collections.abc import Coroutine, Mapping
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 from urllib.parse import urlparse
 
-from ._probe import dist_version
+from ._kit import FailureTable, at_least, check_settings, dist_version, failure_outcome, more_than, one_of
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -67,36 +66,58 @@ from .base import (
     ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
-    ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
 from .policy import DEFAULT_POLICY, Policy
 from .registry import Availability, ProviderStartError
-from .schema import StrictSchema, to_strict
+from .schema import StrictSchema, parse_answer, to_strict
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIProvider", "OpenAISettings"]
 
 INSTALL: Final = "pip install 'workflow-mcp[openai]'"
 SCHEMA_NAME: Final = "agent_output"
-_SETTINGS: Final[Mapping[str, tuple[type, ...]]] = {
-    "model": (str,),
-    "base_url": (str,),
-    "api_key_env": (str,),
-    "api": (str,),
-    "strict": (bool,),
-    "system_prompt": (str,),
-    "efforts": (dict,),
-    "extra_body": (dict,),
-    "backend": (str,),
-    "timeout_s": (int, float),
-    "max_retries": (int,),
-    "json_retries": (int,),
-}
+
+
+@dataclass(frozen=True)
+class OpenAISettings:
+    """``[providers.openai]`` (module docstring), checked by :func:`~._kit.check_settings`."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    api: str = field(default="chat", metadata=one_of(("chat", "responses")))
+    strict: bool = True
+    system_prompt: str | None = None
+    efforts: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    backend: str | None = None
+    timeout_s: float = field(default=600.0, metadata=more_than(0))
+    max_retries: int = field(default=2, metadata=at_least(0))
+    json_retries: int = field(default=1, metadata=at_least(0))
+
+
+FAILURES: Final = FailureTable(
+    "openai",
+    kinds={
+        "AuthenticationError": "auth",
+        "PermissionDeniedError": "auth",
+        "insufficient_quota": "usage_limit",
+        "usage_limit_reached": "usage_limit",
+        "billing_hard_limit_reached": "usage_limit",
+        "RateLimitError": "rate_limit",
+        "APIConnectionError": "api",
+        "APITimeoutError": "api",
+    },
+    statuses={401: "auth", 403: "auth", 503: "overloaded", 529: "overloaded"},
+)
+"""The OpenAI SDK's errors as ours, by error code (a 429 whose code says the quota or usage is
+spent: waiting a moment does not cure it, so the run pauses), then by exception class, then by
+HTTP status (403 is a login problem here: a key without access)."""
+
 _REMEMBERED: Final = 1024
 _CANCEL_BOUND_S: Final = 5.0
 _LOCAL_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
-_FENCE: Final = re.compile(r"^```[ \t]*(?:json)?[ \t]*\n(.*?)\n?[ \t]*```$", re.DOTALL | re.IGNORECASE)
 JSON_REASK: Final = (
     "Your last reply was not a JSON value ({problem}). Reply again with only the JSON value that matches "
     "the requested schema: no prose and no code fence."
@@ -141,18 +162,12 @@ class OpenAIProvider:
         policy: Policy = DEFAULT_POLICY,
         source: str = "provider settings",
     ) -> None:
-        if api not in ("chat", "responses"):
-            raise ProviderConfigError(
-                source, "providers.openai.api", f"must be 'chat' or 'responses', got {api!r}"
-            )
-        for key, value in (("timeout_s", timeout_s),):
-            if value <= 0:
-                raise ProviderConfigError(
-                    source, f"providers.openai.{key}", "must be a positive number of seconds"
-                )
-        for key, count in (("max_retries", max_retries), ("json_retries", json_retries)):
-            if count < 0:
-                raise ProviderConfigError(source, f"providers.openai.{key}", "must be 0 or more")
+        check_settings(
+            OpenAISettings,
+            {"api": api, "timeout_s": timeout_s, "max_retries": max_retries, "json_retries": json_retries},
+            provider="openai",
+            source=source,
+        )
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -215,26 +230,13 @@ class OpenAIProvider:
     def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> OpenAIProvider:
         """A provider from ``[providers.openai]`` settings (module docstring); raises
         :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        for key, value in settings.items():
-            kinds = _SETTINGS.get(key)
-            if kinds is None:
-                raise ProviderConfigError(
-                    source,
-                    f"providers.openai.{key}",
-                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
-                )
-            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-                raise ProviderConfigError(
-                    source, f"providers.openai.{key}", f"must be {' or '.join(k.__name__ for k in kinds)}"
-                )
+        check_settings(OpenAISettings, settings, provider="openai", source=source)
         if not settings.get("model"):
             raise ProviderConfigError(
                 source,
                 "providers.openai.model",
                 "is required: the model the endpoint serves (e.g. 'gpt-5.4-mini')",
             )
-        if "efforts" in settings and not all(isinstance(v, str) for v in settings["efforts"].values()):
-            raise ProviderConfigError(source, "providers.openai.efforts", "must map efforts to strings")
         return cls(**dict(settings), policy=policy, source=source)
 
     # -- the AgentProvider call ----------------------------------------------------------------
@@ -261,13 +263,7 @@ class OpenAIProvider:
             reply = await self._cancellable(self._send(client, request, messages, strict, previous), context)
             usage += reply.usage
             if reply.failed is not None:
-                return AgentResult(
-                    outcome="provider_failed",
-                    message=reply.failed,
-                    usage=usage,
-                    failure=reply.load,
-                    retry_after_s=reply.retry_after_s,
-                )
+                return replace(reply.failed, usage=usage)
             messages.append({"role": "assistant", "content": reply.text or reply.refusal or ""})
             self._remember(key, messages, request)
             session = reply.response_id
@@ -280,7 +276,7 @@ class OpenAIProvider:
                 )
             if request.schema is None:
                 return AgentResult(text=reply.text or "", usage=usage, session=session)
-            ok, value, problem = _parse_json(reply.text or "")
+            ok, value, problem = parse_answer(reply.text or "")
             if ok:
                 projected = strict.project(value) if strict is not None else value
                 return AgentResult(structured=projected, has_structured=True, usage=usage, session=session)
@@ -418,32 +414,32 @@ class OpenAIProvider:
             if effort is not None:
                 params["reasoning"] = {"effort": effort}
             return _responses_reply(await client.responses.create(**params))
-        except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
-            raise ProviderAuthError(self.backend, _detail(exc), login_hint=f"set {self.api_key_env}") from exc
-        except sdk.RateLimitError as exc:
-            wait = _retry_after(exc)
-            if _error_code(exc) in _QUOTA_CODES:
-                # The key's quota or the plan's usage is spent: the run pauses until it resets.
-                resets = _utc_after(wait) if wait is not None else None
-                raise ProviderUsageLimitError(self.backend, _detail(exc), resets_at=resets) from exc
-            return _Reply(failed=f"{self.backend}: {_detail(exc)}", load="rate_limit", retry_after_s=wait)
-        except (sdk.APIConnectionError, sdk.InternalServerError) as exc:
-            status = int(getattr(exc, "status_code", 0) or 0)
-            load: Literal["overloaded"] | None = "overloaded" if status in (503, 529) else None
-            return _Reply(
-                failed=f"{self.backend}: {_detail(exc)}", load=load, retry_after_s=_retry_after(exc)
-            )
-        except sdk.APIStatusError as exc:
-            if int(getattr(exc, "status_code", 0)) >= 500:
-                return _Reply(failed=f"{self.backend}: {_detail(exc)}")
-            raise AgentExecutionError(f"{self.backend}: {_detail(exc)}") from exc
-        except sdk.OpenAIError as exc:
-            raise AgentExecutionError(f"{self.backend}: {type(exc).__name__}: {exc}") from exc
+        except sdk.OpenAIError as exc:  # foreign errors are translated once, here
+            return self._failure(exc)
+
+    def _failure(self, exc: Any) -> _Reply:
+        """An SDK error as our outcome (:data:`FAILURES`): raises for a login, a usage limit or an
+        execution error; a ``provider_failed`` reply for load and API or transport failures."""
+        status = getattr(exc, "status_code", None)
+        wait = _retry_after(exc)
+        kind = FAILURES.kind(
+            _error_code(exc), type(exc).__name__, status=status if isinstance(status, int) else None
+        )
+        detail = _detail(exc) if isinstance(exc, _sdk_status_errors()) else f"{type(exc).__name__}: {exc}"
+        failed = failure_outcome(
+            kind,
+            backend=self.backend,
+            detail=detail,
+            login_hint=f"set {self.api_key_env}",
+            resets_at=_utc_after(wait) if wait is not None else None,
+            retry_after_s=wait,
+        )
+        return _Reply(failed=replace(failed, message=f"{self.backend}: {detail}"))
 
 
 class _Reply:
     """One response, reduced: ``text`` or ``refusal``, ``usage``, the ``response_id`` (Responses
-    API), or ``failed`` (a provider failure's message)."""
+    API), or ``failed`` (the ``provider_failed`` result)."""
 
     def __init__(
         self,
@@ -452,17 +448,13 @@ class _Reply:
         refusal: str | None = None,
         usage: TokenUsage | None = None,
         response_id: str | None = None,
-        failed: str | None = None,
-        load: Literal["rate_limit", "overloaded"] | None = None,
-        retry_after_s: float | None = None,
+        failed: AgentResult | None = None,
     ) -> None:
         self.text = text
         self.refusal = refusal
         self.usage = usage or TokenUsage()
         self.response_id = response_id
         self.failed = failed
-        self.load = load
-        self.retry_after_s = retry_after_s
 
 
 def _chat_reply(response: Any) -> _Reply:
@@ -503,18 +495,6 @@ def _responses_reply(response: Any) -> _Reply:
     )
 
 
-def _parse_json(text: str) -> tuple[bool, Any, str | None]:
-    """``(ok, value, problem)``: the reply as JSON, tolerating one ```json fence around it."""
-    stripped = text.strip()
-    if not stripped:
-        return False, None, "the reply is empty"
-    fenced = _FENCE.match(stripped)
-    try:
-        return True, json.loads(fenced.group(1) if fenced else stripped), None
-    except ValueError as exc:
-        return False, None, f"not JSON: {exc}"
-
-
 def _detail(exc: Any) -> str:
     """The endpoint's error message (``error.message`` of the body), else the SDK's text."""
     body = getattr(exc, "body", None)
@@ -529,8 +509,10 @@ def _detail(exc: Any) -> str:
     return f"HTTP {status}: {text}" if status and str(status) not in text else text
 
 
-_QUOTA_CODES: Final = frozenset({"insufficient_quota", "usage_limit_reached", "billing_hard_limit_reached"})
-"""OpenAI error codes of a 429 that waiting a moment does not cure: a usage limit (the run pauses)."""
+def _sdk_status_errors() -> tuple[type[BaseException], ...]:
+    """The SDK's errors that carry an endpoint answer (a body, a status) or a transport failure."""
+    sdk = importlib.import_module("openai")
+    return (sdk.APIStatusError, sdk.APIConnectionError)
 
 
 def _error_code(exc: Any) -> str | None:
@@ -568,7 +550,6 @@ def _utc_after(seconds: float) -> str:
 
     moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)
     return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
 
 
 def _is_local(url: str) -> bool:

@@ -347,7 +347,9 @@ def test_bad_settings_are_refused_naming_the_file_and_the_key() -> None:
         )
     with pytest.raises(ProviderConfigError, match=r"providers.openai.model: is required"):
         OpenAIProvider.create({}, policy=DEFAULT_POLICY, source="workflow-mcp.toml")
-    with pytest.raises(ProviderConfigError, match=r"providers.openai.api: must be 'chat' or 'responses'"):
+    with pytest.raises(
+        ProviderConfigError, match=r"providers.openai.api: must be one of chat, responses, got 'completions'"
+    ):
         OpenAIProvider.create(
             {"model": "m", "api": "completions"}, policy=DEFAULT_POLICY, source="workflow-mcp.toml"
         )
