@@ -158,7 +158,10 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["MOCK_API_KEY"] = "mock-key"
     mock = subprocess.Popen(
-        [sys.executable, str(MOCK), "0", str(args.delay_ms)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "mocks.mock_responses", "0", str(args.delay_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=MOCK.parents[1],  # tests/: the mocks are the package ``mocks`` there
     )
     try:
         assert mock.stdout is not None
