@@ -9,17 +9,19 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from provider_backends import Backend
 
-from conftest import Backend
-from helpers import RUN_TIMEOUT_S, Outcome, arun, finish, start
 from workflow_mcp.providers.base import (
     AgentContext,
     AgentProvider,
     AgentRequest,
     AgentResult,
     CancelSignal,
+    ProviderAuthError,
     ProviderEvent,
 )
+
+from helpers import RUN_TIMEOUT_S, Outcome, arun, finish, start
 
 pytestmark = pytest.mark.timeout(RUN_TIMEOUT_S * 2)
 
@@ -71,15 +73,26 @@ def test_a_schema_call_resolves_to_the_models_json_value(backend: Backend) -> No
     assert done.payload["tokenUsage"]["output"] == backend.usage()["output"]
 
 
-def test_a_model_failure_resolves_null_logs_it_and_the_run_goes_on(backend: Backend) -> None:
+def test_a_model_failure_resolves_null_and_logs_while_a_bad_request_rejects_with_its_message(
+    backend: Backend,
+) -> None:
     backend.fail("^api$")
+    backend.refuse("^err$", "disk full")
     backend.answer("^after$", text="still here")
-    body = "const api = await agent('api', { label: 'api' })\nreturn [api, await agent('after')]"
+    body = """
+    const api = await agent('api', { label: 'api' })
+    let err
+    try { await agent('err', { label: 'err' }); err = 'resolved' } catch (e) { err = e.message }
+    return [api, err, await agent('after')]
+    """
     out = arun(run_on(backend, body))
     assert out.status == "completed", out.error
-    assert out.result == [None, "still here"]
+    api, err, after = out.result
+    assert (api, after) == (None, "still here")
+    assert "disk full" in err
     assert any(line.startswith("[api] failed: ") for line in out.logs)
-    assert [e.payload["reason"] for e in out.of("agent.failed")] == ["provider_failed"]
+    reasons = {e.payload["label"]: e.payload["reason"] for e in out.of("agent.failed")}
+    assert reasons == {"api": "provider_failed", "err": "error"}
 
 
 def test_a_refused_login_pauses_the_run_for_that_login_naming_the_backend(backend: Backend) -> None:
@@ -92,6 +105,51 @@ def test_a_refused_login_pauses_the_run_for_that_login_naming_the_backend(backen
     assert paused.payload["reason"] == "auth_required"
     assert paused.payload["backend"] == backend.backend
     assert out.result is None  # the workflow never saw the failure as its own error
+
+
+def test_a_refused_login_raises_the_auth_error_naming_the_backend_and_the_login_without_a_secret(
+    backend: Backend,
+) -> None:
+    if not backend.has_login:
+        pytest.skip(f"the {backend.name} provider has no login to refuse")
+    backend.refuse_login()
+
+    async def scenario() -> ProviderAuthError:
+        provider = backend.provider()
+        try:
+            with pytest.raises(ProviderAuthError) as caught:
+                await call(provider, AgentRequest(prompt="hello", label="hello", cwd=backend.cwd))
+        finally:
+            await provider.aclose()
+        return caught.value
+
+    error = arun(scenario())
+    assert error.backend == backend.backend and error.login_hint == backend.login_hint
+    assert error.to_json()["reason"] == "auth_required"
+    assert backend.login_hint is not None and backend.login_hint in str(error)
+    assert backend.secret not in str(error) and backend.secret not in str(error.to_json())
+
+
+def test_cancelling_a_run_ends_the_running_call_and_the_provider_stays_usable(backend: Backend) -> None:
+    backend.hold("^hang")
+    backend.answer("^again$", text="again-done")
+
+    async def scenario() -> None:
+        provider = backend.provider()
+        try:
+            handle = start("return await agent('hang forever')", provider=provider, cwd=backend.cwd)
+            await backend.in_flight("^hang", provider)
+            handle.cancel("the test cancels")
+            out = await finish(handle, timeout=30)
+            assert out.status == "cancelled"
+            assert [e.payload["reason"] for e in out.of("agent.failed")] == ["cancelled"]
+            again = await finish(start("return await agent('again')", provider=provider, cwd=backend.cwd))
+            assert again.result == "again-done", again.error
+        finally:
+            backend.release()
+            await provider.aclose()
+
+    arun(scenario())
 
 
 def test_the_cancel_signal_ends_a_call_mid_turn_and_the_provider_stays_usable(backend: Backend) -> None:

@@ -120,12 +120,12 @@ FAILURES: Final = FailureTable(
         "rate_limit": "rate_limit",
         "overloaded": "overloaded",
         "server_error": "api",
-        "api_error": "api",
     },
     statuses=HTTP_STATUSES,
 )
-"""Claude's failure kinds (``AssistantMessage.error``, the result's ``terminal_reason``) and HTTP
-statuses (``api_error_status``) as ours: out of credits pauses like a usage limit."""
+"""Claude's failure kinds (``AssistantMessage.error``) and HTTP statuses (``api_error_status``) as
+ours: out of credits pauses like a usage limit; a 400 is a bad request (the call rejects) even
+though the CLI's ``terminal_reason`` calls every failed API request ``api_error``."""
 _REMEMBERED_SESSIONS: Final = 4096
 
 
@@ -449,12 +449,12 @@ class ClaudeProvider:
         if failed:
             detail = _detail(result, error, turn)
             terminal = getattr(result, "terminal_reason", None) or getattr(error, "terminal_reason", None)
+            http = status if isinstance(status, int) else None
             kind: FailureKind = FAILURES.kind(
-                "authentication_failed" if turn.auth_failed else None,
-                turn.api_error,
-                terminal,
-                status=status if isinstance(status, int) else None,
+                "authentication_failed" if turn.auth_failed else None, turn.api_error, status=http
             )
+            if kind == "execution" and http is None and terminal == "api_error":
+                kind = "api"  # an API failure without an HTTP answer (no response, a timeout)
             if kind not in ("auth", "usage_limit") and _usage_limit(detail):
                 kind = "usage_limit"  # a plan's usage limit, said in words: pause, never retry now
             if kind == "execution" and result is None:
