@@ -20,10 +20,13 @@ from workflow_mcp.errors import RunFailedError
 from workflow_mcp.events import Event
 from workflow_mcp.providers import (
     AgentContext,
+    AgentProvider,
     AgentRequest,
     AgentResult,
+    CancelSignal,
     FakeProvider,
     ProviderCapabilities,
+    ProviderEvent,
 )
 from workflow_mcp.providers.base import ProviderAuthError
 from workflow_mcp.providers.registry import Availability, register_provider, unregister_provider
@@ -133,6 +136,19 @@ async def finish(handle: RunHandle, timeout: float = RUN_TIMEOUT_S) -> Outcome:
 
 async def run_async(source: str | Workflow, **kw: Any) -> Outcome:
     return await finish(start(source, **kw))
+
+
+async def call_provider(
+    provider: AgentProvider, request: AgentRequest, signal: CancelSignal | None = None
+) -> tuple[AgentResult, list[ProviderEvent]]:
+    """One direct ``execute`` with a fresh context: the result and the events it emitted."""
+    events: list[ProviderEvent] = []
+
+    async def emit(event: ProviderEvent) -> None:
+        events.append(event)
+
+    result = await provider.execute(request, AgentContext(signal=signal or CancelSignal(), emit=emit))
+    return result, events
 
 
 def run_source(source: str | Workflow, *, timeout: float = RUN_TIMEOUT_S, **kw: Any) -> Outcome:

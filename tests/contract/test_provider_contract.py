@@ -12,16 +12,13 @@ import pytest
 from provider_backends import Backend
 
 from workflow_mcp.providers.base import (
-    AgentContext,
-    AgentProvider,
     AgentRequest,
-    AgentResult,
     CancelSignal,
     ProviderAuthError,
-    ProviderEvent,
 )
 
 from helpers import RUN_TIMEOUT_S, Outcome, arun, finish, start
+from helpers import call_provider as call
 
 pytestmark = pytest.mark.timeout(RUN_TIMEOUT_S * 2)
 
@@ -35,18 +32,6 @@ async def run_on(backend: Backend, body: str) -> Outcome:
         return await finish(start(body, provider=provider, cwd=backend.cwd))
     finally:
         await provider.aclose()
-
-
-async def call(
-    provider: AgentProvider, request: AgentRequest, signal: CancelSignal | None = None
-) -> tuple[AgentResult, list[ProviderEvent]]:
-    events: list[ProviderEvent] = []
-
-    async def emit(event: ProviderEvent) -> None:
-        events.append(event)
-
-    result = await provider.execute(request, AgentContext(signal=signal or CancelSignal(), emit=emit))
-    return result, events
 
 
 def test_a_text_call_answers_streams_the_text_if_it_can_and_reports_the_models_token_usage(

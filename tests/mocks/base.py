@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-__all__ = ["HOLD_LIMIT_S", "UNSET", "MockHandler", "MockModelServer", "fill", "tokens_of"]
+__all__ = ["HOLD_LIMIT_S", "UNSET", "MockHandler", "MockModelServer", "fill", "reply_text", "tokens_of"]
 
 UNSET: Any = object()
 """A ``Reply.json`` that was not given (``None`` is a JSON value)."""
@@ -55,6 +55,16 @@ def fill(schema: Mapping[str, Any], tok: str) -> Any:
     if kind == "null":
         return None
     return tok + "-structured"
+
+
+def reply_text(reply: Any, prompt: str) -> str:
+    """The text a ``Reply`` answers with: its ``json`` value (compact), the ``prompt`` itself
+    (``echo``), its ``text``, else ``"mock final answer"``."""
+    if reply.json is not UNSET:
+        return json.dumps(reply.json, separators=(",", ":"))
+    if getattr(reply, "echo", False):
+        return prompt
+    return reply.text if reply.text is not None else "mock final answer"
 
 
 def tokens_of(prompt: str) -> tuple[str, bool]:
@@ -204,6 +214,11 @@ class MockHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    @property
+    def mock(self) -> Any:
+        """The server this request reached."""
+        return self.server.mock  # type: ignore[attr-defined]
 
     @property
     def path_only(self) -> str:

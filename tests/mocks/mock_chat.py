@@ -17,12 +17,11 @@ condition variable, so no test sleeps.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mocks.base import UNSET, MockHandler, MockModelServer, fill, tokens_of
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, reply_text, tokens_of
 
 __all__ = ["MockChat", "Received", "Reply"]
 
@@ -133,18 +132,10 @@ class MockChat(MockModelServer[Received, Reply]):
 def _content(reply: Reply, rec: Received) -> str | None:
     if reply.refusal is not None:
         return None
-    if reply.json is not UNSET:
-        return json.dumps(reply.json, separators=(",", ":"))
-    if reply.echo:
-        return rec.prompt
-    return reply.text if reply.text is not None else "mock final answer"
+    return reply_text(reply, rec.prompt)
 
 
 class _Handler(MockHandler):
-    @property
-    def mock(self) -> MockChat:
-        return self.server.mock  # type: ignore[attr-defined,no-any-return]
-
     def _json(self, code: int, obj: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
         if not any(name.lower().startswith("retry-after") for name, _ in headers):
             headers = (("retry-after-ms", "5"), *headers)  # the SDK's retries wait this long, not seconds

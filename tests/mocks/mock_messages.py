@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mocks.base import UNSET, MockHandler, MockModelServer, fill, tokens_of
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, reply_text, tokens_of
 
 __all__ = ["MockMessages", "Received", "Reply", "prompt_of"]
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
@@ -143,10 +143,6 @@ class MockMessages(MockModelServer[Received, Reply]):
 
 
 class _Handler(MockHandler):
-    @property
-    def mock(self) -> MockMessages:
-        return self.server.mock  # type: ignore[attr-defined,no-any-return]
-
     def _json(self, code: int, obj: Any) -> None:
         self.send_json(code, obj, (("x-should-retry", "false"),) if code >= 400 else ())
 
@@ -190,11 +186,7 @@ class _Handler(MockHandler):
                 if rec.after_tool_result:
                     return self._answer(body, ("text", "done"), (0, 0, 0, 0))
                 return self._answer(body, ("tool", ("StructuredOutput", reply.json)), reply.tokens)
-            if reply.json is not UNSET:
-                text = json.dumps(reply.json, separators=(",", ":"))
-            else:
-                text = reply.text if reply.text is not None else "mock final answer"
-            self._answer(body, ("text", text), reply.tokens)
+            self._answer(body, ("text", reply_text(reply, rec.prompt)), reply.tokens)
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True

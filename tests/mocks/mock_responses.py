@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mocks.base import UNSET, MockHandler, MockModelServer, fill, tokens_of
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, reply_text, tokens_of
 
 __all__ = ["MockResponses", "Received", "Reply", "fill", "last_user_text"]
 
@@ -192,19 +192,7 @@ class MockResponses(MockModelServer[Received, Reply]):
             self.in_flight -= 1
 
 
-def _answer_text(reply: Reply, rec: Received) -> str:
-    if reply.json is not UNSET:
-        return json.dumps(reply.json, separators=(",", ":"))
-    if reply.echo:
-        return rec.prompt
-    return reply.text if reply.text is not None else "mock final answer"
-
-
 class _Handler(MockHandler):
-    @property
-    def mock(self) -> MockResponses:
-        return self.server.mock  # type: ignore[attr-defined,no-any-return]
-
     def do_GET(self) -> None:
         if self.path.split("?")[0].endswith("/models"):
             return self.send_json(200, {"object": "list", "data": [], "models": []})
@@ -231,7 +219,7 @@ class _Handler(MockHandler):
                         }
                     },
                 )
-            self._stream(_answer_text(reply, rec), reply.tokens)
+            self._stream(reply_text(reply, rec.prompt), reply.tokens)
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:

@@ -1,5 +1,7 @@
 """The provider kit: what every agent provider does the same way, done once.
 
+- **Skeleton.** :class:`ProviderBase`: ``create`` from the settings table, the closed flag and the
+  call's first checks, the same for every provider.
 - **Settings.** Each provider declares its ``[providers.NAME]`` table as a frozen dataclass; one
   helper, :func:`check_settings`, checks a table against it: unknown keys, value types (one strict
   rule: ``true``/``false`` is a boolean and nothing else — never a number, and a number is never a
@@ -18,6 +20,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.metadata
 import json
@@ -26,11 +29,12 @@ import shutil
 import subprocess
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Union
+from typing import Any, ClassVar, Final, Literal, Self, Union
 
 from .base import (
+    AgentContext,
     AgentExecutionError,
     AgentResult,
     ProviderAuthError,
@@ -38,10 +42,13 @@ from .base import (
     TokenUsage,
 )
 from .config import ProviderConfigError
+from .policy import Policy
+from .registry import Availability
 
 __all__ = [
     "FailureKind",
     "FailureTable",
+    "ProviderBase",
     "at_least",
     "check_settings",
     "configured_program",
@@ -52,8 +59,63 @@ __all__ = [
     "more_than",
     "one_of",
     "program_version",
+    "ready",
     "upstream_message",
 ]
+
+# -- the skeleton ----------------------------------------------------------------------------------
+
+
+class ProviderBase:
+    """What every provider class shares. A subclass sets ``name``, ``settings_type`` (its settings
+    dataclass) and ``install_hint``, takes its settings as keyword arguments plus ``policy`` and
+    ``source``, and sets ``_closed`` in ``aclose``."""
+
+    name: ClassVar[str]
+    settings_type: ClassVar[type[Any]]
+    install_hint: ClassVar[str]
+    _closed: bool = False
+
+    @classmethod
+    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> Self:
+        """A provider from its ``[providers.NAME]`` table (the provider's module docstring):
+        checked by :func:`check_settings`, then :meth:`check_more`. Raises
+        :class:`~.config.ProviderConfigError` naming ``source`` and the key."""
+        check_settings(cls.settings_type, settings, provider=cls.name, source=source)
+        cls.check_more(settings, source)
+        build: Callable[..., Self] = cls  # a subclass's keyword-only constructor
+        return build(**dict(settings), policy=policy, source=source)
+
+    @classmethod
+    def check_more(cls, settings: Mapping[str, Any], source: str) -> None:
+        """What the settings dataclass cannot say (a required key): raise
+        :class:`~.config.ProviderConfigError`. Nothing by default."""
+
+    def begin(self, context: AgentContext) -> None:
+        """A call's first checks: :class:`asyncio.CancelledError` when its signal already fired,
+        :class:`~.base.AgentExecutionError` when the provider is closed."""
+        if context.signal.cancelled:
+            raise asyncio.CancelledError(context.signal.reason)
+        if self._closed:
+            raise AgentExecutionError(f"the {self.name} provider is closed; build a new one for more calls")
+
+
+def ready(
+    *, version: str | None, location: str, login: tuple[bool | None, str | None, str | None], install: str
+) -> Availability:
+    """The availability of an installed provider: its ``version`` and ``location``, and the
+    ``login`` it seems to have as ``(logged_in, what was seen, problem)``."""
+    logged_in, seen, problem = login
+    return Availability(
+        True,
+        version=version,
+        location=location,
+        logged_in=logged_in,
+        login=seen,
+        problem=problem,
+        install=install,
+    )
+
 
 # -- settings --------------------------------------------------------------------------------------
 

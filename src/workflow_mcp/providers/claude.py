@@ -66,6 +66,7 @@ from ._kit import (
     HTTP_STATUSES,
     FailureKind,
     FailureTable,
+    ProviderBase,
     check_settings,
     configured_program,
     failure_outcome,
@@ -73,10 +74,10 @@ from ._kit import (
     more_than,
     one_of,
     program_version,
+    ready,
 )
 from .base import (
     AgentContext,
-    AgentExecutionError,
     AgentRequest,
     AgentResult,
     ProviderCapabilities,
@@ -171,7 +172,7 @@ class ClaudeSettings:
     interrupt_timeout_s: float = field(default=15.0, metadata=more_than(0))
 
 
-class ClaudeProvider:
+class ClaudeProvider(ProviderBase):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running Claude Code queries (module
     docstring).
 
@@ -181,17 +182,11 @@ class ClaudeProvider:
     :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
 
-    name: Final = "claude"
-    capabilities: Final = ProviderCapabilities(
-        structured_output=True,
-        images=False,
-        sandbox_control=True,
-        session_resume=True,
-        streaming=True,
-        cancellation=True,
-    )
+    name = "claude"
+    settings_type = ClaudeSettings
+    install_hint = INSTALL
+    capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
     accepts_claude_models: Final = True
-    install_hint: Final = INSTALL
 
     def __init__(
         self,
@@ -258,23 +253,7 @@ class ClaudeProvider:
                 return Availability(False, problem="the SDK's bundled claude CLI is missing", install=INSTALL)
             path = str(bundled)
             version = _bundled_version(bundled)
-        logged_in, login, problem = _login_state(settings)
-        return Availability(
-            True,
-            version=version,
-            location=path,
-            logged_in=logged_in,
-            login=login,
-            problem=problem,
-            install=INSTALL,
-        )
-
-    @classmethod
-    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> ClaudeProvider:
-        """A provider from ``[providers.claude]`` settings (module docstring); raises
-        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        check_settings(ClaudeSettings, settings, provider="claude", source=source)
-        return cls(**dict(settings), policy=policy, source=source)
+        return ready(version=version, location=path, login=_login_state(settings), install=INSTALL)
 
     # -- the AgentProvider call ------------------------------------------------------------------
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
@@ -285,10 +264,7 @@ class ClaudeProvider:
         :class:`~workflow_mcp.providers.registry.ProviderStartError` (the SDK or CLI is missing),
         or :class:`asyncio.CancelledError` (the signal fired; the CLI process was ended).
         """
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
-        if self._closed:
-            raise AgentExecutionError("the claude provider is closed")
+        self.begin(context)
         sdk = _sdk()
         prompt, resume = self._prompt(request)
         options = sdk.ClaudeAgentOptions(**self._options(request, resume))

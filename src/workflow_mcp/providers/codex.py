@@ -14,7 +14,7 @@ concurrent call; each agent() call is one Codex *thread* and one *turn*:
   has no per-tool switches: an agent whose tools include none that edits files (Explore, Plan, a
   definition listing ``Read, Grep``) runs in a read-only sandbox, whatever the policy allows.
 - **Structured output.** The portable schema goes through :func:`~.schema.to_strict` as the turn's
-  ``output_schema``; the final message is parsed as JSON and projected back. The engine validates
+  ``output_schema``; the final message is read by :func:`~.schema.parse_answer` and projected back. The engine validates
   the result against the portable schema; a re-ask (``attempt > 1``) continues the same thread
   with the engine's feedback, so the model sees its previous answer.
 - **Events.** ``item/agentMessage/delta`` → ``output.delta``; an ``error`` notification Codex will
@@ -70,6 +70,7 @@ from typing import Any, Final, TypeVar
 from ._kit import (
     HTTP_STATUSES,
     FailureTable,
+    ProviderBase,
     at_least,
     check_settings,
     configured_program,
@@ -79,6 +80,7 @@ from ._kit import (
     more_than,
     one_of,
     program_version,
+    ready,
     upstream_message,
 )
 from .base import (
@@ -162,7 +164,7 @@ _REMEMBERED_THREADS: Final = 4096
 _APPROVAL_METHODS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
 
-class CodexProvider:
+class CodexProvider(ProviderBase):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running Codex turns (module docstring).
 
     Construct directly or through the registry (``get_provider("codex", settings)``). Nothing starts
@@ -170,17 +172,11 @@ class CodexProvider:
     loop. Raises :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
 
-    name: Final = "codex"
-    capabilities: Final = ProviderCapabilities(
-        structured_output=True,
-        images=False,
-        sandbox_control=True,
-        session_resume=True,
-        streaming=True,
-        cancellation=True,
-    )
+    name = "codex"
+    settings_type = CodexSettings
+    install_hint = INSTALL
+    capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
     accepts_claude_models: Final = False
-    install_hint: Final = INSTALL
 
     def __init__(
         self,
@@ -261,23 +257,7 @@ class CodexProvider:
                     False, problem=f"the bundled codex binary is missing ({exc})", install=INSTALL
                 )
             version = dist_version("openai-codex-cli-bin")
-        logged_in, login, problem = _login_state(settings)
-        return Availability(
-            True,
-            version=version,
-            location=path,
-            logged_in=logged_in,
-            login=login,
-            problem=problem,
-            install=INSTALL,
-        )
-
-    @classmethod
-    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> CodexProvider:
-        """A provider from ``[providers.codex]`` settings (module docstring); raises
-        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        check_settings(CodexSettings, settings, provider="codex", source=source)
-        return cls(**dict(settings), policy=policy, source=source)
+        return ready(version=version, location=path, login=_login_state(settings), install=INSTALL)
 
     # -- the AgentProvider call ------------------------------------------------------------------
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
@@ -288,8 +268,7 @@ class CodexProvider:
         :class:`~workflow_mcp.providers.registry.ProviderStartError` (Codex cannot start), or
         :class:`asyncio.CancelledError` (the signal fired; the turn was interrupted).
         """
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
+        self.begin(context)
         model = self._model(request.model)
         effort = self._effort(request.effort)
         strict = to_strict(request.schema) if request.schema is not None else None

@@ -12,7 +12,8 @@ one request:
   names it.
 - **Structured output.** ``response_format = {"type": "json_schema", "json_schema": {"name",
   "schema", "strict": true}}`` (Responses: ``text.format``) with the schema rewritten for strict
-  mode by :func:`~.schema.to_strict`; the answer is parsed and projected back (synthetic nulls
+  mode by :func:`~.schema.to_strict`; the answer is read by :func:`~.schema.parse_answer` (a
+  fenced answer is taken too) and projected back (synthetic nulls
   dropped, a wrapped top-level value unwrapped). ``strict = false`` sends the portable schema
   unchanged with ``strict: false`` (for servers without strict mode). A reply that is not JSON
   (servers that ignore ``response_format``) is asked again up to ``json_retries`` times, then
@@ -57,10 +58,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import urlparse
 
-from ._kit import FailureTable, at_least, check_settings, dist_version, failure_outcome, more_than, one_of
+from ._kit import (
+    FailureTable,
+    ProviderBase,
+    at_least,
+    check_settings,
+    dist_version,
+    failure_outcome,
+    more_than,
+    one_of,
+)
 from .base import (
     AgentContext,
-    AgentExecutionError,
     AgentRequest,
     AgentResult,
     ProviderAuthError,
@@ -124,7 +133,7 @@ JSON_REASK: Final = (
 )
 
 
-class OpenAIProvider:
+class OpenAIProvider(ProviderBase):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` calling an OpenAI-compatible endpoint
     (module docstring). Construct directly or through the registry (``get_provider("openai",
     settings)``); the HTTP client is created on the first call and closed by :meth:`aclose`. Use
@@ -132,17 +141,11 @@ class OpenAIProvider:
     :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
 
-    name: Final = "openai"
-    capabilities: Final = ProviderCapabilities(
-        structured_output=True,
-        images=False,
-        sandbox_control=False,
-        session_resume=False,
-        streaming=False,
-        cancellation=True,
-    )
+    name = "openai"
+    settings_type = OpenAISettings
+    install_hint = INSTALL
+    capabilities: Final = ProviderCapabilities()
     accepts_claude_models: Final = False
-    install_hint: Final = INSTALL
 
     def __init__(
         self,
@@ -227,17 +230,14 @@ class OpenAIProvider:
         )
 
     @classmethod
-    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> OpenAIProvider:
-        """A provider from ``[providers.openai]`` settings (module docstring); raises
-        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        check_settings(OpenAISettings, settings, provider="openai", source=source)
+    def check_more(cls, settings: Mapping[str, Any], source: str) -> None:
+        """``model`` is required: raises :class:`~workflow_mcp.providers.config.ProviderConfigError`."""
         if not settings.get("model"):
             raise ProviderConfigError(
                 source,
                 "providers.openai.model",
                 "is required: the model the endpoint serves (e.g. 'gpt-5.4-mini')",
             )
-        return cls(**dict(settings), policy=policy, source=source)
 
     # -- the AgentProvider call ----------------------------------------------------------------
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
@@ -248,10 +248,7 @@ class OpenAIProvider:
         :class:`~workflow_mcp.providers.registry.ProviderStartError` (the SDK does not import), or
         :class:`asyncio.CancelledError` (the signal fired; the request was abandoned).
         """
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
-        if self._closed:
-            raise AgentExecutionError(f"{self.backend}: the openai provider is closed")
+        self.begin(context)
         client = self._connect()
         strict = to_strict(request.schema) if request.schema is not None and self.strict else None
         key = (request.run_id, request.agent_id)

@@ -27,9 +27,10 @@ Each agent() call is one ACP *session* and one prompt turn (protocol version 1):
   thoughts → ``progress`` (the engine's stall watchdog counts them). The answer is the agent's
   *last* message: the text streamed after its last tool call, thought or plan.
 - **Structured output.** The agent is told to answer with only a JSON value matching the schema
-  (the portable schema, shown verbatim). Its last message is parsed as JSON (a ```json fence is
-  tolerated). A non-JSON answer is asked again in the same session, up to ``json_retries`` times,
-  then returned with ``has_structured=False`` and the reason. The engine validates the value and
+  (the portable schema, shown verbatim). Its last message is read by
+  :func:`~workflow_mcp.providers.schema.parse_answer` (the whole text as JSON, else its last
+  ```json fence). A non-JSON answer is asked again in the same session, up to ``json_retries``
+  times, then returned with ``has_structured=False`` and the reason. The engine validates the value and
   re-asks with its feedback (``attempt > 1``), which continues the same session.
 - **Policy.** ``session/request_permission`` is answered from the policy by
   :func:`~workflow_mcp.providers.policy.decide_permission`: only what the policy allows is allowed; anything it cannot vouch for is

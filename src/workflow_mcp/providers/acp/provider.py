@@ -18,6 +18,7 @@ from typing import Any, Final, TypeVar
 from .._kit import (
     FailureKind,
     FailureTable,
+    ProviderBase,
     at_least,
     check_settings,
     dist_version,
@@ -125,7 +126,7 @@ class ACPSettings:
     system_prompt_meta: bool | None = None
 
 
-class ACPProvider:
+class ACPProvider(ProviderBase):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running ACP prompt turns (module
     docstring). Construct directly or through the registry (``get_provider("acp", settings)``).
     Nothing starts until the first :meth:`execute`; :meth:`aclose` stops every agent process (the
@@ -133,17 +134,11 @@ class ACPProvider:
     :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
 
-    name: Final = "acp"
-    capabilities: Final = ProviderCapabilities(
-        structured_output=True,
-        images=False,
-        sandbox_control=False,
-        session_resume=True,
-        streaming=True,
-        cancellation=True,
-    )
+    name = "acp"
+    settings_type = ACPSettings
+    install_hint = INSTALL
+    capabilities: Final = ProviderCapabilities(session_resume=True, streaming=True)
     accepts_claude_models: Final = False
-    install_hint: Final = INSTALL
 
     def __init__(
         self,
@@ -258,13 +253,6 @@ class ACPProvider:
             install=INSTALL,
         )
 
-    @classmethod
-    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> ACPProvider:
-        """A provider from ``[providers.acp]`` settings (module docstring); raises
-        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        check_settings(ACPSettings, settings, provider="acp", source=source)
-        return cls(**dict(settings), policy=policy, source=source)
-
     # -- the AgentProvider call ----------------------------------------------------------------
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
         """Run one ACP prompt turn for ``request`` (module docstring for the outcomes).
@@ -274,10 +262,7 @@ class ACPProvider:
         :class:`~workflow_mcp.providers.registry.ProviderStartError` (the agent cannot start), or
         :class:`asyncio.CancelledError` (the signal fired; the turn was cancelled).
         """
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
-        if self._closed:
-            raise AgentExecutionError(f"{self._label()}: the acp provider is closed")
+        self.begin(context)
         sdk = _sdk()
         cwd = os.path.abspath(request.cwd or self.cwd or os.getcwd())
         lease = await self._lease(sdk, request, cwd, context)
