@@ -18,7 +18,16 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-__all__ = ["HOLD_LIMIT_S", "UNSET", "MockHandler", "MockModelServer", "fill", "reply_text", "tokens_of"]
+__all__ = [
+    "HOLD_LIMIT_S",
+    "UNSET",
+    "MockHandler",
+    "MockModelServer",
+    "fill",
+    "openai_error",
+    "reply_text",
+    "tokens_of",
+]
 
 UNSET: Any = object()
 """A ``Reply.json`` that was not given (``None`` is a JSON value)."""
@@ -55,6 +64,11 @@ def fill(schema: Mapping[str, Any], tok: str) -> Any:
     if kind == "null":
         return None
     return tok + "-structured"
+
+
+def openai_error(message: str, code: str | None) -> dict[str, Any]:
+    """An OpenAI API error body (``{"error": {"message", "type", "code"}}``), as the SDKs read it."""
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
 
 
 def reply_text(reply: Any, prompt: str) -> str:

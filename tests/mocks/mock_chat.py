@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mocks.base import UNSET, MockHandler, MockModelServer, fill, reply_text, tokens_of
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, openai_error, reply_text, tokens_of
 
 __all__ = ["MockChat", "Received", "Reply"]
 
@@ -162,13 +162,7 @@ class _Handler(MockHandler):
             if reply.status != 200:
                 return self._json(
                     reply.status,
-                    {
-                        "error": {
-                            "message": reply.message,
-                            "type": "invalid_request_error",
-                            "code": reply.code,
-                        }
-                    },
+                    openai_error(reply.message, reply.code),
                     reply.headers,
                 )
             content = _content(reply, rec)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mocks.base import UNSET, MockHandler, MockModelServer, fill, reply_text, tokens_of
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, openai_error, reply_text, tokens_of
 
 __all__ = ["MockResponses", "Received", "Reply", "fill", "last_user_text"]
 
@@ -211,13 +211,7 @@ class _Handler(MockHandler):
             if reply.status != 200:
                 return self.send_json(
                     reply.status,
-                    {
-                        "error": {
-                            "message": reply.message,
-                            "type": "invalid_request_error",
-                            "code": reply.code,
-                        }
-                    },
+                    openai_error(reply.message, reply.code),
                 )
             self._stream(reply_text(reply, rec.prompt), reply.tokens)
         except (BrokenPipeError, ConnectionResetError):

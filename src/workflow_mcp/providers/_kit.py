@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import importlib.metadata
 import json
 import os
@@ -38,23 +39,26 @@ from .base import (
     AgentExecutionError,
     AgentResult,
     ProviderAuthError,
+    ProviderEvent,
     ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
 from .policy import Policy
-from .registry import Availability
+from .registry import Availability, ProviderStartError
 
 __all__ = [
     "FailureKind",
     "FailureTable",
     "ProviderBase",
+    "ask_again",
     "at_least",
     "check_settings",
     "configured_program",
     "dist_version",
     "failure_error",
     "failure_outcome",
+    "load_sdk",
     "map_effort",
     "more_than",
     "one_of",
@@ -98,6 +102,34 @@ class ProviderBase:
             raise asyncio.CancelledError(context.signal.reason)
         if self._closed:
             raise AgentExecutionError(f"the {self.name} provider is closed; build a new one for more calls")
+
+
+def load_sdk(module: str, *, package: str, install: str) -> types.ModuleType:
+    """The vendor SDK ``module`` (an optional extra, imported only when a call needs it). Raises
+    :class:`~.registry.ProviderStartError` naming the ``package`` and the ``install`` command."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ProviderStartError(
+            f"the {package} SDK does not import ({exc}); install it with {install}"
+        ) from exc
+
+
+async def ask_again(
+    context: AgentContext, *, backend: str, problem: str | None, asks: int, retries: int
+) -> bool:
+    """Whether a reply without a JSON value is asked for again: not once ``asks`` (made so far)
+    reached ``retries``; else a ``progress`` event says so (``data: {"reask": n}``)."""
+    if asks >= retries:
+        return False
+    await context.emit(
+        ProviderEvent(
+            kind="progress",
+            text=f"{backend} replied without JSON ({problem}); asking again ({asks + 1} of {retries})",
+            data={"reask": asks + 1},
+        )
+    )
+    return True
 
 
 def ready(

@@ -70,6 +70,7 @@ from ._kit import (
     check_settings,
     configured_program,
     failure_outcome,
+    load_sdk,
     map_effort,
     more_than,
     one_of,
@@ -492,12 +493,7 @@ def _usage(raw: Any) -> TokenUsage:
 
 def _sdk() -> ModuleType:
     """The ``claude_agent_sdk`` module; :class:`ProviderStartError` without the ``[claude]`` extra."""
-    try:
-        return importlib.import_module("claude_agent_sdk")
-    except ImportError as exc:
-        raise ProviderStartError(
-            f"claude: the claude-agent-sdk SDK does not import ({exc}); install it with {INSTALL}"
-        ) from exc
+    return load_sdk("claude_agent_sdk", package="claude-agent-sdk", install=INSTALL)
 
 
 def _bundled_cli(package: Path) -> Path | None:

@@ -76,6 +76,7 @@ from ._kit import (
     configured_program,
     dist_version,
     failure_outcome,
+    load_sdk,
     map_effort,
     more_than,
     one_of,
@@ -353,12 +354,7 @@ class CodexProvider(ProviderBase):
         with self._start_lock:
             if self._codex is not None:
                 return self._codex
-            try:
-                sdk = _sdk()
-            except ImportError as exc:
-                raise ProviderStartError(
-                    f"codex: the openai-codex SDK does not import ({exc}); install it with {INSTALL}"
-                ) from exc
+            sdk = load_sdk("openai_codex", package="openai-codex", install=INSTALL)
             config = self._codex_config(sdk.CodexConfig)
             try:
                 codex = sdk.Codex(config)

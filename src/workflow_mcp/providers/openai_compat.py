@@ -61,10 +61,12 @@ from urllib.parse import urlparse
 from ._kit import (
     FailureTable,
     ProviderBase,
+    ask_again,
     at_least,
     check_settings,
     dist_version,
     failure_outcome,
+    load_sdk,
     more_than,
     one_of,
 )
@@ -74,12 +76,11 @@ from .base import (
     AgentResult,
     ProviderAuthError,
     ProviderCapabilities,
-    ProviderEvent,
     TokenUsage,
 )
 from .config import ProviderConfigError
 from .policy import DEFAULT_POLICY, Policy
-from .registry import Availability, ProviderStartError
+from .registry import Availability
 from .schema import StrictSchema, parse_answer, to_strict
 
 __all__ = ["OpenAIProvider", "OpenAISettings"]
@@ -277,7 +278,9 @@ class OpenAIProvider(ProviderBase):
             if ok:
                 projected = strict.project(value) if strict is not None else value
                 return AgentResult(structured=projected, has_structured=True, usage=usage, session=session)
-            if asks >= self.json_retries:
+            if not await ask_again(
+                context, backend=self.backend, problem=problem, asks=asks, retries=self.json_retries
+            ):
                 return AgentResult(
                     text=reply.text,
                     usage=usage,
@@ -285,13 +288,6 @@ class OpenAIProvider(ProviderBase):
                     message=f"{self.backend}'s reply is not a JSON value ({problem})",
                 )
             asks += 1
-            await context.emit(
-                ProviderEvent(
-                    kind="progress",
-                    text=f"{self.backend} replied without JSON ({problem}); asking again ({asks} of {self.json_retries})",
-                    data={"reask": asks},
-                )
-            )
             messages.append({"role": "user", "content": JSON_REASK.format(problem=problem)})
             previous = None
 
@@ -307,12 +303,7 @@ class OpenAIProvider(ProviderBase):
     def _connect(self) -> Any:
         if self._client is not None:
             return self._client
-        try:
-            sdk = importlib.import_module("openai")
-        except ImportError as exc:
-            raise ProviderStartError(
-                f"the openai SDK does not import ({exc}); install it with {INSTALL}"
-            ) from exc
+        sdk = load_sdk("openai", package="openai", install=INSTALL)
         key = os.environ.get(self.api_key_env)
         if not key:
             if not _is_local(self.base_url or os.environ.get("OPENAI_BASE_URL") or ""):

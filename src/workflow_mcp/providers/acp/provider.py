@@ -19,11 +19,13 @@ from .._kit import (
     FailureKind,
     FailureTable,
     ProviderBase,
+    ask_again,
     at_least,
     check_settings,
     dist_version,
     failure_error,
     failure_outcome,
+    load_sdk,
     more_than,
 )
 from ..base import (
@@ -494,7 +496,9 @@ class ACPProvider(ProviderBase):
                 return AgentResult(
                     structured=value, has_structured=True, usage=usage, session=lease.session_id
                 )
-            if asks >= self.json_retries:
+            if not await ask_again(
+                context, backend=self._label(), problem=problem, asks=asks, retries=self.json_retries
+            ):
                 return AgentResult(
                     text=final,
                     usage=usage,
@@ -502,13 +506,6 @@ class ACPProvider(ProviderBase):
                     message=f"{self._label()}'s final message is not a JSON value ({problem})",
                 )
             asks += 1
-            await context.emit(
-                ProviderEvent(
-                    kind="progress",
-                    text=f"{self._label()} replied without JSON ({problem}); asking again ({asks} of {self.json_retries})",
-                    data={"reask": asks},
-                )
-            )
             prompt = JSON_REASK.format(problem=problem)
 
     async def _turn(
@@ -706,9 +703,4 @@ def _option_values(option: Mapping[str, Any]) -> list[str]:
 
 def _sdk() -> Any:
     """The ``acp`` module (the ``[acp]`` extra); :class:`ProviderStartError` without it."""
-    try:
-        return importlib.import_module("acp")
-    except ImportError as exc:
-        raise ProviderStartError(
-            f"the agent-client-protocol SDK does not import ({exc}); install it with {INSTALL}"
-        ) from exc
+    return load_sdk("acp", package="agent-client-protocol", install=INSTALL)
