@@ -3,6 +3,9 @@ of structured answers, and token sums, shared by every provider."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,22 +13,31 @@ import pytest
 
 from workflow_mcp.providers._kit import (
     FailureTable,
+    ProviderBase,
+    ask_again,
     at_least,
     check_settings,
     configured_program,
     failure_outcome,
+    load_sdk,
     map_effort,
     more_than,
     one_of,
+    ready,
     upstream_message,
 )
 from workflow_mcp.providers.base import (
+    AgentContext,
     AgentExecutionError,
+    CancelSignal,
     ProviderAuthError,
+    ProviderEvent,
     ProviderUsageLimitError,
     TokenUsage,
 )
 from workflow_mcp.providers.config import ProviderConfigError
+from workflow_mcp.providers.policy import DEFAULT_POLICY, Policy
+from workflow_mcp.providers.registry import ProviderStartError
 from workflow_mcp.providers.schema import parse_answer
 
 
@@ -216,3 +228,101 @@ def test_a_structured_answer_is_the_whole_reply_else_its_last_json_fence(text: s
 def test_a_reply_without_a_json_value_says_why(text: str, problem: str) -> None:
     ok, value, found = parse_answer(text)
     assert (ok, value) == (False, None) and found is not None and found.startswith(problem)
+
+
+# -- the skeleton -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TinySettings:
+    model: str | None = None
+    retries: int = field(default=1, metadata=at_least(0))
+
+
+class Tiny(ProviderBase):
+    name = "tiny"
+    settings_type = TinySettings
+    install_hint = "pip install tiny"
+
+    def __init__(
+        self, *, model: str | None = None, retries: int = 1, policy: Policy = DEFAULT_POLICY, source: str = ""
+    ) -> None:
+        self.model, self.retries, self.policy, self.source = model, retries, policy, source
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    @classmethod
+    def check_more(cls, settings: Mapping[str, Any], source: str) -> None:
+        if "model" not in settings:
+            raise ProviderConfigError(source, "providers.tiny.model", "is required")
+
+
+def test_create_checks_the_table_against_the_settings_dataclass_then_the_providers_own_rule() -> None:
+    built = Tiny.create({"model": "m", "retries": 3}, policy=DEFAULT_POLICY, source="cfg")
+    assert (built.model, built.retries, built.source) == ("m", 3, "cfg")
+    with pytest.raises(
+        ProviderConfigError, match=r"^cfg: providers.tiny.retries: must be at least 0, got -1$"
+    ):
+        Tiny.create({"model": "m", "retries": -1}, policy=DEFAULT_POLICY, source="cfg")
+    with pytest.raises(ProviderConfigError, match=r"^cfg: providers.tiny.model: is required$"):
+        Tiny.create({}, policy=DEFAULT_POLICY, source="cfg")
+
+
+def test_a_call_begins_only_while_its_signal_is_quiet_and_the_provider_open() -> None:
+    async def emit(event: ProviderEvent) -> None:
+        pass
+
+    provider = Tiny.create({"model": "m"}, policy=DEFAULT_POLICY, source="cfg")
+    quiet = AgentContext(signal=CancelSignal(), emit=emit)
+    provider.begin(quiet)  # nothing to refuse
+    fired = CancelSignal()
+    fired.cancel("stop")
+    with pytest.raises(asyncio.CancelledError):
+        provider.begin(AgentContext(signal=fired, emit=emit))
+    asyncio.run(provider.aclose())
+    with pytest.raises(AgentExecutionError, match=r"^the tiny provider is closed; build a new one"):
+        provider.begin(quiet)
+
+
+def test_a_missing_sdk_is_a_start_error_naming_the_package_and_the_install_command() -> None:
+    assert load_sdk("json", package="json", install="-") is json
+    with pytest.raises(ProviderStartError) as caught:
+        load_sdk("workflow_mcp_no_such_sdk", package="no-such-sdk", install="pip install 'workflow-mcp[x]'")
+    assert str(caught.value).startswith("the no-such-sdk SDK does not import (No module named")
+    assert str(caught.value).endswith("install it with pip install 'workflow-mcp[x]'")
+
+
+def test_a_reply_without_json_is_asked_again_until_the_retries_are_spent_each_ask_a_progress_event() -> None:
+    events: list[ProviderEvent] = []
+
+    async def emit(event: ProviderEvent) -> None:
+        events.append(event)
+
+    async def asks(retries: int) -> list[bool]:
+        context = AgentContext(signal=CancelSignal(), emit=emit)
+        return [
+            await ask_again(context, backend="b", problem="not JSON", asks=n, retries=retries)
+            for n in range(3)
+        ]
+
+    assert asyncio.run(asks(2)) == [True, True, False]
+    assert [(e.kind, e.text, dict(e.data)) for e in events] == [
+        ("progress", "b replied without JSON (not JSON); asking again (1 of 2)", {"reask": 1}),
+        ("progress", "b replied without JSON (not JSON); asking again (2 of 2)", {"reask": 2}),
+    ]
+    events.clear()
+    assert asyncio.run(asks(0)) == [False, False, False] and events == []
+
+
+def test_ready_reports_an_installed_provider_with_the_login_it_seems_to_have() -> None:
+    found = ready(
+        version="1.2", location="/bin/x", login=(False, None, "run `x login`"), install="pip install x"
+    )
+    assert (found.available, found.version, found.location) == (True, "1.2", "/bin/x")
+    assert (found.logged_in, found.login, found.problem, found.install) == (
+        False,
+        None,
+        "run `x login`",
+        "pip install x",
+    )
