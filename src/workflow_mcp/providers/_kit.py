@@ -3,7 +3,7 @@
 - **Skeleton.** :class:`ProviderBase`: ``create`` from the settings table, the closed flag and the
   call's first checks, the same for every provider.
 - **Settings.** Each provider declares its ``[providers.NAME]`` table as a frozen dataclass; one
-  helper, :func:`check_settings`, checks a table against it: unknown keys, value types (one strict
+  function, :func:`check_settings`, checks a table against it: unknown keys, value types (one strict
   rule: ``true``/``false`` is a boolean and nothing else — never a number, and a number is never a
   boolean), list items, table values, bounds and choices, each error naming the key.
 - **Probes.** :func:`dist_version`, :func:`program_version` and :func:`configured_program` (a
@@ -16,6 +16,8 @@
   ``null``; rate limits and overloads retried with backoff) or an execution error. Foreign errors
   are translated once, at the provider's edge, into these.
 - **Upstream messages.** :func:`upstream_message`: an HTTP error body reduced to its message.
+- **SDKs and re-asks.** :func:`load_sdk` imports a vendor SDK (an optional extra) or says how to
+  install it; :func:`ask_again` is the one rule for asking a reply without JSON again.
 """
 
 from __future__ import annotations
