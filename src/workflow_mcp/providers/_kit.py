@@ -1,7 +1,7 @@
 """The provider kit: what every agent provider does the same way, done once.
 
-- **Skeleton.** :class:`ProviderBase`: ``create`` from the settings table, the closed flag and the
-  call's first checks, the same for every provider.
+- **Skeleton.** :class:`ProviderBase`: a provider built from its settings dataclass (directly, or
+  by ``create`` from the settings table), the closed flag and the call's first checks.
 - **Settings.** Each provider declares its ``[providers.NAME]`` table as a frozen dataclass; one
   function, :func:`check_settings`, checks a table against it: unknown keys, value types (one strict
   rule: ``true``/``false`` is a boolean and nothing else — never a number, and a number is never a
@@ -32,9 +32,9 @@ import shutil
 import subprocess
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Literal, Self, Union
+from typing import Any, ClassVar, Final, Generic, Literal, Self, TypeVar, Union
 
 from .base import (
     AgentContext,
@@ -46,12 +46,13 @@ from .base import (
     TokenUsage,
 )
 from .config import ProviderConfigError
-from .policy import Policy
+from .policy import DEFAULT_POLICY, Policy
 from .registry import Availability, ProviderStartError
 
 __all__ = [
     "FailureKind",
     "FailureTable",
+    "ProgramSettings",
     "ProviderBase",
     "ask_again",
     "at_least",
@@ -64,6 +65,7 @@ __all__ = [
     "map_effort",
     "more_than",
     "one_of",
+    "probe_program",
     "program_version",
     "ready",
     "upstream_message",
@@ -72,25 +74,45 @@ __all__ = [
 # -- the skeleton ----------------------------------------------------------------------------------
 
 
-class ProviderBase:
+S = TypeVar("S")
+
+
+class ProviderBase(Generic[S]):
     """What every provider class shares. A subclass sets ``name``, ``settings_type`` (its settings
-    dataclass) and ``install_hint``, takes its settings as keyword arguments plus ``policy`` and
-    ``source``, and sets ``_closed`` in ``aclose``."""
+    dataclass, ``S``) and ``install_hint``; it is built from one ``S`` value (:attr:`settings`)
+    plus the ``policy`` and the ``source`` of the settings, and sets ``_closed`` in ``aclose``."""
 
     name: ClassVar[str]
     settings_type: ClassVar[type[Any]]
     install_hint: ClassVar[str]
     _closed: bool = False
 
+    def __init__(
+        self, settings: S | None = None, *, policy: Policy = DEFAULT_POLICY, source: str = "provider settings"
+    ) -> None:
+        """A provider for ``settings`` (default: every setting at its default) under ``policy``;
+        ``source`` names where the settings come from in errors. Nothing starts here. Raises
+        :class:`~.config.ProviderConfigError` naming ``source`` and the key when a value is out
+        of its bounds or choices, or :meth:`check_more` or :meth:`setup` refuses it."""
+        given: S = settings if settings is not None else self.settings_type()
+        values = dataclasses.asdict(given)  # type: ignore[call-overload]
+        check_settings(type(given), values, provider=self.name, source=source)
+        self.check_more(values, source)
+        self.settings: S = given
+        self.policy = policy
+        self.source = source
+        self.setup()
+
+    def setup(self) -> None:
+        """The provider's own state, derived from :attr:`settings` and :attr:`policy`."""
+
     @classmethod
     def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> Self:
-        """A provider from its ``[providers.NAME]`` table (the provider's module docstring):
-        checked by :func:`check_settings`, then :meth:`check_more`. Raises
+        """A provider from its ``[providers.NAME]`` table (the provider's module docstring),
+        checked by :func:`check_settings` and :meth:`check_more`. Raises
         :class:`~.config.ProviderConfigError` naming ``source`` and the key."""
         check_settings(cls.settings_type, settings, provider=cls.name, source=source)
-        cls.check_more(settings, source)
-        build: Callable[..., Self] = cls  # a subclass's keyword-only constructor
-        return build(**dict(settings), policy=policy, source=source)
+        return cls(cls.settings_type(**settings), policy=policy, source=source)
 
     @classmethod
     def check_more(cls, settings: Mapping[str, Any], source: str) -> None:
@@ -104,6 +126,17 @@ class ProviderBase:
             raise asyncio.CancelledError(context.signal.reason)
         if self._closed:
             raise AgentExecutionError(f"the {self.name} provider is closed; build a new one for more calls")
+
+
+@dataclass(frozen=True)
+class ProgramSettings:
+    """The settings of every provider that runs an agent program: ``bin`` (the program; default
+    the one its SDK bundles), ``model`` (the default model) and ``env`` (more environment names the
+    program may see besides its own credentials)."""
+
+    bin: str | None = None
+    model: str | None = None
+    env: list[str] = dataclasses.field(default_factory=list)
 
 
 def load_sdk(module: str, *, package: str, install: str) -> types.ModuleType:
@@ -283,6 +316,17 @@ def program_version(path: str, word: Literal["first", "last"] = "last") -> str |
     if not words:
         return None
     return words[0] if word == "first" else words[-1]
+
+
+def probe_program(
+    binary: str, word: Literal["first", "last"] = "last"
+) -> tuple[str, str | None] | Availability:
+    """A ``bin`` setting probed: ``(path, version)`` (the ``word`` of ``--version``), or the
+    unavailability that says it is not an executable file."""
+    path, problem = configured_program(binary)
+    if path is None:
+        return Availability(False, location=binary, problem=problem)
+    return path, program_version(path, word)
 
 
 def configured_program(binary: str) -> tuple[str | None, str | None]:

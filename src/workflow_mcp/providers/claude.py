@@ -66,14 +66,14 @@ from ._kit import (
     HTTP_STATUSES,
     FailureKind,
     FailureTable,
+    ProgramSettings,
     ProviderBase,
-    check_settings,
-    configured_program,
     failure_outcome,
     load_sdk,
     map_effort,
     more_than,
     one_of,
+    probe_program,
     program_version,
     ready,
 )
@@ -86,7 +86,7 @@ from .base import (
     TokenUsage,
 )
 from .config import ProviderConfigError
-from .policy import DEFAULT_POLICY, Policy, allowed_env
+from .policy import Policy, allowed_env
 from .registry import Availability, ProviderStartError
 
 __all__ = ["ClaudeProvider", "ClaudeSettings", "permission_mode_for"]
@@ -159,21 +159,18 @@ class _Turn:
 
 
 @dataclass(frozen=True)
-class ClaudeSettings:
+class ClaudeSettings(ProgramSettings):
     """``[providers.claude]`` (module docstring), checked by :func:`~._kit.check_settings`."""
 
-    bin: str | None = None
     config_dir: str | None = None
-    model: str | None = None
     effort: str | None = field(default=None, metadata=one_of(_EFFORTS))
     efforts: dict[str, str] = field(default_factory=dict, metadata=one_of(_EFFORTS))
     permission_mode: str | None = None
     max_turns: int | None = None
-    env: list[str] = field(default_factory=list)
     interrupt_timeout_s: float = field(default=15.0, metadata=more_than(0))
 
 
-class ClaudeProvider(ProviderBase):
+class ClaudeProvider(ProviderBase[ClaudeSettings]):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running Claude Code queries (module
     docstring).
 
@@ -189,41 +186,15 @@ class ClaudeProvider(ProviderBase):
     capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
     accepts_claude_models: Final = True
 
-    def __init__(
-        self,
-        *,
-        bin: str | None = None,
-        config_dir: str | None = None,
-        model: str | None = None,
-        effort: str | None = None,
-        efforts: Mapping[str, str] | None = None,
-        permission_mode: str | None = None,
-        max_turns: int | None = None,
-        env: tuple[str, ...] | list[str] = (),
-        interrupt_timeout_s: float = 15.0,
-        policy: Policy = DEFAULT_POLICY,
-        source: str = "provider settings",
-    ) -> None:
-        check_settings(
-            ClaudeSettings,
-            {"effort": effort, "efforts": dict(efforts or {}), "interrupt_timeout_s": interrupt_timeout_s},
-            provider="claude",
-            source=source,
-        )
-        self.bin = bin
-        self.config_dir = os.path.expanduser(config_dir) if config_dir else None
-        self.model = model
-        self.effort = effort
-        self.efforts = dict(efforts or {})
-        self.max_turns = max_turns
-        self.env_names = tuple(env)
-        self.interrupt_timeout_s = interrupt_timeout_s
-        self.policy = policy
-        self.source = source
+    def setup(self) -> None:
+        """The expanded ``config_dir`` and the permission mode the policy allows; raises
+        :class:`~workflow_mcp.providers.config.ProviderConfigError` for a wider ``permission_mode``."""
+        folder = self.settings.config_dir
+        self.config_dir = os.path.expanduser(folder) if folder else None
         try:
-            self.permission_mode = permission_mode_for(policy, permission_mode)
+            self.permission_mode = permission_mode_for(self.policy, self.settings.permission_mode)
         except ValueError as exc:
-            raise ProviderConfigError(source, "providers.claude.permission_mode", str(exc)) from exc
+            raise ProviderConfigError(self.source, "providers.claude.permission_mode", str(exc)) from exc
         self._sessions: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._closed = False
 
@@ -244,10 +215,10 @@ class ClaudeProvider(ProviderBase):
         binary = settings.get("bin")
         version: str | None
         if binary:
-            found_path, problem = configured_program(str(binary))
-            if found_path is None:
-                return Availability(False, location=str(binary), problem=problem)
-            path, version = found_path, program_version(found_path, "first")
+            probed = probe_program(str(binary), "first")
+            if isinstance(probed, Availability):
+                return probed
+            path, version = probed
         else:
             bundled = _bundled_cli(Path(spec.origin).parent)
             if bundled is None:
@@ -305,12 +276,12 @@ class ClaudeProvider(ProviderBase):
         return prompt, request.session
 
     def _effort(self, effort: str | None) -> str | None:
-        return map_effort(effort, table=self.efforts, known=_EFFORTS, default=self.effort)
+        return map_effort(effort, table=self.settings.efforts, known=_EFFORTS, default=self.settings.effort)
 
     def _options(self, request: AgentRequest, resume: str | None) -> dict[str, Any]:
         options: dict[str, Any] = {
             "cwd": request.cwd,
-            "model": request.model or self.model,
+            "model": request.model or self.settings.model,
             "permission_mode": self.permission_mode,
             "resume": resume,
             "env": self._env(),
@@ -332,16 +303,16 @@ class ClaudeProvider(ProviderBase):
             options["tools"] = [*tools, "StructuredOutput"] if request.schema is not None else tools
         if request.schema is not None:
             options["output_format"] = {"type": "json_schema", "schema": dict(request.schema)}
-        if self.max_turns is not None:
-            options["max_turns"] = self.max_turns
-        if self.bin is not None:
-            options["cli_path"] = shutil.which(self.bin) or self.bin
+        if self.settings.max_turns is not None:
+            options["max_turns"] = self.settings.max_turns
+        if self.settings.bin is not None:
+            options["cli_path"] = shutil.which(self.settings.bin) or self.settings.bin
         return options
 
     def _env(self) -> dict[str, str]:
         """The allowlisted environment; every other inherited name is blanked (the SDK starts the
         CLI with this process's environment plus these values)."""
-        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.env_names))
+        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.settings.env))
         if self.config_dir:
             env["CLAUDE_CONFIG_DIR"] = self.config_dir
         for name in os.environ:
@@ -401,13 +372,13 @@ class ClaudeProvider(ProviderBase):
         task (the SDK then ends the process) when that does not happen in time. Bounded."""
         if clients and not consumer.done():
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(clients[0].interrupt(), self.interrupt_timeout_s)
+                await asyncio.wait_for(clients[0].interrupt(), self.settings.interrupt_timeout_s)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait({consumer}, timeout=self.interrupt_timeout_s)
+                await asyncio.wait({consumer}, timeout=self.settings.interrupt_timeout_s)
         if not consumer.done():
             consumer.cancel()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait({consumer}, timeout=self.interrupt_timeout_s)
+                await asyncio.wait({consumer}, timeout=self.settings.interrupt_timeout_s)
         if consumer.done() and not consumer.cancelled():
             consumer.exception()  # retrieved: the call is cancelled, its late error is moot
 

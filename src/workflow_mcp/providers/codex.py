@@ -70,17 +70,16 @@ from typing import Any, Final, TypeVar
 from ._kit import (
     HTTP_STATUSES,
     FailureTable,
+    ProgramSettings,
     ProviderBase,
     at_least,
-    check_settings,
-    configured_program,
     dist_version,
     failure_outcome,
     load_sdk,
     map_effort,
     more_than,
     one_of,
-    program_version,
+    probe_program,
     ready,
     upstream_message,
 )
@@ -93,7 +92,7 @@ from .base import (
     ProviderEvent,
     TokenUsage,
 )
-from .policy import DEFAULT_POLICY, Policy, allowed_env
+from .policy import allowed_env
 from .registry import Availability, ProviderStartError
 from .routing import CLAUDE_ALIASES, ModelAliasError
 from .schema import StrictSchema, parse_answer, to_strict
@@ -144,16 +143,13 @@ failure by kind."""
 
 
 @dataclass(frozen=True)
-class CodexSettings:
+class CodexSettings(ProgramSettings):
     """``[providers.codex]`` (module docstring), checked by :func:`~._kit.check_settings`."""
 
-    bin: str | None = None
     codex_home: str | None = None
-    model: str | None = None
     effort: str | None = field(default=None, metadata=one_of(_EFFORTS))
     efforts: dict[str, str] = field(default_factory=dict, metadata=one_of(_EFFORTS))
     config: dict[str, Any] = field(default_factory=dict)
-    env: list[str] = field(default_factory=list)
     ephemeral: bool = False
     developer_instructions: str | None = None
     rpc_timeout_s: float = field(default=60.0, metadata=more_than(0))
@@ -165,7 +161,7 @@ _REMEMBERED_THREADS: Final = 4096
 _APPROVAL_METHODS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
 
-class CodexProvider(ProviderBase):
+class CodexProvider(ProviderBase[CodexSettings]):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running Codex turns (module docstring).
 
     Construct directly or through the registry (``get_provider("codex", settings)``). Nothing starts
@@ -179,50 +175,14 @@ class CodexProvider(ProviderBase):
     capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
     accepts_claude_models: Final = False
 
-    def __init__(
-        self,
-        *,
-        bin: str | None = None,
-        codex_home: str | None = None,
-        model: str | None = None,
-        effort: str | None = None,
-        efforts: Mapping[str, str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        env: tuple[str, ...] | list[str] = (),
-        ephemeral: bool = False,
-        developer_instructions: str | None = None,
-        rpc_timeout_s: float = 60.0,
-        interrupt_timeout_s: float = 15.0,
-        max_workers: int = 32,
-        policy: Policy = DEFAULT_POLICY,
-        source: str = "provider settings",
-    ) -> None:
-        check_settings(
-            CodexSettings,
-            {
-                "effort": effort,
-                "efforts": dict(efforts or {}),
-                "rpc_timeout_s": rpc_timeout_s,
-                "interrupt_timeout_s": interrupt_timeout_s,
-                "max_workers": max_workers,
-            },
-            provider="codex",
-            source=source,
+    def setup(self) -> None:
+        """The expanded ``codex_home`` and the threads for app-server requests (the app-server
+        itself starts with the first call)."""
+        home = self.settings.codex_home
+        self.codex_home = os.path.expanduser(home) if home else None
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.settings.max_workers, thread_name_prefix="workflow-mcp-codex"
         )
-        self.bin = bin
-        self.codex_home = os.path.expanduser(codex_home) if codex_home else None
-        self.model = model
-        self.effort = effort
-        self.efforts = dict(efforts or {})
-        self.config = dict(config or {})
-        self.env_names = tuple(env)
-        self.ephemeral = ephemeral
-        self.developer_instructions = developer_instructions
-        self.rpc_timeout_s = rpc_timeout_s
-        self.interrupt_timeout_s = interrupt_timeout_s
-        self.policy = policy
-        self.source = source
-        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="workflow-mcp-codex")
         self._codex: Codex | None = None
         self._start_lock = threading.Lock()
         self._threads: OrderedDict[tuple[str, str], Thread] = OrderedDict()
@@ -246,10 +206,10 @@ class CodexProvider(ProviderBase):
         binary = settings.get("bin")
         version: str | None
         if binary:
-            found_path, problem = configured_program(str(binary))
-            if found_path is None:
-                return Availability(False, location=str(binary), problem=problem)
-            path, version = found_path, program_version(found_path)
+            probed = probe_program(str(binary))
+            if isinstance(probed, Availability):
+                return probed
+            path, version = probed
         else:
             try:
                 path = str(_module("codex_cli_bin").bundled_codex_path())
@@ -313,20 +273,20 @@ class CodexProvider(ProviderBase):
         if handle is None or handle.thread_id != thread_id:
             raise AgentExecutionError(f"codex turn {turn_id} of thread {thread_id} is not running here")
         try:
-            await self._call(handle.interrupt, timeout=self.interrupt_timeout_s)
+            await self._call(handle.interrupt, timeout=self.settings.interrupt_timeout_s)
         except _sdk().CodexError as exc:
             raise AgentExecutionError(f"codex could not interrupt turn {turn_id}: {exc}") from exc
 
     # -- internals -------------------------------------------------------------------------------
     def _model(self, model: str | None) -> str | None:
         if model is None:
-            return self.model
+            return self.settings.model
         if model in CLAUDE_ALIASES:
             raise ModelAliasError(model, "codex", self.source)
         return model
 
     def _effort(self, effort: str | None) -> str | None:
-        return map_effort(effort, table=self.efforts, known=_EFFORTS, default=self.effort)
+        return map_effort(effort, table=self.settings.efforts, known=_EFFORTS, default=self.settings.effort)
 
     @property
     def running(self) -> bool:
@@ -337,7 +297,7 @@ class CodexProvider(ProviderBase):
         """Run a blocking SDK request on our own executor (never the loop's default one, so that
         many waiting turns cannot starve an interrupt), bounded by ``rpc_timeout_s``."""
         loop = asyncio.get_running_loop()
-        limit = self.rpc_timeout_s if timeout is None else timeout
+        limit = self.settings.rpc_timeout_s if timeout is None else timeout
         try:
             return await asyncio.wait_for(loop.run_in_executor(self._executor, fn), limit)
         except TimeoutError as exc:
@@ -367,17 +327,17 @@ class CodexProvider(ProviderBase):
             return codex
 
     def _codex_config(self, config_cls: Any) -> Any:
-        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.env_names))
+        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.settings.env))
         if self.codex_home:
             env["CODEX_HOME"] = self.codex_home
-        binary = self.bin
+        binary = self.settings.bin
         if binary is None:
             bundled = _module("codex_cli_bin")
             binary = str(bundled.bundled_codex_path())
             extra = bundled.bundled_path_dir()
             if extra is not None:
                 env["PATH"] = os.pathsep.join(p for p in (str(extra), env.get("PATH", "")) if p)
-        flat = dict(_flatten(self.config))
+        flat = dict(_flatten(self.settings.config))
         # One thread per agent() call: Codex's per-thread login-shell snapshot (it sources the
         # user's rc files, outside our environment allowlist) would dominate fan-out cost (3.7×
         # the wall time at 20 turns in benchmarks/providers.py). Settings can turn it back on.
@@ -407,7 +367,7 @@ class CodexProvider(ProviderBase):
 
     def _developer_instructions(self, request: AgentRequest) -> str | None:
         """The ``developer_instructions`` setting, then the agent definition's instructions."""
-        parts = [p for p in (self.developer_instructions, request.instructions) if p]
+        parts = [p for p in (self.settings.developer_instructions, request.instructions) if p]
         return "\n\n".join(parts) if parts else None
 
     def _approvals(self) -> Any:
@@ -453,7 +413,9 @@ class CodexProvider(ProviderBase):
                 note = f"could not resume codex thread {session} ({exc}); starting a new one"
         if thread is None:
             try:
-                thread = await self._call(lambda: codex.thread_start(ephemeral=self.ephemeral, **common))
+                thread = await self._call(
+                    lambda: codex.thread_start(ephemeral=self.settings.ephemeral, **common)
+                )
             except codex_error as exc:
                 raise AgentExecutionError(f"codex could not start a thread: {exc}") from exc
         if request.agent_id:
@@ -613,7 +575,7 @@ class CodexProvider(ProviderBase):
     async def _interrupt(self, handle: TurnHandle) -> None:
         # RuntimeError: the provider was closed meanwhile (its executor no longer takes work).
         with contextlib.suppress(_sdk().CodexError, AgentExecutionError, RuntimeError):
-            await self._call(handle.interrupt, timeout=self.interrupt_timeout_s)
+            await self._call(handle.interrupt, timeout=self.settings.interrupt_timeout_s)
 
     def _interrupt_soon(self, handle: TurnHandle) -> None:
         def interrupt() -> None:
@@ -626,7 +588,7 @@ class CodexProvider(ProviderBase):
     async def _drain(self, queue: asyncio.Queue[Any], done: object) -> None:
         """Wait (bounded) for the interrupted turn's stream to end, so its thread is released."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.interrupt_timeout_s):
+            async with asyncio.timeout(self.settings.interrupt_timeout_s):
                 while True:
                     item = await queue.get()
                     if item is done or isinstance(item, BaseException):

@@ -63,7 +63,6 @@ from ._kit import (
     ProviderBase,
     ask_again,
     at_least,
-    check_settings,
     dist_version,
     failure_outcome,
     load_sdk,
@@ -79,7 +78,6 @@ from .base import (
     TokenUsage,
 )
 from .config import ProviderConfigError
-from .policy import DEFAULT_POLICY, Policy
 from .registry import Availability
 from .schema import StrictSchema, parse_answer, to_strict
 
@@ -134,7 +132,7 @@ JSON_REASK: Final = (
 )
 
 
-class OpenAIProvider(ProviderBase):
+class OpenAIProvider(ProviderBase[OpenAISettings]):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` calling an OpenAI-compatible endpoint
     (module docstring). Construct directly or through the registry (``get_provider("openai",
     settings)``); the HTTP client is created on the first call and closed by :meth:`aclose`. Use
@@ -148,44 +146,10 @@ class OpenAIProvider(ProviderBase):
     capabilities: Final = ProviderCapabilities()
     accepts_claude_models: Final = False
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        api: str = "chat",
-        strict: bool = True,
-        system_prompt: str | None = None,
-        efforts: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        backend: str | None = None,
-        timeout_s: float = 600.0,
-        max_retries: int = 2,
-        json_retries: int = 1,
-        policy: Policy = DEFAULT_POLICY,
-        source: str = "provider settings",
-    ) -> None:
-        check_settings(
-            OpenAISettings,
-            {"api": api, "timeout_s": timeout_s, "max_retries": max_retries, "json_retries": json_retries},
-            provider="openai",
-            source=source,
-        )
-        self.model = model
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.api = api
-        self.strict = strict
-        self.system_prompt = system_prompt
-        self.efforts = dict(efforts or {})
-        self.extra_body = dict(extra_body or {})
-        self.backend = backend or "openai"
-        self.timeout_s = float(timeout_s)
-        self.max_retries = max_retries
-        self.json_retries = json_retries
-        self.policy = policy
-        self.source = source
+    def setup(self) -> None:
+        """The model and the backend's name in messages (the HTTP client starts with the first call)."""
+        self.model: str = self.settings.model or ""  # check_more: never empty
+        self.backend = self.settings.backend or "openai"
         self._client: Any = None
         self._conversations: OrderedDict[tuple[str, str], list[dict[str, str]]] = OrderedDict()
         self._closed = False
@@ -251,10 +215,10 @@ class OpenAIProvider(ProviderBase):
         """
         self.begin(context)
         client = self._connect()
-        strict = to_strict(request.schema) if request.schema is not None and self.strict else None
+        strict = to_strict(request.schema) if request.schema is not None and self.settings.strict else None
         key = (request.run_id, request.agent_id)
         messages = self._messages(request, key)
-        previous = request.session if self.api == "responses" and request.attempt == 1 else None
+        previous = request.session if self.settings.api == "responses" and request.attempt == 1 else None
         usage = TokenUsage()
         asks = 0
         while True:
@@ -279,7 +243,7 @@ class OpenAIProvider(ProviderBase):
                 projected = strict.project(value) if strict is not None else value
                 return AgentResult(structured=projected, has_structured=True, usage=usage, session=session)
             if not await ask_again(
-                context, backend=self.backend, problem=problem, asks=asks, retries=self.json_retries
+                context, backend=self.backend, problem=problem, asks=asks, retries=self.settings.json_retries
             ):
                 return AgentResult(
                     text=reply.text,
@@ -304,15 +268,20 @@ class OpenAIProvider(ProviderBase):
         if self._client is not None:
             return self._client
         sdk = load_sdk("openai", package="openai", install=INSTALL)
-        key = os.environ.get(self.api_key_env)
+        key = os.environ.get(self.settings.api_key_env)
         if not key:
-            if not _is_local(self.base_url or os.environ.get("OPENAI_BASE_URL") or ""):
+            if not _is_local(self.settings.base_url or os.environ.get("OPENAI_BASE_URL") or ""):
                 raise ProviderAuthError(
-                    self.backend, f"{self.api_key_env} is not set", login_hint=f"set {self.api_key_env}"
+                    self.backend,
+                    f"{self.settings.api_key_env} is not set",
+                    login_hint=f"set {self.settings.api_key_env}",
                 )
             key = "no-key-needed"  # a local server ignores it; the SDK insists on one
         self._client = sdk.AsyncOpenAI(
-            api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=self.max_retries
+            api_key=key,
+            base_url=self.settings.base_url,
+            timeout=self.settings.timeout_s,
+            max_retries=self.settings.max_retries,
         )
         return self._client
 
@@ -324,7 +293,9 @@ class OpenAIProvider(ProviderBase):
                 return [*known, {"role": "user", "content": request.feedback}]
         prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
         system = [
-            {"role": "system", "content": text} for text in (self.system_prompt, request.instructions) if text
+            {"role": "system", "content": text}
+            for text in (self.settings.system_prompt, request.instructions)
+            if text
         ]
         return [*system, {"role": "user", "content": prompt}]
 
@@ -363,11 +334,11 @@ class OpenAIProvider(ProviderBase):
     ) -> _Reply:
         sdk = importlib.import_module("openai")
         model = request.model or self.model
-        effort = self.efforts.get(request.effort) if request.effort else None
+        effort = self.settings.efforts.get(request.effort) if request.effort else None
         schema: Mapping[str, Any] | None = strict.schema if strict is not None else request.schema
-        extra = {"extra_body": self.extra_body} if self.extra_body else {}
+        extra = {"extra_body": self.settings.extra_body} if self.settings.extra_body else {}
         try:
-            if self.api == "chat":
+            if self.settings.api == "chat":
                 kwargs: dict[str, Any] = {"model": model, "messages": messages, **extra}
                 if schema is not None:
                     kwargs["response_format"] = {
@@ -418,7 +389,7 @@ class OpenAIProvider(ProviderBase):
             kind,
             backend=self.backend,
             detail=detail,
-            login_hint=f"set {self.api_key_env}",
+            login_hint=f"set {self.settings.api_key_env}",
             resets_at=_utc_after(wait) if wait is not None else None,
             retry_after_s=wait,
         )

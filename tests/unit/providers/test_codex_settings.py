@@ -43,7 +43,7 @@ def test_valid_settings_build_a_provider_without_starting_codex() -> None:
         policy=DEFAULT_POLICY,
         source="cfg",
     )
-    assert provider.model == "gpt-x" and provider.capabilities.structured_output
+    assert provider.settings.model == "gpt-x" and provider.capabilities.structured_output
     assert not provider.running  # nothing started
 
 

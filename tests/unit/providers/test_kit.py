@@ -23,6 +23,7 @@ from workflow_mcp.providers._kit import (
     map_effort,
     more_than,
     one_of,
+    probe_program,
     ready,
     upstream_message,
 )
@@ -36,8 +37,8 @@ from workflow_mcp.providers.base import (
     TokenUsage,
 )
 from workflow_mcp.providers.config import ProviderConfigError
-from workflow_mcp.providers.policy import DEFAULT_POLICY, Policy
-from workflow_mcp.providers.registry import ProviderStartError
+from workflow_mcp.providers.policy import DEFAULT_POLICY
+from workflow_mcp.providers.registry import Availability, ProviderStartError
 from workflow_mcp.providers.schema import parse_answer
 
 
@@ -239,34 +240,39 @@ class TinySettings:
     retries: int = field(default=1, metadata=at_least(0))
 
 
-class Tiny(ProviderBase):
+class Tiny(ProviderBase[TinySettings]):
     name = "tiny"
     settings_type = TinySettings
     install_hint = "pip install tiny"
-
-    def __init__(
-        self, *, model: str | None = None, retries: int = 1, policy: Policy = DEFAULT_POLICY, source: str = ""
-    ) -> None:
-        self.model, self.retries, self.policy, self.source = model, retries, policy, source
 
     async def aclose(self) -> None:
         self._closed = True
 
     @classmethod
     def check_more(cls, settings: Mapping[str, Any], source: str) -> None:
-        if "model" not in settings:
+        if not settings.get("model"):
             raise ProviderConfigError(source, "providers.tiny.model", "is required")
 
 
 def test_create_checks_the_table_against_the_settings_dataclass_then_the_providers_own_rule() -> None:
     built = Tiny.create({"model": "m", "retries": 3}, policy=DEFAULT_POLICY, source="cfg")
-    assert (built.model, built.retries, built.source) == ("m", 3, "cfg")
+    assert (built.settings, built.source) == (TinySettings(model="m", retries=3), "cfg")
     with pytest.raises(
         ProviderConfigError, match=r"^cfg: providers.tiny.retries: must be at least 0, got -1$"
     ):
         Tiny.create({"model": "m", "retries": -1}, policy=DEFAULT_POLICY, source="cfg")
     with pytest.raises(ProviderConfigError, match=r"^cfg: providers.tiny.model: is required$"):
         Tiny.create({}, policy=DEFAULT_POLICY, source="cfg")
+
+
+def test_a_provider_built_directly_from_its_settings_is_held_to_the_same_rules() -> None:
+    assert Tiny(TinySettings(model="m")).settings.retries == 1
+    with pytest.raises(
+        ProviderConfigError, match=r"^code: providers.tiny.retries: must be at least 0, got -5$"
+    ):
+        Tiny(TinySettings(model="m", retries=-5), source="code")
+    with pytest.raises(ProviderConfigError, match=r"^code: providers.tiny.model: is required$"):
+        Tiny(source="code")
 
 
 def test_a_call_begins_only_while_its_signal_is_quiet_and_the_provider_open() -> None:
@@ -326,3 +332,17 @@ def test_ready_reports_an_installed_provider_with_the_login_it_seems_to_have() -
         "run `x login`",
         "pip install x",
     )
+
+
+def test_a_bin_setting_is_probed_for_its_version_or_reported_unavailable(tmp_path: Any) -> None:
+    program = tmp_path / "tool"
+    program.write_text('#!/bin/sh\necho "tool 1.2.3"\n')
+    missing = probe_program(str(program))
+    assert isinstance(missing, Availability) and not missing.available
+    assert (missing.location, missing.problem) == (
+        str(program),
+        f"bin {str(program)!r} is not an executable file",
+    )
+    program.chmod(0o755)
+    assert probe_program(str(program)) == (str(program), "1.2.3")
+    assert probe_program(str(program), "first") == (str(program), "tool")

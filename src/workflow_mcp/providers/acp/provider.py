@@ -11,7 +11,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeVar
 
@@ -21,7 +21,6 @@ from .._kit import (
     ProviderBase,
     ask_again,
     at_least,
-    check_settings,
     dist_version,
     failure_error,
     failure_outcome,
@@ -39,7 +38,7 @@ from ..base import (
     TokenUsage,
 )
 from ..config import ProviderConfigError
-from ..policy import DEFAULT_POLICY, Policy, allowed_env
+from ..policy import allowed_env
 from ..registry import Availability, ProviderStartError
 from ..schema import parse_answer
 from .agents import find_known_agent, known_agent, none_found
@@ -128,7 +127,7 @@ class ACPSettings:
     system_prompt_meta: bool | None = None
 
 
-class ACPProvider(ProviderBase):
+class ACPProvider(ProviderBase[ACPSettings]):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running ACP prompt turns (module
     docstring). Construct directly or through the registry (``get_provider("acp", settings)``).
     Nothing starts until the first :meth:`execute`; :meth:`aclose` stops every agent process (the
@@ -142,77 +141,34 @@ class ACPProvider(ProviderBase):
     capabilities: Final = ProviderCapabilities(session_resume=True, streaming=True)
     accepts_claude_models: Final = False
 
-    def __init__(
-        self,
-        *,
-        command: str | None = None,
-        args: Sequence[str] | None = None,
-        env: Sequence[str] = (),
-        set_env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        agent_name: str | None = None,
-        login_hint: str | None = None,
-        model: str | None = None,
-        effort: str | None = None,
-        session_config: Mapping[str, str | bool] | None = None,
-        mode: str | None = None,
-        max_sessions: int = 8,
-        reuse: bool = True,
-        json_retries: int = 2,
-        rpc_timeout_s: float = 60.0,
-        cancel_timeout_s: float = 15.0,
-        system_prompt_meta: bool | None = None,
-        policy: Policy = DEFAULT_POLICY,
-        source: str = "provider settings",
-    ) -> None:
-        known = find_known_agent() if command is None else known_agent(command)
-        if command is None:
-            if known is None:
-                raise ProviderConfigError(source, "providers.acp.command", f"is required: {none_found()}")
-            command = known.command
-        check_settings(
-            ACPSettings,
-            {
-                "max_sessions": max_sessions,
-                "json_retries": json_retries,
-                "rpc_timeout_s": rpc_timeout_s,
-                "cancel_timeout_s": cancel_timeout_s,
-            },
-            provider="acp",
-            source=source,
-        )
-        self.command = command
-        self.args = tuple(args) if args is not None else (known.args if known else ())
-        self.policy_args = known.policy_args(policy) if known and known.policy_args else ()
-        self.env_names = (*(known.env if known else ()), *env)
-        self.set_env = dict(set_env or {})
-        self.cwd = os.path.abspath(os.path.expanduser(cwd)) if cwd else None
-        self.agent_name = agent_name
-        self.login_hint = login_hint or (known.login_hint if known else None)
-        self.model = model
-        self.effort = effort
-        self.session_config = dict(session_config or {})
-        self.mode = mode
-        self.max_sessions = max_sessions
-        self.reuse = reuse
-        self.json_retries = json_retries
-        self.rpc_timeout_s = float(rpc_timeout_s)
-        self.cancel_timeout_s = float(cancel_timeout_s)
+    def setup(self) -> None:
+        """The agent program (the configured one, else the first known one on PATH), its arguments,
+        environment names and login hint, and the process pool (nothing is started)."""
+        given = self.settings
+        known = find_known_agent() if given.command is None else known_agent(given.command)
+        if known is None and given.command is None:
+            raise ProviderConfigError(self.source, "providers.acp.command", f"is required: {none_found()}")
+        self.command = given.command or (known.command if known else "")
+        self.args = tuple(given.args) if given.args is not None else (known.args if known else ())
+        self.policy_args = known.policy_args(self.policy) if known and known.policy_args else ()
+        self.env_names = (*(known.env if known else ()), *given.env)
+        self.cwd = os.path.abspath(os.path.expanduser(given.cwd)) if given.cwd else None
+        self.login_hint = given.login_hint or (known.login_hint if known else None)
         self.system_prompt_meta = (
-            system_prompt_meta if system_prompt_meta is not None else bool(known and known.system_prompt_meta)
+            given.system_prompt_meta
+            if given.system_prompt_meta is not None
+            else bool(known and known.system_prompt_meta)
         )
-        self.policy = policy
-        self.source = source
         self._pool = ProcessPool(
-            command=command,
+            command=self.command,
             args=(*self.args, *self.policy_args),
             env=self._env,
             cwd=self.cwd,
-            policy=policy,
-            max_sessions=max_sessions,
-            reuse=reuse,
-            start_timeout_s=self.rpc_timeout_s,
-            rpc_timeout_s=self.rpc_timeout_s,
+            policy=self.policy,
+            max_sessions=given.max_sessions,
+            reuse=given.reuse,
+            start_timeout_s=given.rpc_timeout_s,
+            rpc_timeout_s=given.rpc_timeout_s,
         )
         self._closed = False
 
@@ -342,7 +298,7 @@ class ACPProvider(ProviderBase):
     def _env(self) -> dict[str, str]:
         """A new agent process's environment: the allowlisted names, then ``set_env``."""
         env = allowed_env(self.policy, self.env_names)
-        env.update(self.set_env)
+        env.update(self.settings.set_env)
         return env
 
     async def _new_session(
@@ -377,21 +333,23 @@ class ACPProvider(ProviderBase):
         context: AgentContext,
     ) -> None:
         """Model, effort, ``session_config`` and ``mode`` for a new session."""
-        model = request.model or self.model
+        model = request.model or self.settings.model
         if model is not None:
             await self._choose(proc, session_id, options, "model", model, context, strict=True)
-        effort = request.effort or self.effort
+        effort = request.effort or self.settings.effort
         if effort is not None:
             await self._choose(proc, session_id, options, "thought_level", effort, context, strict=False)
-        for option_id, value in self.session_config.items():
+        for option_id, value in self.settings.session_config.items():
             await self._rpc(
                 proc.conn.set_config_option(config_id=option_id, session_id=session_id, value=value),
                 f"session/set_config_option {option_id}",
                 proc,
             )
-        if self.mode is not None:
+        if self.settings.mode is not None:
             await self._rpc(
-                proc.conn.set_session_mode(session_id=session_id, mode_id=self.mode), "session/set_mode", proc
+                proc.conn.set_session_mode(session_id=session_id, mode_id=self.settings.mode),
+                "session/set_mode",
+                proc,
             )
 
     async def _choose(
@@ -497,7 +455,7 @@ class ACPProvider(ProviderBase):
                     structured=value, has_structured=True, usage=usage, session=lease.session_id
                 )
             if not await ask_again(
-                context, backend=self._label(), problem=problem, asks=asks, retries=self.json_retries
+                context, backend=self._label(), problem=problem, asks=asks, retries=self.settings.json_retries
             ):
                 return AgentResult(
                     text=final,
@@ -579,9 +537,11 @@ class ACPProvider(ProviderBase):
         if task.done():
             return
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(proc.conn.cancel(session_id=turn.session_id), self.cancel_timeout_s)
+            await asyncio.wait_for(
+                proc.conn.cancel(session_id=turn.session_id), self.settings.cancel_timeout_s
+            )
         try:
-            await asyncio.wait_for(asyncio.shield(task), self.cancel_timeout_s)
+            await asyncio.wait_for(asyncio.shield(task), self.settings.cancel_timeout_s)
         except TimeoutError:
             task.cancel()
             proc.retired = True
@@ -623,10 +583,10 @@ class ACPProvider(ProviderBase):
     async def _rpc(self, call: Awaitable[T], what: str, proc: AgentProcess) -> T:
         """A protocol request bounded by ``rpc_timeout_s``, its errors translated."""
         try:
-            return await asyncio.wait_for(call, self.rpc_timeout_s)
+            return await asyncio.wait_for(call, self.settings.rpc_timeout_s)
         except TimeoutError as exc:
             raise AgentExecutionError(
-                f"{self._label()} did not answer {what} within {self.rpc_timeout_s:g} s"
+                f"{self._label()} did not answer {what} within {self.settings.rpc_timeout_s:g} s"
             ) from exc
         except (ConnectionError, EOFError, BrokenPipeError) as exc:
             proc.broken = True
@@ -652,7 +612,7 @@ class ACPProvider(ProviderBase):
             await self._rpc(call, what, proc)
 
     def _label(self) -> str:
-        return self.agent_name or self._pool.agent_name or os.path.basename(self.command)
+        return self.settings.agent_name or self._pool.agent_name or os.path.basename(self.command)
 
 
 @dataclass
