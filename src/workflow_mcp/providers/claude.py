@@ -326,8 +326,11 @@ class ClaudeProvider(ProviderBase[ClaudeSettings]):
         async with sdk.ClaudeSDKClient(options) as client:
             clients.append(client)
             await client.query(prompt)
-            async for message in client.receive_response():
-                await self._take(sdk, message, turn, context)
+            # Closed here even when the call is cancelled mid-stream, not later by the garbage
+            # collector, whose finalizer would need this (by then closed) event loop.
+            async with contextlib.aclosing(client.receive_response()) as messages:
+                async for message in messages:
+                    await self._take(sdk, message, turn, context)
 
     async def _take(self, sdk: Any, message: Any, turn: _Turn, context: AgentContext) -> None:
         session = getattr(message, "session_id", None)
