@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from workflow_mcp import load_workflow, run_workflow
 from workflow_mcp.engine.run import RunOptions
-from workflow_mcp.providers.codex import CodexProvider
+from workflow_mcp.providers.codex import CodexProvider, CodexSettings
 
 MOCK = Path(__file__).resolve().parents[1] / "tests" / "mocks" / "mock_responses.py"
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -135,7 +135,7 @@ async def bench(
     width: int, home: Path, cwd: str, mock_pid: int, repeat: int, snapshot: bool
 ) -> tuple[float, float, Peak]:
     config = {"features": {"shell_snapshot": snapshot}}
-    provider = CodexProvider(codex_home=str(home), env=["MOCK_API_KEY"], config=config)
+    provider = CodexProvider(CodexSettings(codex_home=str(home), env=["MOCK_API_KEY"], config=config))
     try:
         with Sampler(os.getpid(), {mock_pid}) as sampler:
             cold = await one_run(provider, width, cwd)
@@ -158,7 +158,10 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["MOCK_API_KEY"] = "mock-key"
     mock = subprocess.Popen(
-        [sys.executable, str(MOCK), "0", str(args.delay_ms)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "mocks.mock_responses", "0", str(args.delay_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=MOCK.parents[1],  # tests/: the mocks are the package ``mocks`` there
     )
     try:
         assert mock.stdout is not None

@@ -21,10 +21,13 @@ from workflow_mcp.errors import RunFailedError
 from workflow_mcp.events import Event
 from workflow_mcp.providers import (
     AgentContext,
+    AgentProvider,
     AgentRequest,
     AgentResult,
+    CancelSignal,
     FakeProvider,
     ProviderCapabilities,
+    ProviderEvent,
 )
 from workflow_mcp.providers.base import ProviderAuthError
 from workflow_mcp.providers.registry import Availability, register_provider, unregister_provider
@@ -250,6 +253,19 @@ def run_scripted(
     if virtual_time:
         return run_in_virtual_time(go(), timeout + 5)
     return arun(go(), timeout + 5)
+
+
+async def call_provider(
+    provider: AgentProvider, request: AgentRequest, signal: CancelSignal | None = None
+) -> tuple[AgentResult, list[ProviderEvent]]:
+    """One direct ``execute`` with a fresh context: the result and the events it emitted."""
+    events: list[ProviderEvent] = []
+
+    async def emit(event: ProviderEvent) -> None:
+        events.append(event)
+
+    result = await provider.execute(request, AgentContext(signal=signal or CancelSignal(), emit=emit))
+    return result, events
 
 
 def run_source(source: str | Workflow, *, timeout: float = RUN_TIMEOUT_S, **kw: Any) -> Outcome:

@@ -17,21 +17,13 @@ condition variable, so no test sleeps.
 
 from __future__ import annotations
 
-import itertools
-import json
-import re
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mocks.mock_responses import fill
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, openai_error, reply_text, tokens_of
 
 __all__ = ["MockChat", "Received", "Reply"]
-
-_UNSET: Any = object()
-HOLD_LIMIT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -43,7 +35,7 @@ class Reply:
     completion, cached)."""
 
     text: str | None = None
-    json: Any = _UNSET
+    json: Any = UNSET
     echo: bool = False
     refusal: str | None = None
     status: int = 200
@@ -105,74 +97,19 @@ def _schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-class MockChat:
+class MockChat(MockModelServer[Received, Reply]):
     """The mock server (module docstring). ``on(pattern, reply)`` adds a rule (``reply``: a
     :class:`Reply` or a function of :class:`Received` returning one)."""
 
+    name = "mock-chat"
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = ThreadingHTTPServer((host, port), _Handler)
-        self._server.daemon_threads = True
-        self._server.mock = self  # type: ignore[attr-defined]
-        self._thread: threading.Thread | None = None
-        self._rules: list[tuple[re.Pattern[str], Reply | Callable[[Received], Reply]]] = []
-        self.auth_error = False
-        self.received: list[Received] = []
-        self._cond = threading.Condition()
-        self._released = threading.Event()
-        self._stopping = threading.Event()
-        self._ids = itertools.count(1)
+        super().__init__(_Handler, host, port)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def start(self) -> MockChat:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="mock-chat", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._released.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def __enter__(self) -> MockChat:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def on(self, pattern: str, reply: Reply | Callable[[Received], Reply]) -> None:
-        self._rules.append((re.compile(pattern), reply))
-
-    def release(self) -> None:
-        """Let every held request answer."""
-        self._released.set()
-
-    def wait_for_prompt(self, pattern: str, timeout: float = 30.0) -> Received:
-        """Block until a request whose prompt matches ``pattern`` arrived; return the first one."""
-        regex = re.compile(pattern)
-
-        def found() -> Received | None:
-            return next((r for r in self.received if regex.search(r.prompt)), None)
-
-        with self._cond:
-            if not self._cond.wait_for(lambda: found() is not None, timeout=timeout):
-                raise TimeoutError(f"no request matching {pattern!r} reached the mock in {timeout} s")
-            hit = found()
-            assert hit is not None
-            return hit
-
-    # -- handler threads ---------------------------------------------------------------------
     def _record(self, api: str, body: Mapping[str, Any], authorization: str | None) -> Received:
-        with self._cond:
-            rec = Received(
-                n=len(self.received) + 1,
+        return self.record(
+            lambda n: Received(
+                n=n,
                 api=api,
                 prompt=last_prompt(body),
                 schema=_schema(body),
@@ -180,69 +117,33 @@ class MockChat:
                 authorization=authorization,
                 body=body,
             )
-            self.received.append(rec)
-            self._cond.notify_all()
-        return rec
+        )
 
-    def _choose(self, rec: Received) -> Reply:
-        if self.auth_error:
-            return Reply(status=401, message="Incorrect API key provided: sk-mock***.")
-        for pattern, reply in self._rules:
-            if pattern.search(rec.prompt):
-                return reply(rec) if callable(reply) else reply
-        toks = re.findall(r"ECHO:([A-Za-z0-9_-]+)", rec.prompt)
-        tok = toks[-1] if toks else "mock"
+    def auth_reply(self) -> Reply:
+        return Reply(status=401, message="Incorrect API key provided: sk-mock***.")
+
+    def default_reply(self, rec: Received) -> Reply:
+        tok, echoed = tokens_of(rec.prompt)
         if rec.schema is not None:
             return Reply(json=fill(rec.schema, tok))
-        return Reply(text=f"{tok}-done" if toks else "mock final answer")
-
-    def _wait(self, reply: Reply) -> None:
-        if reply.hold:
-            self._released.wait(HOLD_LIMIT_S)
-        elif reply.delay_s > 0:
-            self._stopping.wait(reply.delay_s)
+        return Reply(text=f"{tok}-done" if echoed else "mock final answer")
 
 
 def _content(reply: Reply, rec: Received) -> str | None:
     if reply.refusal is not None:
         return None
-    if reply.json is not _UNSET:
-        return json.dumps(reply.json, separators=(",", ":"))
-    if reply.echo:
-        return rec.prompt
-    return reply.text if reply.text is not None else "mock final answer"
+    return reply_text(reply, rec.prompt)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ThreadingHTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    @property
-    def mock(self) -> MockChat:
-        return self.server.mock  # type: ignore[attr-defined,no-any-return]
-
+class _Handler(MockHandler):
     def _json(self, code: int, obj: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
         if not any(name.lower().startswith("retry-after") for name, _ in headers):
-            self.send_header("retry-after-ms", "5")  # the SDK's retries wait this long, not seconds
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+            headers = (("retry-after-ms", "5"), *headers)  # the SDK's retries wait this long, not seconds
+        self.send_json(code, obj, headers)
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("content-length", 0) or 0)
-        try:
-            body = json.loads(self.rfile.read(length) if length else b"{}")
-        except ValueError:
-            body = {}
-        path = self.path.split("?")[0]
+        body = self.read_body()
+        path = self.path_only
         api = (
             "chat"
             if path.endswith("/chat/completions")
@@ -254,20 +155,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(404, {"error": {"message": "mock 404"}})
         mock = self.mock
         rec = mock._record(api, body, self.headers.get("authorization"))
-        reply = mock._choose(rec)
-        mock._wait(reply)
-        n = next(mock._ids)
+        reply = mock.choose(rec)
+        mock.hold(reply.hold, reply.delay_s)
+        n = mock.next_id()
         try:
             if reply.status != 200:
                 return self._json(
                     reply.status,
-                    {
-                        "error": {
-                            "message": reply.message,
-                            "type": "invalid_request_error",
-                            "code": reply.code,
-                        }
-                    },
+                    openai_error(reply.message, reply.code),
                     reply.headers,
                 )
             content = _content(reply, rec)

@@ -27,19 +27,14 @@ Every wait is bounded; :meth:`MockMessages.wait_for_prompt` blocks on a conditio
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["MockMessages", "Received", "Reply", "prompt_of"]
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, reply_text, tokens_of
 
-_UNSET: Any = object()
-HOLD_LIMIT_S = 120.0  # a held request is answered with an error after this long at most
+__all__ = ["MockMessages", "Received", "Reply", "prompt_of"]
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
 
 
@@ -56,7 +51,7 @@ class Reply:
     """
 
     text: str | None = None
-    json: Any = _UNSET
+    json: Any = UNSET
     status: int = 200
     message: str = "mock error"
     hold: bool = False
@@ -117,93 +112,18 @@ def prompt_of(body: Mapping[str, Any]) -> str:
     return ""
 
 
-def fill(schema: Mapping[str, Any], tok: str) -> Any:
-    """A value of ``schema`` (objects get every property): the default structured answer."""
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if "enum" in schema:
-        return schema["enum"][0]
-    if kind == "object":
-        return {k: fill(v, tok) for k, v in schema.get("properties", {}).items()}
-    if kind == "array":
-        return [fill(schema.get("items", {}), tok)]
-    if kind in ("integer", "number"):
-        return 1
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    return tok + "-structured"
-
-
-class MockMessages:
+class MockMessages(MockModelServer[Received, Reply]):
     """The mock server. Use as a context manager, or :meth:`start` / :meth:`stop`.
 
     ``on(pattern, reply)`` adds a rule (a regex searched in the prompt; ``reply`` a :class:`Reply`
     or a function of :class:`Received` returning one).
     """
 
+    name = "mock-messages"
+    path_prefix = ""  # ANTHROPIC_BASE_URL: the CLI appends /v1/messages
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = ThreadingHTTPServer((host, port), _Handler)
-        self._server.daemon_threads = True
-        self._server.mock = self  # type: ignore[attr-defined]
-        self._thread: threading.Thread | None = None
-        self._rules: list[tuple[re.Pattern[str], Reply | Callable[[Received], Reply]]] = []
-        self.auth_error = False
-        self.received: list[Received] = []
-        self._cond = threading.Condition()
-        self._released = threading.Event()
-        self._counter = itertools.count(1)
-
-    @property
-    def base_url(self) -> str:
-        """What ``ANTHROPIC_BASE_URL`` should be (the CLI appends ``/v1/messages``)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> MockMessages:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="mock-messages", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._released.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def __enter__(self) -> MockMessages:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def on(self, pattern: str, reply: Reply | Callable[[Received], Reply]) -> None:
-        """Answer prompts where ``pattern`` is found with ``reply``."""
-        self._rules.append((re.compile(pattern), reply))
-
-    def release(self) -> None:
-        """Let every held request (and every later ``hold`` reply) answer at once."""
-        self._released.set()
-
-    def wait_for_prompt(self, pattern: str, timeout: float = 60.0) -> Received:
-        """Block until a request whose prompt matches ``pattern`` arrived; return the first one."""
-        regex = re.compile(pattern)
-
-        def found() -> Received | None:
-            return next((r for r in self.received if regex.search(r.prompt)), None)
-
-        with self._cond:
-            if not self._cond.wait_for(lambda: found() is not None, timeout=timeout):
-                raise TimeoutError(f"no request matching {pattern!r} reached the mock in {timeout} s")
-            hit = found()
-            assert hit is not None
-            return hit
-
-    def prompts(self) -> list[str]:
-        with self._cond:
-            return [r.prompt for r in self.received]
+        super().__init__(_Handler, host, port)
 
     # -- answering (handler threads) ---------------------------------------------------------
     def _record(self, body: Mapping[str, Any]) -> Received:
@@ -214,56 +134,34 @@ class MockMessages:
             isinstance(b, dict) and b.get("type") == "tool_result" for b in content
         )
         tools = tuple(str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict))
-        with self._cond:
-            rec = Received(
-                n=len(self.received) + 1,
+        return self.record(
+            lambda n: Received(
+                n=n,
                 prompt=prompt_of(body),
                 model=body.get("model"),
                 tools=tools,
                 after_tool_result=after,
                 body=body,
             )
-            self.received.append(rec)
-            self._cond.notify_all()
-        return rec
+        )
 
-    def _choose(self, rec: Received) -> Reply:
-        if self.auth_error:
-            return Reply(status=401, message="invalid x-api-key")
-        for pattern, reply in self._rules:
-            if pattern.search(rec.prompt):
-                return reply(rec) if callable(reply) else reply
-        toks = re.findall(r"ECHO:([A-Za-z0-9_-]+)", rec.prompt)
-        tok = toks[-1] if toks else "mock"
+    def auth_reply(self) -> Reply:
+        return Reply(status=401, message="invalid x-api-key")
+
+    def default_reply(self, rec: Received) -> Reply:
+        tok, echoed = tokens_of(rec.prompt)
         tool = rec.structured_tool
         if tool is not None:
             return Reply(json=fill(tool.get("input_schema") or {}, tok))
-        return Reply(text=f"{tok}-done" if toks else "mock final answer")
+        return Reply(text=f"{tok}-done" if echoed else "mock final answer")
 
     def _id(self, prefix: str) -> str:
-        return f"{prefix}_mock{next(self._counter)}"
+        return f"{prefix}_mock{self.next_id()}"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ThreadingHTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    @property
-    def mock(self) -> MockMessages:
-        return self.server.mock  # type: ignore[attr-defined,no-any-return]
-
+class _Handler(MockHandler):
     def _json(self, code: int, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        if code >= 400:
-            self.send_header("x-should-retry", "false")
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(code, obj, (("x-should-retry", "false"),) if code >= 400 else ())
 
     def do_GET(self) -> None:
         self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
@@ -274,13 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("content-length", 0) or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        path = self.path.split("?")[0]
+        body = self.read_body()
+        path = self.path_only
         if path.endswith("/count_tokens"):
             return self._json(200, {"input_tokens": 42})
         if not path.endswith("/v1/messages"):
@@ -298,10 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             return self._answer(body, ("text", "Mock title"), (0, 0, 0, 0))
         rec = mock._record(body)
-        reply = mock._choose(rec)
+        reply = mock.choose(rec)
         try:
-            if reply.hold:
-                mock._released.wait(HOLD_LIMIT_S)
+            mock.hold(reply.hold)
             if reply.status != 200:
                 kind = _ERROR_TYPES.get(reply.status, "api_error")
                 return self._json(
@@ -309,15 +201,11 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             if reply.tool is not None and not rec.after_tool_result:
                 return self._answer(body, ("tool", reply.tool), reply.tokens)
-            if reply.json is not _UNSET and rec.structured_tool is not None:
+            if reply.json is not UNSET and rec.structured_tool is not None:
                 if rec.after_tool_result:
                     return self._answer(body, ("text", "done"), (0, 0, 0, 0))
                 return self._answer(body, ("tool", ("StructuredOutput", reply.json)), reply.tokens)
-            if reply.json is not _UNSET:
-                text = json.dumps(reply.json, separators=(",", ":"))
-            else:
-                text = reply.text if reply.text is not None else "mock final answer"
-            self._answer(body, ("text", text), reply.tokens)
+            self._answer(body, ("text", reply_text(reply, rec.prompt)), reply.tokens)
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True
@@ -355,15 +243,8 @@ class _Handler(BaseHTTPRequestHandler):
                     "usage": usage,
                 },
             )
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
-
-        def sse(event: str, data: dict[str, Any]) -> None:
-            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
+        self.start_sse()
+        sse = self.sse
 
         start = {
             "id": mid,

@@ -27,21 +27,17 @@ condition variable until the n-th request arrived.
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
 import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MockResponses", "Received", "Reply", "last_user_text"]
+from mocks.base import UNSET, MockHandler, MockModelServer, fill, openai_error, reply_text, tokens_of
 
-_UNSET: Any = object()
-HOLD_LIMIT_S = 120.0  # a held request is answered with an error after this long at most
+__all__ = ["MockResponses", "Received", "Reply", "fill", "last_user_text"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +57,7 @@ class Reply:
     """
 
     text: str | None = None
-    json: Any = _UNSET
+    json: Any = UNSET
     echo: bool = False
     status: int = 200
     message: str = "mock error"
@@ -119,117 +115,22 @@ def last_user_text(body: Mapping[str, Any]) -> str:
     return last
 
 
-def fill(schema: Mapping[str, Any], tok: str) -> Any:
-    """A value of ``schema`` (objects get every property): the default structured answer."""
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if "enum" in schema:
-        return schema["enum"][0]
-    if kind == "object":
-        return {k: fill(v, tok) for k, v in schema.get("properties", {}).items()}
-    if kind == "array":
-        return [fill(schema.get("items", {}), tok)]
-    if kind in ("integer", "number"):
-        return 1
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    return tok + "-structured"
-
-
-class MockResponses:
+class MockResponses(MockModelServer[Received, Reply]):
     """The mock server. Use as a context manager, or :meth:`start` / :meth:`stop`.
 
     ``on(pattern, reply)`` adds a rule (a regex searched in the prompt; ``reply`` a :class:`Reply`
     or a function of :class:`Received` returning one); ``default`` replaces the default policy.
     """
 
+    name = "mock-responses"
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = ThreadingHTTPServer((host, port), _Handler)
-        self._server.daemon_threads = True
-        self._server.mock = self  # type: ignore[attr-defined]
-        self._thread: threading.Thread | None = None
-        self._rules: list[tuple[re.Pattern[str], Reply | Callable[[Received], Reply], bool]] = []
+        super().__init__(_Handler, host, port)
         self._thread_prompts: dict[str, str] = {}
         self.default: Reply | Callable[[Received], Reply] | None = None
-        self.auth_error = False
         self.base_delay_s = 0.0  # added to every answer (benchmarks: a model that takes time)
-        self.received: list[Received] = []
-        self._cond = threading.Condition()
-        self._released = threading.Event()
-        self._stopping = threading.Event()
-        self._counter = itertools.count(1)
         self.in_flight = 0
         self.peak_in_flight = 0
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> MockResponses:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="mock-responses", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._released.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def __enter__(self) -> MockResponses:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- scripting ---------------------------------------------------------------------------
-    def on(
-        self, pattern: str, reply: Reply | Callable[[Received], Reply], *, whole_thread: bool = False
-    ) -> None:
-        """Answer prompts where ``pattern`` is found with ``reply``. ``whole_thread``: match the
-        thread's first prompt instead, so later turns of that thread (re-asks) answer the same."""
-        self._rules.append((re.compile(pattern), reply, whole_thread))
-
-    def release(self) -> None:
-        """Let every held request (and every later ``hold`` reply) answer at once."""
-        self._released.set()
-
-    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
-        """Block until ``count`` requests arrived (``TimeoutError`` after ``timeout`` s)."""
-        with self._cond:
-            if not self._cond.wait_for(lambda: len(self.received) >= count, timeout=timeout):
-                raise TimeoutError(
-                    f"the mock received {len(self.received)} of {count} requests in {timeout} s"
-                )
-            return list(self.received)
-
-    def wait_for_prompt(self, pattern: str, timeout: float = 30.0) -> Received:
-        """Block until a request whose prompt matches ``pattern`` arrived; return the first one."""
-        regex = re.compile(pattern)
-
-        def found() -> Received | None:
-            return next((r for r in self.received if regex.search(r.prompt)), None)
-
-        with self._cond:
-            if not self._cond.wait_for(lambda: found() is not None, timeout=timeout):
-                raise TimeoutError(f"no request matching {pattern!r} reached the mock in {timeout} s")
-            hit = found()
-            assert hit is not None
-            return hit
-
-    def prompts(self) -> list[str]:
-        with self._cond:
-            return [r.prompt for r in self.received]
 
     def codex_config(self, codex_home: Path, *, model: str = "mock-model") -> Path:
         """Write ``config.toml`` into ``codex_home`` pointing codex at this mock (no retries)."""
@@ -259,12 +160,13 @@ class MockResponses:
         except ValueError:
             meta = {}
         prompt = last_user_text(body)
-        with self._cond:
-            thread = meta.get("thread_id")
+        thread = meta.get("thread_id")
+
+        def build(n: int) -> Received:
             if isinstance(thread, str):
                 self._thread_prompts.setdefault(thread, prompt)
-            rec = Received(
-                n=len(self.received) + 1,
+            return Received(
+                n=n,
                 path=path,
                 prompt=prompt,
                 thread_prompt=self._thread_prompts.get(thread, prompt) if isinstance(thread, str) else prompt,
@@ -274,36 +176,29 @@ class MockResponses:
                 model=body.get("model"),
                 body=body,
             )
-            self.received.append(rec)
-            self._cond.notify_all()
-        return rec
 
-    def _choose(self, rec: Received) -> Reply:
-        if self.auth_error:
-            return Reply(
-                status=401,
-                message="Incorrect API key provided: sk-mock***. You can find your API key at the dashboard.",
-                code="invalid_api_key",
-            )
-        for pattern, reply, whole_thread in self._rules:
-            if pattern.search(rec.thread_prompt if whole_thread else rec.prompt):
-                return reply(rec) if callable(reply) else reply
+        return self.record(build)
+
+    def rule_text(self, rec: Received) -> str:
+        return rec.thread_prompt
+
+    def auth_reply(self) -> Reply:
+        return Reply(
+            status=401,
+            message="Incorrect API key provided: sk-mock***. You can find your API key at the dashboard.",
+            code="invalid_api_key",
+        )
+
+    def default_reply(self, rec: Received) -> Reply:
         if self.default is not None:
             return self.default(rec) if callable(self.default) else self.default
-        toks = re.findall(r"ECHO:([A-Za-z0-9_-]+)", rec.prompt)
-        tok = toks[-1] if toks else "mock"
+        tok, echoed = tokens_of(rec.prompt)
         if rec.schema is not None:
             return Reply(json=fill(rec.schema, tok))
-        return Reply(text=f"{tok}-done" if toks else "mock final answer")
-
-    def _wait(self, reply: Reply) -> None:
-        if reply.hold:
-            self._released.wait(HOLD_LIMIT_S)
-        elif reply.delay_s + self.base_delay_s > 0:
-            self._stopping.wait(reply.delay_s + self.base_delay_s)
+        return Reply(text=f"{tok}-done" if echoed else "mock final answer")
 
     def _ids(self) -> tuple[str, str]:
-        n = next(self._counter)
+        n = self.next_id()
         return f"resp_mock{n}", f"msg_mock{n}"
 
     def _enter(self) -> None:
@@ -316,63 +211,29 @@ class MockResponses:
             self.in_flight -= 1
 
 
-def _answer_text(reply: Reply, rec: Received) -> str:
-    if reply.json is not _UNSET:
-        return json.dumps(reply.json, separators=(",", ":"))
-    if reply.echo:
-        return rec.prompt
-    return reply.text if reply.text is not None else "mock final answer"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ThreadingHTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    @property
-    def mock(self) -> MockResponses:
-        return self.server.mock  # type: ignore[attr-defined,no-any-return]
-
-    def _json(self, code: int, obj: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
+class _Handler(MockHandler):
     def do_GET(self) -> None:
         if self.path.split("?")[0].endswith("/models"):
-            return self._json(200, {"object": "list", "data": [], "models": []})
-        self._json(404, {"error": {"message": "mock 404"}})
+            return self.send_json(200, {"object": "list", "data": [], "models": []})
+        self.send_json(404, {"error": {"message": "mock 404"}})
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("content-length", 0) or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        if not self.path.split("?")[0].endswith("/responses"):
-            return self._json(404, {"error": {"message": "mock 404"}})
+        body = self.read_body()
+        if not self.path_only.endswith("/responses"):
+            return self.send_json(404, {"error": {"message": "mock 404"}})
         mock = self.mock
         rec = mock._record(self.path, body, {k.lower(): v for k, v in self.headers.items()})
         mock._enter()
         try:
-            reply = mock._choose(rec)
-            mock._wait(reply)
+            reply = mock.choose(rec)
+            mock.hold(reply.hold, reply.delay_s + mock.base_delay_s)
             if reply.status != 200:
-                return self._json(
+                return self.send_json(
                     reply.status,
                     {
                         "error": {
-                            "message": reply.message,
+                            **openai_error(reply.message, reply.code)["error"],
                             "type": reply.error_type,
-                            "code": reply.code,
                             **dict(reply.error_fields),
                         }
                     },
@@ -381,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.function_call is not None:
                 self._stream_call(reply.function_call, reply.tokens)
             else:
-                self._stream(_answer_text(reply, rec), reply.tokens)
+                self._stream(reply_text(reply, rec.prompt), reply.tokens)
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
@@ -404,11 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._events(rid, [item], tokens)
 
     def _events(self, rid: str, items: list[dict[str, Any]], tokens: tuple[int, int]) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
+        self.start_sse()
         usage = {
             "input_tokens": tokens[0],
             "input_tokens_details": {"cached_tokens": 0},
@@ -422,20 +279,14 @@ class _Handler(BaseHTTPRequestHandler):
             events.append({"type": "response.output_item.done", "output_index": index, "item": item})
         events.append({"type": "response.completed", "response": {"id": rid, "usage": usage}})
         for data in events:
-            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
-        self.wfile.flush()
+            self.sse(data["type"], data)
 
     def _stream(self, answer: str, tokens: tuple[int, int]) -> None:
         rid, mid = self.mock._ids()
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
+        self.start_sse()
 
         def event(data: dict[str, Any]) -> None:
-            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
+            self.sse(data["type"], data)
 
         item = {
             "type": "message",
@@ -465,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
         event({"type": "response.completed", "response": {"id": rid, "usage": usage}})
 
 
-if __name__ == "__main__":  # pragma: no cover - python tests/mocks/mock_responses.py [PORT] [DELAY_MS]
+if __name__ == "__main__":  # pragma: no cover - cd tests && python -m mocks.mock_responses [PORT] [DELAY_MS]
     server = MockResponses(port=int(sys.argv[1]) if len(sys.argv) > 1 else 0)
     server.base_delay_s = float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else 0.0
     server.start()

@@ -55,6 +55,17 @@ class TokenUsage:
     cache_read: int = 0
     cache_write: int = 0
 
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        """The counts of two calls together, field by field (a call's re-asks, a turn's parts)."""
+        if not isinstance(other, TokenUsage):
+            return NotImplemented
+        return TokenUsage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+        )
+
     def to_json(self) -> dict[str, int]:
         return {
             "input": self.input,

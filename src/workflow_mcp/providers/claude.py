@@ -66,27 +66,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from ._probe import program_version
-from .acp import PermissionAsk, decide_permission
+from ._kit import (
+    HTTP_STATUSES,
+    FailureKind,
+    FailureTable,
+    ProgramSettings,
+    ProviderBase,
+    failure_outcome,
+    load_sdk,
+    map_effort,
+    more_than,
+    one_of,
+    probe_program,
+    program_version,
+    ready,
+)
 from .base import (
     AgentContext,
-    AgentExecutionError,
     AgentRequest,
     AgentResult,
     CheckpointAsk,
-    ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
-    ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
-from .policy import DEFAULT_POLICY, Policy, allowed_env
+from .policy import PermissionAsk, Policy, allowed_env, decide_permission
 from .registry import Availability, ProviderStartError
 
-__all__ = ["ClaudeProvider", "permission_mode_for"]
+__all__ = ["ClaudeProvider", "ClaudeSettings", "permission_mode_for"]
 
 INSTALL: Final = "pip install 'workflow-mcp[claude]'"
 LOGIN_HINT: Final = "claude /login"
@@ -104,17 +114,6 @@ CREDENTIAL_ENV: Final = (
 )
 """Environment names the claude process may see besides the policy's base set (its credentials,
 endpoints and switches; Bedrock and Vertex use the AWS and Google names)."""
-_SETTINGS: Final = (
-    "bin",
-    "config_dir",
-    "model",
-    "effort",
-    "efforts",
-    "permission_mode",
-    "max_turns",
-    "env",
-    "interrupt_timeout_s",
-)
 _EFFORTS: Final = ("low", "medium", "high", "xhigh", "max")
 # Permission modes each sandbox allows, narrowest first; the last is the default.
 _MODES: Final[Mapping[str, tuple[str, ...]]] = {
@@ -122,8 +121,20 @@ _MODES: Final[Mapping[str, tuple[str, ...]]] = {
     "workspace-write": ("plan", "dontAsk", "default", "acceptEdits"),
     "danger-full-access": ("plan", "dontAsk", "default", "acceptEdits", "auto", "bypassPermissions"),
 }
-# AssistantMessage.error kinds that are API failures (agent() resolves null), not execution errors.
-_API_FAILURES: Final = frozenset({"server_error", "rate_limit", "billing_error", "overloaded"})
+FAILURES: Final = FailureTable(
+    "claude",
+    kinds={
+        "authentication_failed": "auth",
+        "billing_error": "usage_limit",
+        "rate_limit": "rate_limit",
+        "overloaded": "overloaded",
+        "server_error": "api",
+    },
+    statuses=HTTP_STATUSES,
+)
+"""Claude's failure kinds (``AssistantMessage.error``) and HTTP statuses (``api_error_status``) as
+ours: out of credits pauses like a usage limit; a 400 is a bad request (the call rejects) even
+though the CLI's ``terminal_reason`` calls every failed API request ``api_error``."""
 _REMEMBERED_SESSIONS: Final = 4096
 
 
@@ -154,7 +165,19 @@ class _Turn:
     texts: list[str] = field(default_factory=list)
 
 
-class ClaudeProvider:
+@dataclass(frozen=True)
+class ClaudeSettings(ProgramSettings):
+    """``[providers.claude]`` (module docstring), checked by :func:`~._kit.check_settings`."""
+
+    config_dir: str | None = None
+    effort: str | None = field(default=None, metadata=one_of(_EFFORTS))
+    efforts: dict[str, str] = field(default_factory=dict, metadata=one_of(_EFFORTS))
+    permission_mode: str | None = None
+    max_turns: int | None = None
+    interrupt_timeout_s: float = field(default=15.0, metadata=more_than(0))
+
+
+class ClaudeProvider(ProviderBase[ClaudeSettings]):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running Claude Code queries (module
     docstring).
 
@@ -164,52 +187,21 @@ class ClaudeProvider:
     :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
 
-    name: Final = "claude"
-    capabilities: Final = ProviderCapabilities(
-        structured_output=True,
-        images=False,
-        sandbox_control=True,
-        session_resume=True,
-        streaming=True,
-        cancellation=True,
-    )
+    name = "claude"
+    settings_type = ClaudeSettings
+    install_hint = INSTALL
+    capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
     accepts_claude_models: Final = True
-    install_hint: Final = INSTALL
 
-    def __init__(
-        self,
-        *,
-        bin: str | None = None,
-        config_dir: str | None = None,
-        model: str | None = None,
-        effort: str | None = None,
-        efforts: Mapping[str, str] | None = None,
-        permission_mode: str | None = None,
-        max_turns: int | None = None,
-        env: tuple[str, ...] | list[str] = (),
-        interrupt_timeout_s: float = 15.0,
-        policy: Policy = DEFAULT_POLICY,
-        source: str = "provider settings",
-    ) -> None:
-        self.bin = bin
-        self.config_dir = os.path.expanduser(config_dir) if config_dir else None
-        self.model = model
-        self.effort = effort
-        self.efforts = dict(efforts or {})
-        self.max_turns = max_turns
-        self.env_names = tuple(env)
-        self.interrupt_timeout_s = interrupt_timeout_s
-        self.policy = policy
-        self.source = source
-        for key, value in (("effort", effort), *((f"efforts.{k}", v) for k, v in self.efforts.items())):
-            if value is not None and value not in _EFFORTS:
-                raise ProviderConfigError(
-                    source, f"providers.claude.{key}", f"must be one of {', '.join(_EFFORTS)}, got {value!r}"
-                )
+    def setup(self) -> None:
+        """The expanded ``config_dir`` and the permission mode the policy allows; raises
+        :class:`~workflow_mcp.providers.config.ProviderConfigError` for a wider ``permission_mode``."""
+        folder = self.settings.config_dir
+        self.config_dir = os.path.expanduser(folder) if folder else None
         try:
-            self.permission_mode = permission_mode_for(policy, permission_mode)
+            self.permission_mode = permission_mode_for(self.policy, self.settings.permission_mode)
         except ValueError as exc:
-            raise ProviderConfigError(source, "providers.claude.permission_mode", str(exc)) from exc
+            raise ProviderConfigError(self.source, "providers.claude.permission_mode", str(exc)) from exc
         self._sessions: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._closed = False
 
@@ -230,62 +222,17 @@ class ClaudeProvider:
         binary = settings.get("bin")
         version: str | None
         if binary:
-            path = shutil.which(str(binary)) or str(binary)
-            if not os.path.isfile(path) or not os.access(path, os.X_OK):
-                return Availability(
-                    False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
-                )
-            version = program_version(path, "first")
+            probed = probe_program(str(binary), "first")
+            if isinstance(probed, Availability):
+                return probed
+            path, version = probed
         else:
             bundled = _bundled_cli(Path(spec.origin).parent)
             if bundled is None:
                 return Availability(False, problem="the SDK's bundled claude CLI is missing", install=INSTALL)
             path = str(bundled)
             version = _bundled_version(bundled)
-        logged_in, login, problem = _login_state(settings)
-        return Availability(
-            True,
-            version=version,
-            location=path,
-            logged_in=logged_in,
-            login=login,
-            problem=problem,
-            install=INSTALL,
-        )
-
-    @classmethod
-    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> ClaudeProvider:
-        """A provider from ``[providers.claude]`` settings (module docstring); raises
-        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        kinds: dict[str, tuple[type, ...]] = {
-            "bin": (str,),
-            "config_dir": (str,),
-            "model": (str,),
-            "effort": (str,),
-            "efforts": (dict,),
-            "permission_mode": (str,),
-            "max_turns": (int,),
-            "env": (list,),
-            "interrupt_timeout_s": (int, float),
-        }
-        for key, value in settings.items():
-            if key not in _SETTINGS:
-                raise ProviderConfigError(
-                    source,
-                    f"providers.claude.{key}",
-                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
-                )
-            if not isinstance(value, kinds[key]) or isinstance(value, bool):
-                raise ProviderConfigError(
-                    source,
-                    f"providers.claude.{key}",
-                    f"must be {' or '.join(k.__name__ for k in kinds[key])}",
-                )
-        if "env" in settings and not all(isinstance(n, str) and n for n in settings["env"]):
-            raise ProviderConfigError(
-                source, "providers.claude.env", "must be a list of environment variable names"
-            )
-        return cls(**dict(settings), policy=policy, source=source)
+        return ready(version=version, location=path, login=_login_state(settings), install=INSTALL)
 
     # -- the AgentProvider call ------------------------------------------------------------------
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
@@ -296,10 +243,7 @@ class ClaudeProvider:
         :class:`~workflow_mcp.providers.registry.ProviderStartError` (the SDK or CLI is missing),
         or :class:`asyncio.CancelledError` (the signal fired; the CLI process was ended).
         """
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
-        if self._closed:
-            raise AgentExecutionError("the claude provider is closed")
+        self.begin(context)
         sdk = _sdk()
         prompt, resume = self._prompt(request)
         options = sdk.ClaudeAgentOptions(
@@ -341,14 +285,12 @@ class ClaudeProvider:
         return prompt, request.session
 
     def _effort(self, effort: str | None) -> str | None:
-        if effort is None:
-            return self.effort
-        return self.efforts.get(effort, effort if effort in _EFFORTS else self.effort)
+        return map_effort(effort, table=self.settings.efforts, known=_EFFORTS, default=self.settings.effort)
 
     def _options(self, request: AgentRequest, resume: str | None) -> dict[str, Any]:
         options: dict[str, Any] = {
             "cwd": request.cwd,
-            "model": request.model or self.model,
+            "model": request.model or self.settings.model,
             "permission_mode": self.permission_mode,
             "resume": resume,
             "env": self._env(),
@@ -370,10 +312,10 @@ class ClaudeProvider:
             options["tools"] = [*tools, "StructuredOutput"] if request.schema is not None else tools
         if request.schema is not None:
             options["output_format"] = {"type": "json_schema", "schema": dict(request.schema)}
-        if self.max_turns is not None:
-            options["max_turns"] = self.max_turns
-        if self.bin is not None:
-            options["cli_path"] = shutil.which(self.bin) or self.bin
+        if self.settings.max_turns is not None:
+            options["max_turns"] = self.settings.max_turns
+        if self.settings.bin is not None:
+            options["cli_path"] = shutil.which(self.settings.bin) or self.settings.bin
         return options
 
     def _permission_handler(self, sdk: Any, request: AgentRequest, context: AgentContext) -> dict[str, Any]:
@@ -420,7 +362,7 @@ class ClaudeProvider:
     def _env(self) -> dict[str, str]:
         """The allowlisted environment; every other inherited name is blanked (the SDK starts the
         CLI with this process's environment plus these values)."""
-        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.env_names))
+        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.settings.env))
         if self.config_dir:
             env["CLAUDE_CONFIG_DIR"] = self.config_dir
         for name in os.environ:
@@ -434,8 +376,11 @@ class ClaudeProvider:
         async with sdk.ClaudeSDKClient(options) as client:
             clients.append(client)
             await client.query(prompt)
-            async for message in client.receive_response():
-                await self._take(sdk, message, turn, context)
+            # Closed here even when the call is cancelled mid-stream, not later by the garbage
+            # collector, whose finalizer would need this (by then closed) event loop.
+            async with contextlib.aclosing(client.receive_response()) as messages:
+                async for message in messages:
+                    await self._take(sdk, message, turn, context)
 
     async def _take(self, sdk: Any, message: Any, turn: _Turn, context: AgentContext) -> None:
         session = getattr(message, "session_id", None)
@@ -480,13 +425,13 @@ class ClaudeProvider:
         task (the SDK then ends the process) when that does not happen in time. Bounded."""
         if clients and not consumer.done():
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(clients[0].interrupt(), self.interrupt_timeout_s)
+                await asyncio.wait_for(clients[0].interrupt(), self.settings.interrupt_timeout_s)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait({consumer}, timeout=self.interrupt_timeout_s)
+                await asyncio.wait({consumer}, timeout=self.settings.interrupt_timeout_s)
         if not consumer.done():
             consumer.cancel()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait({consumer}, timeout=self.interrupt_timeout_s)
+                await asyncio.wait({consumer}, timeout=self.settings.interrupt_timeout_s)
         if consumer.done() and not consumer.cancelled():
             consumer.exception()  # retrieved: the call is cancelled, its late error is moot
 
@@ -504,29 +449,26 @@ class ClaudeProvider:
         failed = error is not None or bool(getattr(result, "is_error", False))
         if failed:
             detail = _detail(result, error, turn)
-            if turn.auth_failed or status == 401:
-                raise ProviderAuthError("claude", detail, login_hint=LOGIN_HINT)
             terminal = getattr(result, "terminal_reason", None) or getattr(error, "terminal_reason", None)
-            api = (
-                turn.api_error in _API_FAILURES
-                or terminal == "api_error"
-                or (isinstance(status, int) and (status >= 500 or status == 429))
+            http = status if isinstance(status, int) else None
+            kind: FailureKind = FAILURES.kind(
+                "authentication_failed" if turn.auth_failed else None, turn.api_error, status=http
             )
-            if turn.api_error == "billing_error" or _usage_limit(detail):
-                # Out of credits, or a plan's usage limit: pause until it resets, never retry now.
-                raise ProviderUsageLimitError("claude", detail, resets_at=_reset_time(detail))
-            if api or result is None:  # an API failure, or the CLI died without a result
-                load: Literal["rate_limit", "overloaded"] | None = (
-                    "rate_limit"
-                    if turn.api_error == "rate_limit" or status == 429
-                    else "overloaded"
-                    if turn.api_error == "overloaded" or status == 529
-                    else None
-                )
-                return AgentResult(
-                    outcome="provider_failed", message=detail, usage=usage, session=session, failure=load
-                )
-            raise AgentExecutionError(f"claude: {detail}")
+            if kind == "execution" and http is None and terminal == "api_error":
+                kind = "api"  # an API failure without an HTTP answer (no response, a timeout)
+            if kind not in ("auth", "usage_limit") and _usage_limit(detail):
+                kind = "usage_limit"  # a plan's usage limit, said in words: pause, never retry now
+            if kind == "execution" and result is None:
+                kind = "api"  # the CLI died without a result
+            return failure_outcome(
+                kind,
+                backend="claude",
+                detail=detail,
+                login_hint=LOGIN_HINT,
+                resets_at=_reset_time(detail),
+                usage=usage,
+                session=session,
+            )
         if request.schema is None:
             text = result.result if isinstance(result.result, str) else "".join(turn.texts)
             return AgentResult(text=text, usage=usage, session=session)
@@ -575,12 +517,7 @@ def _usage(raw: Any) -> TokenUsage:
 
 def _sdk() -> ModuleType:
     """The ``claude_agent_sdk`` module; :class:`ProviderStartError` without the ``[claude]`` extra."""
-    try:
-        return importlib.import_module("claude_agent_sdk")
-    except ImportError as exc:
-        raise ProviderStartError(
-            f"claude: the claude-agent-sdk SDK does not import ({exc}); install it with {INSTALL}"
-        ) from exc
+    return load_sdk("claude_agent_sdk", package="claude-agent-sdk", install=INSTALL)
 
 
 def _bundled_cli(package: Path) -> Path | None:

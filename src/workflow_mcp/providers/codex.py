@@ -14,7 +14,7 @@ concurrent call; each agent() call is one Codex *thread* and one *turn*:
   has no per-tool switches: an agent whose tools include none that edits files (Explore, Plan, a
   definition listing ``Read, Grep``) runs in a read-only sandbox, whatever the policy allows.
 - **Structured output.** The portable schema goes through :func:`~.schema.to_strict` as the turn's
-  ``output_schema``; the final message is parsed as JSON and projected back. The engine validates
+  ``output_schema``; the final message is read by :func:`~.schema.parse_answer` and projected back. The engine validates
   the result against the portable schema; a re-ask (``attempt > 1``) continues the same thread
   with the engine's feedback, so the model sees its previous answer.
 - **Events.** ``item/agentMessage/delta`` → ``output.delta``; an ``error`` notification Codex will
@@ -64,27 +64,40 @@ import tomllib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final, TypeVar
 
-from ._probe import dist_version, program_version
+from ._kit import (
+    HTTP_STATUSES,
+    FailureTable,
+    ProgramSettings,
+    ProviderBase,
+    at_least,
+    dist_version,
+    failure_outcome,
+    load_sdk,
+    map_effort,
+    more_than,
+    one_of,
+    probe_program,
+    ready,
+    upstream_message,
+)
 from .base import (
     AgentContext,
     AgentExecutionError,
     AgentRequest,
     AgentResult,
-    ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
-    ProviderUsageLimitError,
     TokenUsage,
 )
-from .config import ProviderConfigError
-from .policy import DEFAULT_POLICY, Policy, allowed_env
+from .policy import allowed_env
 from .registry import Availability, ProviderStartError
 from .routing import CLAUDE_ALIASES, ModelAliasError
-from .schema import StrictSchema, to_strict
+from .schema import StrictSchema, parse_answer, to_strict
 
 # The SDK is an optional extra, imported only when a call needs it; its objects are typed ``Any``
 # here so that type-checking this package never requires the extra.
@@ -92,7 +105,7 @@ Codex = Any
 Thread = Any
 TurnHandle = Any
 
-__all__ = ["CodexProvider"]
+__all__ = ["CodexProvider", "CodexSettings"]
 
 T = TypeVar("T")
 
@@ -109,39 +122,48 @@ CREDENTIAL_ENV: Final = (
     "RUST_LOG",
 )
 """Environment names the codex process may see besides the policy's base set."""
-_SETTINGS: Final = (
-    "bin",
-    "codex_home",
-    "model",
-    "effort",
-    "efforts",
-    "config",
-    "env",
-    "ephemeral",
-    "developer_instructions",
-    "rpc_timeout_s",
-    "interrupt_timeout_s",
-    "max_workers",
-)
 _EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-# Codex error kinds (codexErrorInfo) that are API/transport failures: agent() resolves null.
-_API_FAILURES: Final = frozenset(
-    {
-        "internalServerError",
-        "serverOverloaded",
-        "rateLimitExceeded",
-        "flexUnavailable",
-        "httpConnectionFailed",
-        "responseStreamConnectionFailed",
-        "responseStreamDisconnected",
-        "responseTooManyFailedAttempts",
-    }
+FAILURES: Final = FailureTable(
+    "codex",
+    kinds={
+        "unauthorized": "auth",
+        "usageLimitExceeded": "usage_limit",
+        "rateLimitExceeded": "rate_limit",
+        "serverOverloaded": "overloaded",
+        "internalServerError": "api",
+        "flexUnavailable": "api",
+        "httpConnectionFailed": "api",
+        "responseStreamConnectionFailed": "api",
+        "responseStreamDisconnected": "api",
+        "responseTooManyFailedAttempts": "api",
+    },
+    statuses={401: HTTP_STATUSES[401]},
 )
+"""Codex's error kinds (``codexErrorInfo``) as ours; other kinds (bad request, context window,
+sandbox) are execution errors. Only a 401 is read from the HTTP status: Codex names every other
+failure by kind."""
+
+
+@dataclass(frozen=True)
+class CodexSettings(ProgramSettings):
+    """``[providers.codex]`` (module docstring), checked by :func:`~._kit.check_settings`."""
+
+    codex_home: str | None = None
+    effort: str | None = field(default=None, metadata=one_of(_EFFORTS))
+    efforts: dict[str, str] = field(default_factory=dict, metadata=one_of(_EFFORTS))
+    config: dict[str, Any] = field(default_factory=dict)
+    ephemeral: bool = False
+    developer_instructions: str | None = None
+    rpc_timeout_s: float = field(default=60.0, metadata=more_than(0))
+    interrupt_timeout_s: float = field(default=15.0, metadata=more_than(0))
+    max_workers: int = field(default=32, metadata=at_least(1))
+
+
 _REMEMBERED_THREADS: Final = 4096
 _APPROVAL_METHODS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
 
-class CodexProvider:
+class CodexProvider(ProviderBase[CodexSettings]):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` running Codex turns (module docstring).
 
     Construct directly or through the registry (``get_provider("codex", settings)``). Nothing starts
@@ -149,55 +171,20 @@ class CodexProvider:
     loop. Raises :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
 
-    name: Final = "codex"
-    capabilities: Final = ProviderCapabilities(
-        structured_output=True,
-        images=False,
-        sandbox_control=True,
-        session_resume=True,
-        streaming=True,
-        cancellation=True,
-    )
+    name = "codex"
+    settings_type = CodexSettings
+    install_hint = INSTALL
+    capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
     accepts_claude_models: Final = False
-    install_hint: Final = INSTALL
 
-    def __init__(
-        self,
-        *,
-        bin: str | None = None,
-        codex_home: str | None = None,
-        model: str | None = None,
-        effort: str | None = None,
-        efforts: Mapping[str, str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        env: tuple[str, ...] | list[str] = (),
-        ephemeral: bool = False,
-        developer_instructions: str | None = None,
-        rpc_timeout_s: float = 60.0,
-        interrupt_timeout_s: float = 15.0,
-        max_workers: int = 32,
-        policy: Policy = DEFAULT_POLICY,
-        source: str = "provider settings",
-    ) -> None:
-        self.bin = bin
-        self.codex_home = os.path.expanduser(codex_home) if codex_home else None
-        self.model = model
-        self.effort = effort
-        self.efforts = dict(efforts or {})
-        self.config = dict(config or {})
-        self.env_names = tuple(env)
-        self.ephemeral = ephemeral
-        self.developer_instructions = developer_instructions
-        self.rpc_timeout_s = rpc_timeout_s
-        self.interrupt_timeout_s = interrupt_timeout_s
-        self.policy = policy
-        self.source = source
-        for key, value in (("effort", effort), *((f"efforts.{k}", v) for k, v in self.efforts.items())):
-            if value is not None and value not in _EFFORTS:
-                raise ProviderConfigError(
-                    source, f"providers.codex.{key}", f"must be one of {', '.join(_EFFORTS)}, got {value!r}"
-                )
-        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="workflow-mcp-codex")
+    def setup(self) -> None:
+        """The expanded ``codex_home`` and the threads for app-server requests (the app-server
+        itself starts with the first call)."""
+        home = self.settings.codex_home
+        self.codex_home = os.path.expanduser(home) if home else None
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.settings.max_workers, thread_name_prefix="workflow-mcp-codex"
+        )
         self._codex: Codex | None = None
         self._start_lock = threading.Lock()
         self._threads: OrderedDict[tuple[str, str], Thread] = OrderedDict()
@@ -221,12 +208,10 @@ class CodexProvider:
         binary = settings.get("bin")
         version: str | None
         if binary:
-            path = shutil.which(str(binary)) or str(binary)
-            if not os.path.isfile(path) or not os.access(path, os.X_OK):
-                return Availability(
-                    False, location=str(binary), problem=f"bin {binary!r} is not an executable file"
-                )
-            version = program_version(path)
+            probed = probe_program(str(binary))
+            if isinstance(probed, Availability):
+                return probed
+            path, version = probed
         else:
             try:
                 path = str(_module("codex_cli_bin").bundled_codex_path())
@@ -235,52 +220,7 @@ class CodexProvider:
                     False, problem=f"the bundled codex binary is missing ({exc})", install=INSTALL
                 )
             version = dist_version("openai-codex-cli-bin")
-        logged_in, login, problem = _login_state(settings)
-        return Availability(
-            True,
-            version=version,
-            location=path,
-            logged_in=logged_in,
-            login=login,
-            problem=problem,
-            install=INSTALL,
-        )
-
-    @classmethod
-    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> CodexProvider:
-        """A provider from ``[providers.codex]`` settings (module docstring); raises
-        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        for key in settings:
-            if key not in _SETTINGS:
-                raise ProviderConfigError(
-                    source,
-                    f"providers.codex.{key}",
-                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
-                )
-        kinds: dict[str, tuple[type, ...]] = {
-            "bin": (str,),
-            "codex_home": (str,),
-            "model": (str,),
-            "effort": (str,),
-            "efforts": (dict,),
-            "config": (dict,),
-            "env": (list,),
-            "ephemeral": (bool,),
-            "developer_instructions": (str,),
-            "rpc_timeout_s": (int, float),
-            "interrupt_timeout_s": (int, float),
-            "max_workers": (int,),
-        }
-        for key, value in settings.items():
-            if not isinstance(value, kinds[key]) or isinstance(value, bool) is not (kinds[key] == (bool,)):
-                raise ProviderConfigError(
-                    source, f"providers.codex.{key}", f"must be {' or '.join(k.__name__ for k in kinds[key])}"
-                )
-        if "env" in settings and not all(isinstance(n, str) and n for n in settings["env"]):
-            raise ProviderConfigError(
-                source, "providers.codex.env", "must be a list of environment variable names"
-            )
-        return cls(**dict(settings), policy=policy, source=source)
+        return ready(version=version, location=path, login=_login_state(settings), install=INSTALL)
 
     # -- the AgentProvider call ------------------------------------------------------------------
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
@@ -291,8 +231,7 @@ class CodexProvider:
         :class:`~workflow_mcp.providers.registry.ProviderStartError` (Codex cannot start), or
         :class:`asyncio.CancelledError` (the signal fired; the turn was interrupted).
         """
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
+        self.begin(context)
         model = self._model(request.model)
         effort = self._effort(request.effort)
         strict = to_strict(request.schema) if request.schema is not None else None
@@ -336,28 +275,31 @@ class CodexProvider:
         if handle is None or handle.thread_id != thread_id:
             raise AgentExecutionError(f"codex turn {turn_id} of thread {thread_id} is not running here")
         try:
-            await self._call(handle.interrupt, timeout=self.interrupt_timeout_s)
+            await self._call(handle.interrupt, timeout=self.settings.interrupt_timeout_s)
         except _sdk().CodexError as exc:
             raise AgentExecutionError(f"codex could not interrupt turn {turn_id}: {exc}") from exc
 
     # -- internals -------------------------------------------------------------------------------
     def _model(self, model: str | None) -> str | None:
         if model is None:
-            return self.model
+            return self.settings.model
         if model in CLAUDE_ALIASES:
             raise ModelAliasError(model, "codex", self.source)
         return model
 
     def _effort(self, effort: str | None) -> str | None:
-        if effort is None:
-            return self.effort
-        return self.efforts.get(effort, effort if effort in _EFFORTS else self.effort)
+        return map_effort(effort, table=self.settings.efforts, known=_EFFORTS, default=self.settings.effort)
+
+    @property
+    def running(self) -> bool:
+        """Whether the app-server is running (it starts with the first call)."""
+        return self._codex is not None
 
     async def _call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
         """Run a blocking SDK request on our own executor (never the loop's default one, so that
         many waiting turns cannot starve an interrupt), bounded by ``rpc_timeout_s``."""
         loop = asyncio.get_running_loop()
-        limit = self.rpc_timeout_s if timeout is None else timeout
+        limit = self.settings.rpc_timeout_s if timeout is None else timeout
         try:
             return await asyncio.wait_for(loop.run_in_executor(self._executor, fn), limit)
         except TimeoutError as exc:
@@ -374,12 +316,7 @@ class CodexProvider:
         with self._start_lock:
             if self._codex is not None:
                 return self._codex
-            try:
-                sdk = _sdk()
-            except ImportError as exc:
-                raise ProviderStartError(
-                    f"codex: the openai-codex SDK does not import ({exc}); install it with {INSTALL}"
-                ) from exc
+            sdk = load_sdk("openai_codex", package="openai-codex", install=INSTALL)
             config = self._codex_config(sdk.CodexConfig)
             try:
                 codex = sdk.Codex(config)
@@ -392,17 +329,17 @@ class CodexProvider:
             return codex
 
     def _codex_config(self, config_cls: Any) -> Any:
-        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.env_names))
+        env = allowed_env(self.policy, (*CREDENTIAL_ENV, *self.settings.env))
         if self.codex_home:
             env["CODEX_HOME"] = self.codex_home
-        binary = self.bin
+        binary = self.settings.bin
         if binary is None:
             bundled = _module("codex_cli_bin")
             binary = str(bundled.bundled_codex_path())
             extra = bundled.bundled_path_dir()
             if extra is not None:
                 env["PATH"] = os.pathsep.join(p for p in (str(extra), env.get("PATH", "")) if p)
-        flat = dict(_flatten(self.config))
+        flat = dict(_flatten(self.settings.config))
         # One thread per agent() call: Codex's per-thread login-shell snapshot (it sources the
         # user's rc files, outside our environment allowlist) would dominate fan-out cost (3.7×
         # the wall time at 20 turns in benchmarks/providers.py). Settings can turn it back on.
@@ -432,7 +369,7 @@ class CodexProvider:
 
     def _developer_instructions(self, request: AgentRequest) -> str | None:
         """The ``developer_instructions`` setting, then the agent definition's instructions."""
-        parts = [p for p in (self.developer_instructions, request.instructions) if p]
+        parts = [p for p in (self.settings.developer_instructions, request.instructions) if p]
         return "\n\n".join(parts) if parts else None
 
     def _approvals(self) -> Any:
@@ -478,7 +415,9 @@ class CodexProvider:
                 note = f"could not resume codex thread {session} ({exc}); starting a new one"
         if thread is None:
             try:
-                thread = await self._call(lambda: codex.thread_start(ephemeral=self.ephemeral, **common))
+                thread = await self._call(
+                    lambda: codex.thread_start(ephemeral=self.settings.ephemeral, **common)
+                )
             except codex_error as exc:
                 raise AgentExecutionError(f"codex could not start a thread: {exc}") from exc
         if request.agent_id:
@@ -593,24 +532,20 @@ class CodexProvider:
             error = getattr(turn, "error", None)
             kind, http = _error_kind(error)
             detail = _error_message(error) if error is not None else "the turn ended without completing"
-            if kind == "unauthorized" or http == 401:
-                raise ProviderAuthError("codex", detail, login_hint=LOGIN_HINT)
-            if kind == "usageLimitExceeded":
+            failure = FAILURES.kind(kind, status=http)
+            if failure == "api" and http in (429, 503, 529):
+                # Codex's own retries spent on a 429 or an overloaded answer: the engine backs off too.
+                failure = HTTP_STATUSES[http]
+            return failure_outcome(
+                failure,
+                backend="codex",
+                detail=detail,
+                login_hint=LOGIN_HINT,
                 # A plan's usage limit or an exhausted quota: the run pauses until it resets.
-                raise ProviderUsageLimitError("codex", detail, resets_at=_reset_time(detail))
-            if kind in _API_FAILURES:
-                load = {"rateLimitExceeded": "rate_limit", "serverOverloaded": "overloaded"}.get(kind or "")
-                if load is None and http is not None:
-                    # Codex's own retries spent on a 429 or an overloaded answer: the engine backs off too.
-                    load = "rate_limit" if http == 429 else "overloaded" if http in (503, 529) else None
-                return AgentResult(
-                    outcome="provider_failed",
-                    message=detail,
-                    usage=usage,
-                    session=thread_id,
-                    failure=load,  # type: ignore[arg-type]
-                )
-            raise AgentExecutionError(f"codex: {detail}")
+                resets_at=_reset_time(detail) if failure == "usage_limit" else None,
+                usage=usage,
+                session=thread_id,
+            )
         if status == "interrupted":
             if context.signal.cancelled:
                 raise asyncio.CancelledError(context.signal.reason)
@@ -625,11 +560,13 @@ class CodexProvider:
             return AgentResult(text=final or "", usage=usage, session=thread_id)
         if final is None:
             return AgentResult(text="", usage=usage, session=thread_id, message="codex gave no final message")
-        try:
-            value = json.loads(final)
-        except ValueError:
+        ok, value, problem = parse_answer(final)
+        if not ok:
             return AgentResult(
-                text=final, usage=usage, session=thread_id, message="codex's final message is not JSON"
+                text=final,
+                usage=usage,
+                session=thread_id,
+                message=f"codex's final message is not a JSON value ({problem})",
             )
         return AgentResult(
             structured=strict.project(value), has_structured=True, usage=usage, session=thread_id
@@ -646,7 +583,7 @@ class CodexProvider:
     async def _interrupt(self, handle: TurnHandle) -> None:
         # RuntimeError: the provider was closed meanwhile (its executor no longer takes work).
         with contextlib.suppress(_sdk().CodexError, AgentExecutionError, RuntimeError):
-            await self._call(handle.interrupt, timeout=self.interrupt_timeout_s)
+            await self._call(handle.interrupt, timeout=self.settings.interrupt_timeout_s)
 
     def _interrupt_soon(self, handle: TurnHandle) -> None:
         def interrupt() -> None:
@@ -659,7 +596,7 @@ class CodexProvider:
     async def _drain(self, queue: asyncio.Queue[Any], done: object) -> None:
         """Wait (bounded) for the interrupted turn's stream to end, so its thread is released."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.interrupt_timeout_s):
+            async with asyncio.timeout(self.settings.interrupt_timeout_s):
                 while True:
                     item = await queue.get()
                     if item is done or isinstance(item, BaseException):
@@ -771,13 +708,7 @@ def _reset_time(detail: str, now: datetime.datetime | None = None) -> str | None
 
 def _error_message(error: Any) -> str:
     """The error's message; an upstream JSON error body is reduced to its ``error.message``."""
-    message = str(getattr(error, "message", "") or "codex turn failed")
-    with contextlib.suppress(ValueError, TypeError, AttributeError):
-        body = json.loads(message)
-        inner = body.get("error", {}).get("message")
-        if isinstance(inner, str) and inner:
-            return inner
-    return message
+    return upstream_message(str(getattr(error, "message", "") or "codex turn failed"))
 
 
 def _effort_enum(effort: str | None) -> Any:

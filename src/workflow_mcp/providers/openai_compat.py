@@ -12,7 +12,8 @@ one request:
   names it.
 - **Structured output.** ``response_format = {"type": "json_schema", "json_schema": {"name",
   "schema", "strict": true}}`` (Responses: ``text.format``) with the schema rewritten for strict
-  mode by :func:`~.schema.to_strict`; the answer is parsed and projected back (synthetic nulls
+  mode by :func:`~.schema.to_strict`; the answer is read by :func:`~.schema.parse_answer` (a
+  fenced answer is taken too) and projected back (synthetic nulls
   dropped, a wrapped top-level value unwrapped). ``strict = false`` sends the portable schema
   unchanged with ``strict: false`` (for servers without strict mode). A reply that is not JSON
   (servers that ignore ``response_format``) is asked again up to ``json_retries`` times, then
@@ -50,60 +51,88 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
-import json
 import os
-import re
 from collections import OrderedDict
 from collections.abc import Coroutine, Mapping
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 from urllib.parse import urlparse
 
-from ._probe import dist_version
+from ._kit import (
+    FailureTable,
+    ProviderBase,
+    ask_again,
+    at_least,
+    dist_version,
+    failure_outcome,
+    load_sdk,
+    more_than,
+    one_of,
+)
 from .base import (
     AgentContext,
-    AgentExecutionError,
     AgentRequest,
     AgentResult,
     ProviderAuthError,
     ProviderCapabilities,
-    ProviderEvent,
-    ProviderUsageLimitError,
     TokenUsage,
 )
 from .config import ProviderConfigError
-from .policy import DEFAULT_POLICY, Policy
-from .registry import Availability, ProviderStartError
-from .schema import StrictSchema, to_strict
+from .registry import Availability
+from .schema import StrictSchema, parse_answer, to_strict
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIProvider", "OpenAISettings"]
 
 INSTALL: Final = "pip install 'workflow-mcp[openai]'"
 SCHEMA_NAME: Final = "agent_output"
-_SETTINGS: Final[Mapping[str, tuple[type, ...]]] = {
-    "model": (str,),
-    "base_url": (str,),
-    "api_key_env": (str,),
-    "api": (str,),
-    "strict": (bool,),
-    "system_prompt": (str,),
-    "efforts": (dict,),
-    "extra_body": (dict,),
-    "backend": (str,),
-    "timeout_s": (int, float),
-    "max_retries": (int,),
-    "json_retries": (int,),
-}
+
+
+@dataclass(frozen=True)
+class OpenAISettings:
+    """``[providers.openai]`` (module docstring), checked by :func:`~._kit.check_settings`."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    api: str = field(default="chat", metadata=one_of(("chat", "responses")))
+    strict: bool = True
+    system_prompt: str | None = None
+    efforts: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    backend: str | None = None
+    timeout_s: float = field(default=600.0, metadata=more_than(0))
+    max_retries: int = field(default=2, metadata=at_least(0))
+    json_retries: int = field(default=1, metadata=at_least(0))
+
+
+FAILURES: Final = FailureTable(
+    "openai",
+    kinds={
+        "AuthenticationError": "auth",
+        "PermissionDeniedError": "auth",
+        "insufficient_quota": "usage_limit",
+        "usage_limit_reached": "usage_limit",
+        "billing_hard_limit_reached": "usage_limit",
+        "RateLimitError": "rate_limit",
+        "APIConnectionError": "api",
+        "APITimeoutError": "api",
+    },
+    statuses={401: "auth", 403: "auth", 503: "overloaded", 529: "overloaded"},
+)
+"""The OpenAI SDK's errors as ours, by error code (a 429 whose code says the quota or usage is
+spent: waiting a moment does not cure it, so the run pauses), then by exception class, then by
+HTTP status (403 is a login problem here: a key without access)."""
+
 _REMEMBERED: Final = 1024
 _CANCEL_BOUND_S: Final = 5.0
 _LOCAL_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
-_FENCE: Final = re.compile(r"^```[ \t]*(?:json)?[ \t]*\n(.*?)\n?[ \t]*```$", re.DOTALL | re.IGNORECASE)
 JSON_REASK: Final = (
     "Your last reply was not a JSON value ({problem}). Reply again with only the JSON value that matches "
     "the requested schema: no prose and no code fence."
 )
 
 
-class OpenAIProvider:
+class OpenAIProvider(ProviderBase[OpenAISettings]):
     """An :class:`~workflow_mcp.providers.base.AgentProvider` calling an OpenAI-compatible endpoint
     (module docstring). Construct directly or through the registry (``get_provider("openai",
     settings)``); the HTTP client is created on the first call and closed by :meth:`aclose`. Use
@@ -111,62 +140,16 @@ class OpenAIProvider:
     :class:`~workflow_mcp.providers.config.ProviderConfigError` for bad settings.
     """
 
-    name: Final = "openai"
-    capabilities: Final = ProviderCapabilities(
-        structured_output=True,
-        images=False,
-        sandbox_control=False,
-        session_resume=False,
-        streaming=False,
-        cancellation=True,
-    )
+    name = "openai"
+    settings_type = OpenAISettings
+    install_hint = INSTALL
+    capabilities: Final = ProviderCapabilities()
     accepts_claude_models: Final = False
-    install_hint: Final = INSTALL
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        api: str = "chat",
-        strict: bool = True,
-        system_prompt: str | None = None,
-        efforts: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        backend: str | None = None,
-        timeout_s: float = 600.0,
-        max_retries: int = 2,
-        json_retries: int = 1,
-        policy: Policy = DEFAULT_POLICY,
-        source: str = "provider settings",
-    ) -> None:
-        if api not in ("chat", "responses"):
-            raise ProviderConfigError(
-                source, "providers.openai.api", f"must be 'chat' or 'responses', got {api!r}"
-            )
-        for key, value in (("timeout_s", timeout_s),):
-            if value <= 0:
-                raise ProviderConfigError(
-                    source, f"providers.openai.{key}", "must be a positive number of seconds"
-                )
-        for key, count in (("max_retries", max_retries), ("json_retries", json_retries)):
-            if count < 0:
-                raise ProviderConfigError(source, f"providers.openai.{key}", "must be 0 or more")
-        self.model = model
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.api = api
-        self.strict = strict
-        self.system_prompt = system_prompt
-        self.efforts = dict(efforts or {})
-        self.extra_body = dict(extra_body or {})
-        self.backend = backend or "openai"
-        self.timeout_s = float(timeout_s)
-        self.max_retries = max_retries
-        self.json_retries = json_retries
-        self.policy = policy
-        self.source = source
+    def setup(self) -> None:
+        """The model and the backend's name in messages (the HTTP client starts with the first call)."""
+        self.model: str = self.settings.model or ""  # check_more: never empty
+        self.backend = self.settings.backend or "openai"
         self._client: Any = None
         self._conversations: OrderedDict[tuple[str, str], list[dict[str, str]]] = OrderedDict()
         self._closed = False
@@ -212,30 +195,14 @@ class OpenAIProvider:
         )
 
     @classmethod
-    def create(cls, settings: Mapping[str, Any], *, policy: Policy, source: str) -> OpenAIProvider:
-        """A provider from ``[providers.openai]`` settings (module docstring); raises
-        :class:`~workflow_mcp.providers.config.ProviderConfigError` naming ``source`` and the key."""
-        for key, value in settings.items():
-            kinds = _SETTINGS.get(key)
-            if kinds is None:
-                raise ProviderConfigError(
-                    source,
-                    f"providers.openai.{key}",
-                    f"unknown setting; expected one of {', '.join(_SETTINGS)}",
-                )
-            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-                raise ProviderConfigError(
-                    source, f"providers.openai.{key}", f"must be {' or '.join(k.__name__ for k in kinds)}"
-                )
+    def check_more(cls, settings: Mapping[str, Any], source: str) -> None:
+        """``model`` is required: raises :class:`~workflow_mcp.providers.config.ProviderConfigError`."""
         if not settings.get("model"):
             raise ProviderConfigError(
                 source,
                 "providers.openai.model",
                 "is required: the model the endpoint serves (e.g. 'gpt-5.4-mini')",
             )
-        if "efforts" in settings and not all(isinstance(v, str) for v in settings["efforts"].values()):
-            raise ProviderConfigError(source, "providers.openai.efforts", "must map efforts to strings")
-        return cls(**dict(settings), policy=policy, source=source)
 
     # -- the AgentProvider call ----------------------------------------------------------------
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
@@ -246,28 +213,19 @@ class OpenAIProvider:
         :class:`~workflow_mcp.providers.registry.ProviderStartError` (the SDK does not import), or
         :class:`asyncio.CancelledError` (the signal fired; the request was abandoned).
         """
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
-        if self._closed:
-            raise AgentExecutionError(f"{self.backend}: the openai provider is closed")
+        self.begin(context)
         client = self._connect()
-        strict = to_strict(request.schema) if request.schema is not None and self.strict else None
+        strict = to_strict(request.schema) if request.schema is not None and self.settings.strict else None
         key = (request.run_id, request.agent_id)
         messages = self._messages(request, key)
-        previous = request.session if self.api == "responses" and request.attempt == 1 else None
+        previous = request.session if self.settings.api == "responses" and request.attempt == 1 else None
         usage = TokenUsage()
         asks = 0
         while True:
             reply = await self._cancellable(self._send(client, request, messages, strict, previous), context)
-            usage = _add(usage, reply.usage)
+            usage += reply.usage
             if reply.failed is not None:
-                return AgentResult(
-                    outcome="provider_failed",
-                    message=reply.failed,
-                    usage=usage,
-                    failure=reply.load,
-                    retry_after_s=reply.retry_after_s,
-                )
+                return replace(reply.failed, usage=usage)
             messages.append({"role": "assistant", "content": reply.text or reply.refusal or ""})
             self._remember(key, messages, request)
             session = reply.response_id
@@ -280,11 +238,13 @@ class OpenAIProvider:
                 )
             if request.schema is None:
                 return AgentResult(text=reply.text or "", usage=usage, session=session)
-            ok, value, problem = _parse_json(reply.text or "")
+            ok, value, problem = parse_answer(reply.text or "")
             if ok:
                 projected = strict.project(value) if strict is not None else value
                 return AgentResult(structured=projected, has_structured=True, usage=usage, session=session)
-            if asks >= self.json_retries:
+            if not await ask_again(
+                context, backend=self.backend, problem=problem, asks=asks, retries=self.settings.json_retries
+            ):
                 return AgentResult(
                     text=reply.text,
                     usage=usage,
@@ -292,13 +252,6 @@ class OpenAIProvider:
                     message=f"{self.backend}'s reply is not a JSON value ({problem})",
                 )
             asks += 1
-            await context.emit(
-                ProviderEvent(
-                    kind="progress",
-                    text=f"{self.backend} replied without JSON ({problem}); asking again ({asks} of {self.json_retries})",
-                    data={"reask": asks},
-                )
-            )
             messages.append({"role": "user", "content": JSON_REASK.format(problem=problem)})
             previous = None
 
@@ -314,21 +267,21 @@ class OpenAIProvider:
     def _connect(self) -> Any:
         if self._client is not None:
             return self._client
-        try:
-            sdk = importlib.import_module("openai")
-        except ImportError as exc:
-            raise ProviderStartError(
-                f"the openai SDK does not import ({exc}); install it with {INSTALL}"
-            ) from exc
-        key = os.environ.get(self.api_key_env)
+        sdk = load_sdk("openai", package="openai", install=INSTALL)
+        key = os.environ.get(self.settings.api_key_env)
         if not key:
-            if not _is_local(self.base_url or os.environ.get("OPENAI_BASE_URL") or ""):
+            if not _is_local(self.settings.base_url or os.environ.get("OPENAI_BASE_URL") or ""):
                 raise ProviderAuthError(
-                    self.backend, f"{self.api_key_env} is not set", login_hint=f"set {self.api_key_env}"
+                    self.backend,
+                    f"{self.settings.api_key_env} is not set",
+                    login_hint=f"set {self.settings.api_key_env}",
                 )
             key = "no-key-needed"  # a local server ignores it; the SDK insists on one
         self._client = sdk.AsyncOpenAI(
-            api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=self.max_retries
+            api_key=key,
+            base_url=self.settings.base_url,
+            timeout=self.settings.timeout_s,
+            max_retries=self.settings.max_retries,
         )
         return self._client
 
@@ -340,7 +293,9 @@ class OpenAIProvider:
                 return [*known, {"role": "user", "content": request.feedback}]
         prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
         system = [
-            {"role": "system", "content": text} for text in (self.system_prompt, request.instructions) if text
+            {"role": "system", "content": text}
+            for text in (self.settings.system_prompt, request.instructions)
+            if text
         ]
         return [*system, {"role": "user", "content": prompt}]
 
@@ -379,11 +334,11 @@ class OpenAIProvider:
     ) -> _Reply:
         sdk = importlib.import_module("openai")
         model = request.model or self.model
-        effort = self.efforts.get(request.effort) if request.effort else None
+        effort = self.settings.efforts.get(request.effort) if request.effort else None
         schema: Mapping[str, Any] | None = strict.schema if strict is not None else request.schema
-        extra = {"extra_body": self.extra_body} if self.extra_body else {}
+        extra = {"extra_body": self.settings.extra_body} if self.settings.extra_body else {}
         try:
-            if self.api == "chat":
+            if self.settings.api == "chat":
                 kwargs: dict[str, Any] = {"model": model, "messages": messages, **extra}
                 if schema is not None:
                     kwargs["response_format"] = {
@@ -418,32 +373,32 @@ class OpenAIProvider:
             if effort is not None:
                 params["reasoning"] = {"effort": effort}
             return _responses_reply(await client.responses.create(**params))
-        except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
-            raise ProviderAuthError(self.backend, _detail(exc), login_hint=f"set {self.api_key_env}") from exc
-        except sdk.RateLimitError as exc:
-            wait = _retry_after(exc)
-            if _error_code(exc) in _QUOTA_CODES:
-                # The key's quota or the plan's usage is spent: the run pauses until it resets.
-                resets = _utc_after(wait) if wait is not None else None
-                raise ProviderUsageLimitError(self.backend, _detail(exc), resets_at=resets) from exc
-            return _Reply(failed=f"{self.backend}: {_detail(exc)}", load="rate_limit", retry_after_s=wait)
-        except (sdk.APIConnectionError, sdk.InternalServerError) as exc:
-            status = int(getattr(exc, "status_code", 0) or 0)
-            load: Literal["overloaded"] | None = "overloaded" if status in (503, 529) else None
-            return _Reply(
-                failed=f"{self.backend}: {_detail(exc)}", load=load, retry_after_s=_retry_after(exc)
-            )
-        except sdk.APIStatusError as exc:
-            if int(getattr(exc, "status_code", 0)) >= 500:
-                return _Reply(failed=f"{self.backend}: {_detail(exc)}")
-            raise AgentExecutionError(f"{self.backend}: {_detail(exc)}") from exc
-        except sdk.OpenAIError as exc:
-            raise AgentExecutionError(f"{self.backend}: {type(exc).__name__}: {exc}") from exc
+        except sdk.OpenAIError as exc:  # foreign errors are translated once, here
+            return self._failure(exc)
+
+    def _failure(self, exc: Any) -> _Reply:
+        """An SDK error as our outcome (:data:`FAILURES`): raises for a login, a usage limit or an
+        execution error; a ``provider_failed`` reply for load and API or transport failures."""
+        status = getattr(exc, "status_code", None)
+        wait = _retry_after(exc)
+        kind = FAILURES.kind(
+            _error_code(exc), type(exc).__name__, status=status if isinstance(status, int) else None
+        )
+        detail = _detail(exc) if isinstance(exc, _sdk_status_errors()) else f"{type(exc).__name__}: {exc}"
+        failed = failure_outcome(
+            kind,
+            backend=self.backend,
+            detail=detail,
+            login_hint=f"set {self.settings.api_key_env}",
+            resets_at=_utc_after(wait) if wait is not None else None,
+            retry_after_s=wait,
+        )
+        return _Reply(failed=replace(failed, message=f"{self.backend}: {detail}"))
 
 
 class _Reply:
     """One response, reduced: ``text`` or ``refusal``, ``usage``, the ``response_id`` (Responses
-    API), or ``failed`` (a provider failure's message)."""
+    API), or ``failed`` (the ``provider_failed`` result)."""
 
     def __init__(
         self,
@@ -452,17 +407,13 @@ class _Reply:
         refusal: str | None = None,
         usage: TokenUsage | None = None,
         response_id: str | None = None,
-        failed: str | None = None,
-        load: Literal["rate_limit", "overloaded"] | None = None,
-        retry_after_s: float | None = None,
+        failed: AgentResult | None = None,
     ) -> None:
         self.text = text
         self.refusal = refusal
         self.usage = usage or TokenUsage()
         self.response_id = response_id
         self.failed = failed
-        self.load = load
-        self.retry_after_s = retry_after_s
 
 
 def _chat_reply(response: Any) -> _Reply:
@@ -503,18 +454,6 @@ def _responses_reply(response: Any) -> _Reply:
     )
 
 
-def _parse_json(text: str) -> tuple[bool, Any, str | None]:
-    """``(ok, value, problem)``: the reply as JSON, tolerating one ```json fence around it."""
-    stripped = text.strip()
-    if not stripped:
-        return False, None, "the reply is empty"
-    fenced = _FENCE.match(stripped)
-    try:
-        return True, json.loads(fenced.group(1) if fenced else stripped), None
-    except ValueError as exc:
-        return False, None, f"not JSON: {exc}"
-
-
 def _detail(exc: Any) -> str:
     """The endpoint's error message (``error.message`` of the body), else the SDK's text."""
     body = getattr(exc, "body", None)
@@ -529,8 +468,10 @@ def _detail(exc: Any) -> str:
     return f"HTTP {status}: {text}" if status and str(status) not in text else text
 
 
-_QUOTA_CODES: Final = frozenset({"insufficient_quota", "usage_limit_reached", "billing_hard_limit_reached"})
-"""OpenAI error codes of a 429 that waiting a moment does not cure: a usage limit (the run pauses)."""
+def _sdk_status_errors() -> tuple[type[BaseException], ...]:
+    """The SDK's errors that carry an endpoint answer (a body, a status) or a transport failure."""
+    sdk = importlib.import_module("openai")
+    return (sdk.APIStatusError, sdk.APIConnectionError)
 
 
 def _error_code(exc: Any) -> str | None:
@@ -568,15 +509,6 @@ def _utc_after(seconds: float) -> str:
 
     moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)
     return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _add(a: TokenUsage, b: TokenUsage) -> TokenUsage:
-    return TokenUsage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-    )
 
 
 def _is_local(url: str) -> bool:

@@ -25,9 +25,13 @@ __all__ = [
     "BASE_ENV",
     "DEFAULT_POLICY",
     "SANDBOX_MODES",
+    "PermissionAsk",
+    "PermissionDecision",
     "Policy",
     "PolicyError",
     "allowed_env",
+    "answer_checkpoint",
+    "decide_permission",
 ]
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
@@ -235,3 +239,112 @@ def _strings(value: Any, key: str, source: str) -> list[str]:
 def _within(path: str, root: str) -> bool:
     path, root = os.path.normpath(path), os.path.normpath(root)
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+# -- permission requests ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PermissionAsk:
+    """What an agent asked permission for (``session/request_permission``): the tool ``kind``
+    (ACP ToolKind: read, edit, delete, move, search, execute, think, fetch, switch_mode, other;
+    ``None`` when not given), its ``title``, the file ``paths`` it touches, and the ``options``
+    offered as ``(optionId, kind)`` pairs (kind: allow_once, allow_always, reject_once,
+    reject_always). ``command`` is the command line an ``execute`` call would run, when its
+    ``rawInput`` names one."""
+
+    kind: str | None
+    title: str = ""
+    paths: tuple[str, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    """The answer: ``allow`` or not, the ``option_id`` selected (``None``: answered ``cancelled``,
+    when no fitting option was offered), and the ``reason`` in words. ``ask``: the policy cannot
+    vouch for the request but ``approvals = "ask"`` lets a human decide (the decision stands as a
+    refusal until one does)."""
+
+    allow: bool
+    option_id: str | None
+    reason: str
+    ask: bool = False
+
+
+def decide_permission(policy: Policy, ask: PermissionAsk, *, cwd: str) -> PermissionDecision:
+    """Answer a permission request from ``policy`` alone (DESIGN.md "Security defaults": fail
+    closed when nobody can approve). Nobody is asked, so only what the policy vouches for is
+    allowed:
+
+    - ``read``, ``search``, ``think``: allowed (every sandbox mode reads).
+    - ``edit``, ``delete``, ``move``: denied under ``read-only``; allowed under
+      ``danger-full-access``; under ``workspace-write`` allowed only when the request names its
+      paths and every one lies in ``cwd`` or a ``writable_roots`` entry.
+    - ``fetch``: allowed only with ``network``.
+    - ``execute``, ``switch_mode``, ``other`` or no kind: what the command does cannot be checked
+      here, so allowed only under ``danger-full-access`` or when ``approvals`` is ``auto-review``
+      (the agent's own review is trusted); with ``approvals = "ask"`` denied with ``ask`` set, for a
+      human checkpoint to decide; with ``approvals = "never"`` denied. The policy only narrows what
+      is asked: what it allows or denies outright is never put to a human.
+
+    An allowed request selects ``allow_once`` (else ``allow_always``); a denied one selects
+    ``reject_once`` (else ``reject_always``, else the answer is ``cancelled``). Never raises.
+    """
+    verdict, reason = _judge(policy, ask, cwd)
+    if verdict is None:
+        return _refusal(ask, reason, ask_human=True)
+    allow = verdict
+    kinds = dict((kind, option) for option, kind in reversed(ask.options))
+    if allow:
+        option = kinds.get("allow_once") or kinds.get("allow_always")
+        if option is not None:
+            return PermissionDecision(True, option, reason)
+        reason = f"{reason}, but the agent offered no allow option"
+    return _refusal(ask, reason)
+
+
+def answer_checkpoint(ask: PermissionAsk, allow: bool, source: str) -> PermissionDecision:
+    """The answer to a request a human checkpoint decided (``source``: who decided, in words)."""
+    if allow:
+        kinds = dict((kind, option) for option, kind in reversed(ask.options))
+        option = kinds.get("allow_once") or kinds.get("allow_always")
+        if option is not None:
+            return PermissionDecision(True, option, f"allowed by {source}")
+        return _refusal(ask, f"allowed by {source}, but the agent offered no allow option")
+    return _refusal(ask, f"denied by {source}")
+
+
+def _refusal(ask: PermissionAsk, reason: str, *, ask_human: bool = False) -> PermissionDecision:
+    kinds = dict((kind, option) for option, kind in reversed(ask.options))
+    option = kinds.get("reject_once") or kinds.get("reject_always")
+    return PermissionDecision(False, option, reason, ask=ask_human)
+
+
+def _judge(policy: Policy, ask: PermissionAsk, cwd: str) -> tuple[bool | None, str]:
+    kind = ask.kind or "other"
+    if kind in ("read", "search", "think"):
+        return True, f"{kind} is allowed by every sandbox mode"
+    if kind in ("edit", "delete", "move"):
+        if policy.sandbox == "read-only":
+            return False, f"{kind} is denied by the read-only sandbox"
+        if policy.sandbox == "danger-full-access":
+            return True, f"{kind} is allowed by danger-full-access"
+        if not ask.paths:
+            return False, f"{kind} names no path, so it cannot be checked against the writable roots"
+        roots = [os.path.abspath(cwd), *(os.path.abspath(r) for r in policy.writable_roots)]
+        for path in ask.paths:
+            full = os.path.abspath(os.path.join(cwd, path))
+            if not any(_within(full, root) for root in roots):
+                return False, f"{kind} of {full} is outside the working directory and the writable roots"
+        return True, f"{kind} inside the writable roots is allowed by workspace-write"
+    if kind == "fetch":
+        if policy.network:
+            return True, "fetch is allowed: the policy allows network access"
+        return False, "fetch is denied: the policy denies network access"
+    if policy.sandbox == "danger-full-access":
+        return True, f"{kind} is allowed by danger-full-access"
+    if policy.approvals == "auto-review":
+        return True, f"{kind} is allowed: approvals are auto-review"
+    if policy.approvals == "ask":
+        return None, f"{kind} cannot be checked against the policy, so a human is asked (approvals: ask)"
+    return False, f"{kind} cannot be checked against the policy and nobody can approve it (approvals: never)"

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["WRAP_KEY", "StrictSchema", "to_strict"]
+__all__ = ["WRAP_KEY", "StrictSchema", "parse_answer", "to_strict"]
 
 WRAP_KEY: Final = "value"
 """The property that carries a wrapped top-level value."""
@@ -434,3 +435,38 @@ def _json_type(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+_FENCE: Final = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\r?\n(.*?)\r?\n?[ \t]*```", re.DOTALL)
+_JSON_FENCES: Final = frozenset({"", "json", "jsonc"})
+
+
+def parse_answer(text: str) -> tuple[bool, Any, str | None]:
+    """``(ok, value, problem)``: a model's structured answer read from its reply text, the one rule
+    every provider uses (those without a schema-enforcing API, and as the fallback of those with
+    one, whose servers may ignore it).
+
+    1. The whole reply (surrounding white space aside) as JSON: any JSON value, so a JSON string
+       that merely *contains* a fence is never mistaken for one.
+    2. Else the *last* fenced block labelled ``json``, ``jsonc`` (any case) or unlabelled: a model
+       told to answer with only JSON still often wraps it in a fence, or explains first and ends
+       with the fenced answer; when it shows several blocks, the last is its answer. A block in
+       another language (```python) is never taken. CRLF line ends are accepted.
+
+    ``problem`` says why there is no value: ``"the reply is empty"``, ``"not JSON: …"`` (no fenced
+    block either) or ``"the fenced block is not JSON: …"``. Never raises.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return False, None, "the reply is empty"
+    try:
+        return True, json.loads(stripped), None
+    except ValueError as exc:
+        first = f"not JSON: {exc}"
+    blocks = [body for lang, body in _FENCE.findall(stripped) if lang.lower() in _JSON_FENCES]
+    if not blocks:
+        return False, None, first
+    try:
+        return True, json.loads(blocks[-1].strip()), None
+    except ValueError as exc:
+        return False, None, f"the fenced block is not JSON: {exc}"

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from mocks.mock_messages import MockMessages
-from workflow_mcp.providers.base import AgentContext, AgentRequest, AgentResult, CancelSignal, ProviderEvent
 from workflow_mcp.providers.claude import ClaudeProvider
 from workflow_mcp.providers.config import ProviderConfig
 from workflow_mcp.providers.registry import register_provider, unregister_provider
 from workflow_mcp.providers.routing import RoutingProvider, build_router
+
+from helpers import call_provider
 
 SKIP_REASON = "the claude extra is not installed (pip install -e '.[test,claude]')"
 SLOW_FLAG = "WORKFLOW_MCP_CLAUDE_TESTS"
@@ -81,14 +82,5 @@ def claude_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cl
             unregister_provider("claude")
 
 
-async def call(
-    provider: ClaudeProvider, request: AgentRequest, signal: CancelSignal | None = None
-) -> tuple[AgentResult, list[ProviderEvent]]:
-    """One direct provider call, collecting its events."""
-    events: list[ProviderEvent] = []
-
-    async def emit(event: ProviderEvent) -> None:
-        events.append(event)
-
-    result = await provider.execute(request, AgentContext(signal=signal or CancelSignal(), emit=emit))
-    return result, events
+call = call_provider
+"""One direct provider call, collecting its events."""

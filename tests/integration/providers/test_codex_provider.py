@@ -1,6 +1,7 @@
 """The codex provider runs real Codex turns (the SDK's bundled ``codex app-server``) against the
-loopback mock Responses API: text and schema calls, fan-out, failures, auth, cancellation, resume,
-policy and routing — observed through the engine where the engine can see the claim."""
+loopback mock Responses API: what only Codex has (strict schemas, thread re-asks and resume, turn
+interrupts, fan-out on one app-server, policy, routing, reconnects) — observed through the engine
+where the engine can see the claim. What every provider guarantees is ``tests/contract/``."""
 
 from __future__ import annotations
 
@@ -15,18 +16,14 @@ import pytest
 
 from mocks.mock_responses import Received, Reply
 from workflow_mcp.providers.base import (
-    AgentContext,
     AgentRequest,
-    AgentResult,
-    CancelSignal,
-    ProviderAuthError,
-    ProviderEvent,
 )
 from workflow_mcp.providers.codex import CodexProvider
 from workflow_mcp.providers.routing import ModelAliasError
 
 from codex_kit import CodexSetup
 from helpers import RUN_TIMEOUT_S, Outcome, arun, finish, start
+from helpers import call_provider as call
 
 pytestmark = pytest.mark.timeout(RUN_TIMEOUT_S * 2)
 
@@ -36,33 +33,8 @@ async def run_on_codex(codex: CodexSetup, body: str, concurrency: int | None = N
         return await finish(start(body, provider=router, cwd=str(codex.cwd), concurrency=concurrency))
 
 
-async def call(
-    provider: CodexProvider, request: AgentRequest, signal: CancelSignal | None = None
-) -> tuple[AgentResult, list[ProviderEvent]]:
-    events: list[ProviderEvent] = []
-
-    async def emit(event: ProviderEvent) -> None:
-        events.append(event)
-
-    result = await provider.execute(request, AgentContext(signal=signal or CancelSignal(), emit=emit))
-    return result, events
-
-
 def provider_for(codex: CodexSetup, **settings: Any) -> CodexProvider:
     return CodexProvider.create({**codex.settings, **settings}, policy=codex.config().policy, source="test")
-
-
-def test_a_text_call_returns_the_models_answer_streams_it_and_charges_its_output_tokens(
-    codex: CodexSetup,
-) -> None:
-    out = arun(run_on_codex(codex, "return await agent('say ECHO:ping', { label: 'hi' })"))
-    assert out.status == "completed", out.error
-    assert out.result == "ping-done"
-    assert [e.payload["text"] for e in out.of("agent.output.delta")] == ["ping-done"]
-    (done,) = out.of("agent.completed")
-    assert done.payload["tokenUsage"] == {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0}
-    assert out.of("run.completed")[0].payload["tokenUsage"]["spent"] == 5
-    assert codex.mock.prompts() == ["say ECHO:ping"]
 
 
 def test_a_schema_call_sends_a_strict_schema_and_returns_the_projected_validated_value(
@@ -129,97 +101,6 @@ def test_a_parallel_fan_out_runs_every_turn_at_once_and_keeps_the_result_order(c
     assert out.status == "completed", out.error
     assert out.result == [f"ITEM {i}" for i in range(width)]
     assert codex.mock.peak_in_flight == width
-
-
-def test_a_model_failure_resolves_null_and_logs_while_a_bad_request_rejects_with_its_message(
-    codex: CodexSetup,
-) -> None:
-    codex.mock.on("^api$", Reply(status=500, message="HTTP 500"))
-    codex.mock.on("^err$", Reply(status=400, message="disk full"))
-    body = """
-    const api = await agent('api', { label: 'api' })
-    let err
-    try { await agent('err', { label: 'err' }); err = 'resolved' } catch (e) { err = e.message }
-    return { api, err }
-    """
-    out = arun(run_on_codex(codex, body))
-    assert out.status == "completed", out.error
-    assert out.result["api"] is None
-    assert "disk full" in out.result["err"]
-    assert any(line.startswith("[api] failed: ") for line in out.logs)
-    reasons = {e.payload["label"]: e.payload["reason"] for e in out.of("agent.failed")}
-    assert reasons == {"api": "provider_failed", "err": "error"}
-
-
-def test_a_refused_login_raises_the_auth_error_that_names_the_backend_and_the_login_command(
-    codex: CodexSetup,
-) -> None:
-    codex.mock.auth_error = True
-
-    async def scenario() -> None:
-        provider = provider_for(codex)
-        try:
-            with pytest.raises(ProviderAuthError) as caught:
-                await call(provider, AgentRequest(prompt="hello", label="hello", cwd=str(codex.cwd)))
-        finally:
-            await provider.aclose()
-        assert caught.value.backend == "codex"
-        assert caught.value.to_json()["reason"] == "auth_required"
-        assert "codex login" in str(caught.value)
-        assert "mock-key" not in str(caught.value)
-
-    arun(scenario())
-
-
-def test_an_auth_failure_pauses_the_run_with_the_backend_named(codex: CodexSetup) -> None:
-    codex.mock.auth_error = True
-    out = arun(run_on_codex(codex, "try { await agent('hello') } catch (e) { return e.message }"))
-    assert out.status == "paused"
-    (paused,) = out.of("run.paused")
-    assert paused.payload["reason"] == "auth_required" and paused.payload["backend"] == "codex"
-
-
-def test_cancelling_a_run_interrupts_the_running_turn_and_the_provider_stays_usable(
-    codex: CodexSetup,
-) -> None:
-    codex.mock.on("^hang", Reply(hold=True))
-
-    async def scenario() -> None:
-        async with codex.router() as router:
-            handle = start("return await agent('hang forever')", provider=router, cwd=str(codex.cwd))
-            await asyncio.to_thread(codex.mock.wait_for_prompt, "^hang")
-            handle.cancel("the test cancels")
-            out = await finish(handle, timeout=30)
-            assert out.status == "cancelled"
-            assert [e.payload["reason"] for e in out.of("agent.failed")] == ["cancelled"]
-            again = await finish(
-                start("return await agent('ECHO:again')", provider=router, cwd=str(codex.cwd))
-            )
-            assert again.result == "again-done"
-        codex.mock.release()
-
-    arun(scenario())
-
-
-def test_the_cancel_signal_ends_a_call_mid_turn_with_cancelled_error(codex: CodexSetup) -> None:
-    codex.mock.on("^hang", Reply(hold=True))
-
-    async def scenario() -> None:
-        provider = provider_for(codex)
-        signal = CancelSignal()
-        try:
-            task = asyncio.ensure_future(
-                call(provider, AgentRequest(prompt="hang", label="h", cwd=str(codex.cwd)), signal)
-            )
-            await asyncio.to_thread(codex.mock.wait_for_prompt, "^hang")
-            signal.cancel("stop")
-            with pytest.raises(asyncio.CancelledError):
-                await asyncio.wait_for(task, 20)
-        finally:
-            codex.mock.release()
-            await provider.aclose()
-
-    arun(scenario())
 
 
 def test_a_turn_interrupted_from_outside_the_call_resolves_skipped(codex: CodexSetup) -> None:

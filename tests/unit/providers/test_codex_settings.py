@@ -43,8 +43,8 @@ def test_valid_settings_build_a_provider_without_starting_codex() -> None:
         policy=DEFAULT_POLICY,
         source="cfg",
     )
-    assert provider.model == "gpt-x" and provider.capabilities.structured_output
-    assert provider._codex is None  # nothing started
+    assert provider.settings.model == "gpt-x" and provider.capabilities.structured_output
+    assert not provider.running  # nothing started
 
 
 def test_a_configured_binary_that_does_not_exist_is_reported_unavailable(tmp_path: Path) -> None:
