@@ -15,6 +15,9 @@ Rules (workflow-mcp's; the profile has no unattended resume):
   :attr:`AutoResumeSettings.attempts` resumes. The first waits until ``resetsAt`` (or
   ``backoff_s`` after the pause when the backend gave no reset time); each later one also waits
   ``backoff_s``, doubled per attempt up to ``max_backoff_s``, after the one before it.
+- A paused run its user cancelled (``workflow-mcp runs cancel``, ``workflow_run_cancel``) is never
+  resumed; when the cancel lands while a resume is being prepared, exactly one of them wins
+  (:mod:`._ended_runs`), and a lost resume is a ``log`` event saying so.
 - A paused run that someone else resumed meanwhile (a run of this service or, among the store's newest
   :data:`CONTINUED_SCAN` runs, another process's resumes it, or another process holds its claim) is
   left to them.
@@ -36,7 +39,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .errors import InvalidInputError, RunClaimedError, WorkflowMcpError
+from .errors import InvalidInputError, RunCancelledError, RunClaimedError, WorkflowMcpError
 from .providers.config import load_config
 from .service import WorkflowService
 
@@ -241,7 +244,7 @@ class AutoResumer:
                 continue
             state = self.service.status(run_id)
             chain = self._seen.started.pop(run_id, None) or _Chain(root=run_id)
-            if state.paused_reason != "usage_limit":
+            if state.status != "paused" or state.paused_reason != "usage_limit":
                 self._seen.decided.add(run_id)  # auth_required and checkpoint_required wait for a person
                 continue
             if chain.attempts >= self.settings.attempts:
@@ -286,7 +289,7 @@ class AutoResumer:
                     chain,
                 )
             return None
-        except RunClaimedError as exc:
+        except (RunClaimedError, RunCancelledError) as exc:
             chain.attempts, chain.last_attempt = attempt, now
             self._note(run_id, "log", f"auto-resume left this run alone: {exc}", chain)
             return None

@@ -25,6 +25,7 @@ import click
 
 from .errors import (
     InvalidInputError,
+    RunContinuedError,
     RunFailedError,
     RunNotConfirmedError,
     RunNotFoundError,
@@ -991,13 +992,16 @@ def runs_events(run_id: str, after: int, as_json: bool) -> None:
 @click.option("--reason", default="cancelled by the user", help="Recorded in run.cancellation_requested.")
 @_database_option
 def runs_cancel(run_id: str, reason: str) -> None:
-    """Cancel a running run (also one owned by another workflow-mcp process)."""
+    """Cancel a running run (also one owned by another workflow-mcp process), or give up on a paused
+    or interrupted one: it becomes cancelled and is never resumed."""
     service = _service()
     try:
         outcome = service.cancel(run_id, reason)
-    except WorkflowNotFoundError as exc:
+    except (WorkflowNotFoundError, RunContinuedError) as exc:
         _fail(str(exc))
-    if outcome == "requested":
+    if outcome == "closed":
+        click.echo(f"{run_id}: cancelled; it had ended paused or interrupted and will not be resumed")
+    elif outcome == "requested":
         click.echo(f"{run_id}: cancellation requested; the owning process stops it within a second")
     elif outcome == "cancelling":
         click.echo(f"{run_id}: cancelling")

@@ -89,6 +89,7 @@ from ..errors import (
     InvalidInputError,
     LibraryError,
     PathRefusedError,
+    RunContinuedError,
     RunNotConfirmedError,
     WorkflowLoadError,
     WorkflowMcpError,
@@ -488,7 +489,8 @@ class WorkflowMcpServer(MCPServer[Any]):
             "workflow_run_cancel",
             "Cancel a run",
             "Stop a running run. In-flight agent calls are stopped; the run ends `cancelled` and can be "
-            "continued later with workflow_run resumeFromRunId.",
+            "continued later with workflow_run resumeFromRunId. A run that had ended `paused` or "
+            "`interrupted` becomes `cancelled` for good (outcome `closed`): it is never resumed.",
             ToolAnnotations(
                 read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
             ),
@@ -1464,14 +1466,19 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> Annotated[CallToolResult, CancelOutcome]:
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
-        outcome = self.service.cancel(runId, reason)
+        try:
+            outcome = self.service.cancel(runId, reason)
+        except RunContinuedError as exc:
+            return _error_result(str(exc).replace("`workflow-mcp runs cancel ", "workflow_run_cancel `"))
         state = (
             await self.service.await_run(runId, 2_000)
             if outcome == "cancelling"
             else await self._projection(runId, lambda: self.service.status(runId))
         )
         out = CancelOutcome(run_id=runId, outcome=outcome, status=state.status)
-        if outcome not in ("cancelling", "requested"):
+        if outcome == "closed":
+            text = f"Run {runId} is cancelled: it had ended paused or interrupted and will not be resumed."
+        elif outcome not in ("cancelling", "requested"):
             text = f"Run {runId} had already ended ({outcome}); nothing to cancel."
         elif state.status in TERMINAL:
             text = f"Run {runId} is {state.status}; continue it later with workflow_run resumeFromRunId {runId!r}."
