@@ -33,7 +33,13 @@ import datetime
 from collections.abc import Iterator
 from typing import Final
 
-from .errors import RunCancelledError, RunContinuedError, SequenceConflictError, StoreError
+from .errors import (
+    RunAlreadyResumedError,
+    RunCancelledError,
+    RunContinuedError,
+    SequenceConflictError,
+    StoreError,
+)
 from .events import Event, utc_now
 from .state import STATUS_OF_EVENT, RunStatus
 from .store.base import RunStore
@@ -143,17 +149,21 @@ def cancel_ended(store: RunStore, run_id: str, reason: str) -> Event | RunStatus
     raise StoreError(f"run {run_id} was not cancelled: its log changed {WRITE_TRIES} times while trying")
 
 
-def mark_continued(store: RunStore, run_id: str, continued_as: str) -> Event:
+def mark_continued(store: RunStore, run_id: str, continued_as: str, *, exclusive: bool = False) -> Event:
     """Append the continuation marker to ended run ``run_id`` before run ``continued_as`` resumes it;
-    returns the marker event.
+    returns the marker event. ``exclusive`` (an unattended resume): refuse when another run already
+    continues it, so servers sharing a store resume a run once between them.
 
     Raises:
         RunCancelledError: the run was cancelled after it had ended (a cancel won).
+        RunAlreadyResumedError: ``exclusive``, and another run already resumes it.
         StoreError: the store refuses the write, or the log kept changing for :data:`WRITE_TRIES` tries.
     """
     for _ in range(WRITE_TRIES):
         sequence = store.last_sequence(run_id)
         refuse_cancelled(store, run_id)
+        if exclusive and (other := _scan(store, run_id)[1]) is not None:
+            raise RunAlreadyResumedError(run_id, other)
         event = Event(
             run_id=run_id,
             sequence=sequence + 1,

@@ -11,7 +11,8 @@
     │   ├── LimitWideningError       a resume asked for a wider limit than the run it continues had
     │   ├── IdempotencyKeyReusedError  an idempotency key came back with other parameters than its run's
     │   ├── RunCancelledError        a resume of a run its user cancelled after it had ended paused/interrupted
-    │   └── RunContinuedError        a cancel of an ended run that another run already resumes
+    │   ├── RunContinuedError        a cancel of an ended run that another run already resumes
+    │   └── RunAlreadyResumedError   an unattended resume of an ended run that another run already resumes
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
     │   └── SandboxUnavailableError  the worker's OS sandbox (bubblewrap) is missing or cannot be built
@@ -47,6 +48,7 @@ __all__ = [
     "LimitWideningError",
     "PathRefusedError",
     "RealmError",
+    "RunAlreadyResumedError",
     "RunCancelledError",
     "RunClaimedError",
     "RunContinuedError",
@@ -263,6 +265,19 @@ class RunContinuedError(InvalidInputError):
         super().__init__(
             f"run {run_id} was not cancelled: it was resumed as run {continued_as}, which carries on its "
             f"work; cancel that run instead (`workflow-mcp runs cancel {continued_as}`)"
+        )
+
+
+class RunAlreadyResumedError(InvalidInputError):
+    """Raised when an unattended resume (``serve --auto-resume``) of ended run ``run_id`` finds that run
+    ``continued_as`` already resumes it (another server sharing the store was first)."""
+
+    def __init__(self, run_id: str, continued_as: str) -> None:
+        self.run_id = run_id
+        self.continued_as = continued_as
+        super().__init__(
+            f"run {run_id} is already resumed as run {continued_as}; follow that run "
+            f"(`workflow-mcp runs show {continued_as}`)"
         )
 
 

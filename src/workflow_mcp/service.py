@@ -908,7 +908,7 @@ class WorkflowService:
             return None
         run_id = new_run_id()
         try:
-            mark_continued(self.store, prepared.resume_from, run_id)
+            mark_continued(self.store, prepared.resume_from, run_id, exclusive=prepared.exclusive)
         except BaseException:
             self._discard_later(prepared)
             raise
