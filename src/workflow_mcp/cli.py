@@ -1319,7 +1319,8 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     "--auto-resume/--no-auto-resume",
     "auto_resume",
     default=None,
-    help="Resume this server's runs that paused for a usage limit once the limit has reset (their "
+    help="Resume the runs that paused for a usage limit (this server's, and those in the store of the local "
+    "user on stdio, or of its tokens over HTTP) once the limit has reset (their "
     "resetsAt), at most [auto_resume] attempts times with backoff; never a run paused for a login or a "
     "checkpoint. Default: the configuration's [auto_resume] enabled (off).",
 )
