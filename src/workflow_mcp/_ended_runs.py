@@ -30,7 +30,6 @@ workflow only while it runs).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from typing import Final
 
 from .errors import (
@@ -50,21 +49,29 @@ __all__ = ["MARKER_STALE_S", "cancel_ended", "mark_continued", "note_start_faile
 MARKER_STALE_S: Final = 60.0
 #: How many times a write that lost a sequence race to an unrelated note is tried again.
 WRITE_TRIES: Final = 50
-#: Events read per page while scanning an ended run's log.
-PAGE: Final = 1000
+#: Events first read from the end of an ended run's log (the window grows fourfold until it holds the
+#: run's newest ``run.*`` event).
+TAIL: Final = 64
 
 #: The statuses a user may cancel an ended run from.
 CANCELLABLE_ENDED: Final[frozenset[RunStatus]] = frozenset({"paused", "interrupted"})
 
 
-def _events(store: RunStore, run_id: str) -> Iterator[Event]:
-    after = 0
+def _tail(store: RunStore, run_id: str) -> tuple[Event | None, list[Event]]:
+    """``(the newest run.* event, the events after it)``, read from the end of the log in growing
+    windows: markers and notes only ever follow an ended run's last ``run.*`` event, so a long run's
+    earlier events are never read."""
+    last = store.last_sequence(run_id)
+    window = TAIL
     while True:
-        page = store.events(run_id, after, PAGE)
-        yield from page
-        if len(page) < PAGE:
-            return
-        after = page[-1].sequence
+        after = max(0, last - window)
+        page = store.events(run_id, after, None)
+        for index in range(len(page) - 1, -1, -1):
+            if page[index].type in STATUS_OF_EVENT:
+                return page[index], page[index + 1 :]
+        if after == 0:
+            return None, page
+        window *= 4
 
 
 def final_cancel(store: RunStore, run_id: str) -> Event | None:
@@ -72,10 +79,7 @@ def final_cancel(store: RunStore, run_id: str) -> Event | None:
     Reads the log only when the run's newest ``run.*`` event is ``run.cancelled``."""
     if store.last_run_event(run_id) != "run.cancelled":
         return None
-    last: Event | None = None
-    for event in _events(store, run_id):
-        if event.type in STATUS_OF_EVENT:
-            last = event
+    last, _ = _tail(store, run_id)
     if last is None or last.type != "run.cancelled" or last.payload.get("resumable") is not False:
         return None
     return last
@@ -103,12 +107,11 @@ def _age_s(stamp: str) -> float:
 
 def _scan(store: RunStore, run_id: str) -> tuple[RunStatus | None, str | None]:
     """``(status from the newest run.* event, the run continuing it or None)``."""
-    status: RunStatus | None = None
+    newest, after = _tail(store, run_id)
+    status = None if newest is None else STATUS_OF_EVENT[newest.type]
     markers: dict[str, str] = {}  # run id -> marker timestamp, newest last
-    for event in _events(store, run_id):
-        if event.type in STATUS_OF_EVENT:
-            status = STATUS_OF_EVENT[event.type]
-        elif event.type == "log" and isinstance(event.payload.get("resumedAs"), str):
+    for event in after:
+        if event.type == "log" and isinstance(event.payload.get("resumedAs"), str):
             markers[event.payload["resumedAs"]] = event.timestamp
         elif event.type == "warning" and isinstance(event.payload.get("resumeFailed"), str):
             markers.pop(event.payload["resumeFailed"], None)

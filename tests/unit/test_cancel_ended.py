@@ -356,3 +356,34 @@ def test_a_resume_that_fails_to_start_after_its_marker_leaves_the_run_cancellabl
         assert service.cancel(run_id) == "closed"
 
     arun(go())
+
+
+def test_a_marker_far_from_the_end_of_a_long_log_is_still_found(tmp_path: Path) -> None:
+    async def go() -> None:
+        store = MemoryStore()
+        service = service_over(store, tmp_path, Clock(RESET_EPOCH - 60))
+        run_id = await paused_run(service, tmp_path)
+        events = [
+            Event(
+                run_id=run_id,
+                sequence=store.last_sequence(run_id) + 1,
+                type="log",
+                timestamp=utc_now(),
+                payload={"message": "resumed as run run_next", "resumedAs": "run_next"},
+            )
+        ]
+        events += [
+            Event(
+                run_id=run_id,
+                sequence=events[0].sequence + i,
+                type="log",
+                timestamp=utc_now(),
+                payload={"message": f"note {i}"},
+            )
+            for i in range(1, 1_000)  # far past the first windows read from the end
+        ]
+        store.append_many(events)
+        with pytest.raises(RunContinuedError, match="resumed as run run_next"):
+            service.cancel(run_id)
+
+    arun(go())
