@@ -23,8 +23,9 @@ through; the loser reads the log again and says why it lost:
 A marker naming a run the store does not hold and older than :data:`MARKER_STALE_S` is ignored (its
 process stopped between the marker and the run).
 
-workflow-mcp's rule: Claude Code has no paused state to leave (profile claude-code/2.1.332 stops a
-workflow only while it runs).
+workflow-mcp's rule: the compatibility profile (claude-code/2.1.332) records no paused state and no
+cancel of an ended workflow, so there is no Claude behaviour to follow here. As before, a cancel
+leaves no cancellation request in the store for anyone to act on.
 """
 
 from __future__ import annotations
