@@ -231,44 +231,68 @@ def test_a_cancel_of_a_run_the_auto_resume_already_resumed_loses_and_says_which_
     arun(go())
 
 
-class RacingStore(SqliteStore):
-    """A SQLite store that, once armed, lets another process's write land right after this one's next
-    ``hook`` read (``last_run_event`` or ``events``): inside the window between a writer's last check
-    and its write."""
-
-    def __init__(self, path: Path, hook: str) -> None:
-        super().__init__(path)
-        self.hook = hook
-        self.meanwhile: Any = None
-
-    def _fire(self) -> None:
-        meanwhile, self.meanwhile = self.meanwhile, None
-        if meanwhile is not None:
-            meanwhile()
-
-    def last_run_event(self, run_id: str) -> str | None:
-        newest = super().last_run_event(run_id)
-        if self.hook == "last_run_event":
-            self._fire()
-        return newest
-
-    def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
-        page = super().events(run_id, after, limit)
-        if self.hook == "events":
-            self._fire()
-        return page
+STORE_KINDS = ["sqlite", "postgres"]
 
 
+def racing_store(kind: str, where: str, hook: str) -> Any:
+    """A store (SQLite file or PostgreSQL schema ``where``) that, once armed, lets another process's
+    write land right after this one's next ``hook`` read (``last_run_event`` or ``events``): inside
+    the window between a writer's last check and its write."""
+    if kind == "sqlite":
+        base: type[Any] = SqliteStore
+    else:
+        from workflow_mcp.store.postgres import PostgresStore
+
+        base = PostgresStore
+
+    class Racing(base):  # type: ignore[misc,valid-type]
+        meanwhile: Any = None
+
+        def _fire(self) -> None:
+            meanwhile, self.meanwhile = self.meanwhile, None
+            if meanwhile is not None:
+                meanwhile()
+
+        def last_run_event(self, run_id: str) -> str | None:
+            newest: str | None = super().last_run_event(run_id)
+            if hook == "last_run_event":
+                self._fire()
+            return newest
+
+        def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+            page: list[Event] = super().events(run_id, after, limit)
+            if hook == "events":
+                self._fire()
+            return page
+
+    return Racing(where)
+
+
+def plain_store(kind: str, where: str) -> Any:
+    if kind == "sqlite":
+        return SqliteStore(where)
+    from workflow_mcp.store.postgres import PostgresStore
+
+    return PostgresStore(where)
+
+
+def store_place(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return str(tmp_path / "state.db") if kind == "sqlite" else str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
 def test_across_processes_a_cancel_landing_inside_the_resumes_window_wins_and_the_resume_is_refused(
-    tmp_path: Path,
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
-    db = tmp_path / "state.db"
+    where = store_place(kind, request, tmp_path)
 
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 60)
-        run_id = await paused_run(service_over(SqliteStore(db), tmp_path, clock), tmp_path)
-        other = WorkflowService(SqliteStore(db), cwd=str(tmp_path))  # e.g. `workflow-mcp runs cancel`
-        store = RacingStore(db, "last_run_event")
+        run_id = await paused_run(service_over(plain_store(kind, where), tmp_path, clock), tmp_path)
+        other = WorkflowService(
+            plain_store(kind, where), cwd=str(tmp_path)
+        )  # e.g. `workflow-mcp runs cancel`
+        store = racing_store(kind, where, "last_run_event")
         racing = service_over(store, tmp_path, clock)
         prepared = await racing.prepare_resume(run_id)
         said: list[str] = []
@@ -283,19 +307,20 @@ def test_across_processes_a_cancel_landing_inside_the_resumes_window_wins_and_th
     arun(go())
 
 
+@pytest.mark.parametrize("kind", STORE_KINDS)
 def test_across_processes_a_resume_landing_inside_the_cancels_window_wins_and_the_cancel_is_refused(
-    tmp_path: Path,
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
-    db = tmp_path / "state.db"
+    where = store_place(kind, request, tmp_path)
 
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 60)
-        owner = service_over(SqliteStore(db), tmp_path, clock)
+        owner = service_over(plain_store(kind, where), tmp_path, clock)
         run_id = await paused_run(owner, tmp_path)
         clock.now = RESET_EPOCH
         prepared = await owner.prepare_resume(run_id)
         started: list[str] = []
-        store = RacingStore(db, "events")
+        store = racing_store(kind, where, "events")
         store.meanwhile = lambda: started.append(owner.launch(prepared).run_id)
         cancelling = WorkflowService(store, cwd=str(tmp_path))
         with pytest.raises(RunContinuedError) as refused:
