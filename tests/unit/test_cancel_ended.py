@@ -208,6 +208,7 @@ def test_a_cancel_that_lands_while_an_auto_resume_is_prepared_wins_and_the_resum
         )
         clock.now += 10_000
         assert await resumer.tick() == [] and resumer.waiting() == {}  # never tried again
+        await service.shutdown()  # also stops the prepared worker the lost resume left
 
     arun(go())
 
@@ -303,6 +304,7 @@ def test_across_processes_a_cancel_landing_inside_the_resumes_window_wins_and_th
         assert other.run_status(run_id) == "cancelled"
         assert [r.run_id for r in other.list_runs()] == [run_id]  # no continuation was recorded
         assert not [e for e in other.events(run_id) if "resumedAs" in e.payload]
+        await racing.shutdown()
 
     arun(go())
 
@@ -379,6 +381,7 @@ def test_a_resume_that_fails_to_start_after_its_marker_leaves_the_run_cancellabl
             == f"the resume as run {failed.payload['resumeFailed']} did not start: {refused.value}"
         )
         assert service.cancel(run_id) == "closed"
+        await service.shutdown()
 
     arun(go())
 
