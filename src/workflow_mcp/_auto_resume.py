@@ -15,6 +15,9 @@ Rules (workflow-mcp's; the profile has no unattended resume):
   :attr:`AutoResumeSettings.attempts` resumes. The first waits until ``resetsAt`` (or
   ``backoff_s`` after the pause when the backend gave no reset time); each later one also waits
   ``backoff_s``, doubled per attempt up to ``max_backoff_s``, after the one before it.
+- A paused run its user cancelled (``workflow-mcp runs cancel``, ``workflow_run_cancel``) is never
+  resumed; when the cancel lands while a resume is being prepared, exactly one of them wins
+  (:mod:`._ended_runs`), and a lost resume is a ``log`` event saying so.
 - A paused run that someone else resumed meanwhile (a run of this service or, among the store's newest
   :data:`CONTINUED_SCAN` runs, another process's resumes it, or another process holds its claim) is
   left to them.
@@ -22,6 +25,17 @@ Rules (workflow-mcp's; the profile has no unattended resume):
   it, or a ``warning`` when the resume could not start; a chain out of attempts gets a ``warning``
   saying so and how to resume it by hand. Each carries ``autoResume``: ``{"attempt", "attempts",
   "resumedAs"?}``.
+
+Runs paused before the server started (or by another process sharing the store, e.g. ``workflow-mcp
+run``) are taken on too when the resumer is given ``adopt``, the owners whose runs it may resume: every
+:data:`STORE_SCAN_S` it looks at the store's newest :data:`CONTINUED_SCAN` runs for usage-limit pauses
+of those owners (``None`` is the local user: CLI and stdio runs). A stdio server adopts the local
+user's runs, an HTTP server only the runs its own tokens started (never the local user's). Such a run's
+chain carries on from the notes of earlier attempts in the store (its own, and the one on the run it
+resumes), so a restart does not grant a chain more attempts (the next one waits a whole backoff after
+the restart); a chain that already gave up stays given up, and a run another stored run resumes is
+left to it. An adopted resume is exclusive: when several servers share the store, one of them resumes the run
+and the others find it resumed (:mod:`._ended_runs`) and leave it.
 
 Time comes from an injectable ``clock`` (seconds since the epoch), so tests move it instead of sleeping.
 """
@@ -32,11 +46,17 @@ import asyncio
 import contextlib
 import datetime
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .errors import InvalidInputError, RunClaimedError, WorkflowMcpError
+from .errors import (
+    InvalidInputError,
+    RunAlreadyResumedError,
+    RunCancelledError,
+    RunClaimedError,
+    WorkflowMcpError,
+)
 from .providers.config import load_config
 from .service import WorkflowService
 
@@ -52,6 +72,9 @@ POLL_S: Final = 5.0
 #: workflow-mcp limit: how many of the store's newest runs are searched for one that already resumes a
 #: paused run before it is resumed automatically.
 CONTINUED_SCAN: Final = 1000
+#: How often (seconds, by the resumer's clock) the store is searched for paused runs to adopt.
+STORE_SCAN_S: Final = 60.0
+GAVE_UP = "auto-resume gave up"
 
 
 @dataclass(frozen=True)
@@ -150,7 +173,8 @@ class AutoResumer:
     ``resume`` starts the continuation of one run (default: ``service.resume`` with the run's own
     options and owner; the MCP server passes one that also applies its run cap, provider policy and
     file scope). ``clock`` is seconds since the epoch (default ``time.time``). Drive it with
-    :meth:`tick` (tests) or :meth:`run` (a server's background task).
+    :meth:`tick` (tests) or :meth:`run` (a server's background task). ``adopt``: the owners whose
+    runs already paused in the store it takes on too (module docstring; default none).
     """
 
     def __init__(
@@ -160,16 +184,20 @@ class AutoResumer:
         *,
         resume: ResumeFn | None = None,
         clock: Callable[[], float] | None = None,
+        adopt: Collection[str | None] | None = None,
     ) -> None:
         self.service = service
         self.settings = settings or AutoResumeSettings()
         self._resume = resume or self._default_resume
         self._clock = clock or time.time
         self._seen = _Seen()
+        self._adopt = None if adopt is None else frozenset(adopt)
+        self._next_scan: float | None = None
 
     async def _default_resume(self, run_id: str) -> str:
-        handle = await self.service.resume(run_id, owner=self.service.owner_of(run_id))
-        return handle.run_id
+        prepared = await self.service.prepare_resume(run_id)
+        prepared.exclusive = True
+        return self.service.launch(prepared, owner=self.service.owner_of(run_id)).run_id
 
     def next_due(self) -> float | None:
         """When (epoch seconds) the next resume is due, or ``None`` when none is waiting."""
@@ -236,27 +264,77 @@ class AutoResumer:
     # -- one pass ----------------------------------------------------------------------------
     def _notice(self, now: float) -> None:
         """Take in the runs that paused since the last look."""
+        if self._adopt is not None and (self._next_scan is None or now >= self._next_scan):
+            self._next_scan = now + STORE_SCAN_S
+            self._adopt_stored(now)
         for run_id, handle in list(self.service.live.items()):
             if run_id in self._seen.decided or run_id in self._seen.pending or handle.status != "paused":
                 continue
             state = self.service.status(run_id)
             chain = self._seen.started.pop(run_id, None) or _Chain(root=run_id)
-            if state.paused_reason != "usage_limit":
+            if state.status != "paused" or state.paused_reason != "usage_limit":
                 self._seen.decided.add(run_id)  # auth_required and checkpoint_required wait for a person
                 continue
             if chain.attempts >= self.settings.attempts:
                 self._seen.decided.add(run_id)
-                self._note(
-                    run_id,
-                    "warning",
-                    f"auto-resume gave up: the usage limit still held after {chain.attempts} automatic "
-                    f"resume(s); resume it by hand (`workflow-mcp resume {run_id} --wait`)",
-                    chain,
-                )
+                self._note(run_id, "warning", _gave_up(run_id, chain.attempts), chain)
                 continue
             self._seen.pending[run_id] = _Pending(
                 chain, self._due(state.resets_at, chain, now), state.resets_at
             )
+
+    def _adopt_stored(self, now: float) -> None:
+        """Take in the usage-limit-paused runs of the adopted owners that the store holds and this
+        service does not run (paused before it started, or by another process)."""
+        assert self._adopt is not None
+        seen = self._seen
+        records = self.service.store.list_runs(CONTINUED_SCAN)
+        continued = {r.resumed_from for r in records if r.resumed_from is not None}
+        for record in records:
+            run_id = record.run_id
+            if run_id in self.service.live or run_id in seen.decided or run_id in seen.pending:
+                continue
+            if record.owner not in self._adopt or run_id in continued:
+                seen.decided.add(run_id)
+                continue
+            status = self.service.run_status(run_id)
+            if status in ("queued", "running"):
+                continue  # another process runs it: looked at again by the next scan
+            state = self.service.status(run_id) if status == "paused" else None
+            if state is None or state.paused_reason != "usage_limit":
+                seen.decided.add(run_id)
+                continue
+            chain = self._stored_chain(run_id, record.resumed_from, now)
+            if chain is None or chain.attempts >= self.settings.attempts:
+                seen.decided.add(run_id)  # it gave up before (its note says so) or will say so now
+                if chain is not None:
+                    self._note(run_id, "warning", _gave_up(run_id, chain.attempts), chain)
+                continue
+            seen.pending[run_id] = _Pending(chain, self._due(state.resets_at, chain, now), state.resets_at)
+
+    def _stored_chain(self, run_id: str, resumed_from: str | None, now: float) -> _Chain | None:
+        """The chain of a stored paused run, from the attempt notes in the store (``None``: a note says
+        its chain gave up). A chain with attempts behind it counts its last one as made ``now`` (the
+        notes' times come from another clock), so its next waits a whole backoff after a restart."""
+        chain = _Chain(root=run_id)
+        notes = [
+            (e, e.payload["autoResume"]) for e in self.service.events(run_id) if "autoResume" in e.payload
+        ]
+        if resumed_from is not None:
+            with contextlib.suppress(WorkflowMcpError):
+                notes += [
+                    (e, e.payload["autoResume"])
+                    for e in self.service.events(resumed_from)
+                    if isinstance(e.payload.get("autoResume"), dict)
+                    and e.payload["autoResume"].get("resumedAs") == run_id
+                ]
+        for event, detail in notes:
+            if str(event.payload.get("message", "")).startswith(GAVE_UP):
+                return None
+            attempt = detail.get("attempt") if isinstance(detail, dict) else None
+            if isinstance(attempt, int) and attempt > chain.attempts:
+                chain.attempts, chain.last_attempt = attempt, now
+        return chain
 
     def _due(self, resets_at: str | None, chain: _Chain, now: float) -> float:
         reset = _epoch(resets_at)
@@ -286,7 +364,7 @@ class AutoResumer:
                     chain,
                 )
             return None
-        except RunClaimedError as exc:
+        except (RunClaimedError, RunCancelledError, RunAlreadyResumedError) as exc:
             chain.attempts, chain.last_attempt = attempt, now
             self._note(run_id, "log", f"auto-resume left this run alone: {exc}", chain)
             return None
@@ -339,6 +417,13 @@ class AutoResumer:
             detail["resumedAs"] = resumed_as
         with contextlib.suppress(WorkflowMcpError):  # a store refusing the note must not stop the others
             self.service.note_ended_run(run_id, kind, {"message": message, "autoResume": detail})
+
+
+def _gave_up(run_id: str, attempts: int) -> str:
+    return (
+        f"{GAVE_UP}: the usage limit still held after {attempts} automatic resume(s); resume it by hand "
+        f"(`workflow-mcp resume {run_id} --wait`)"
+    )
 
 
 def _epoch(stamp: str | None) -> float | None:

@@ -218,6 +218,10 @@ class PreparedRun:
     policy: ResumePolicy = "content"
     replay: Replay | None = None
     worker: RealmWorker | None = None
+    #: A continuation of ``resume_from`` (``WorkflowService.resume``), not a new run reusing its journal.
+    continues: bool = False
+    #: An unattended continuation: refused when another run already continues ``resume_from``.
+    exclusive: bool = False
 
     async def discard(self) -> None:
         """Stop the prepared worker, if any (idempotent)."""

@@ -25,6 +25,7 @@ import click
 
 from .errors import (
     InvalidInputError,
+    RunContinuedError,
     RunFailedError,
     RunNotConfirmedError,
     RunNotFoundError,
@@ -1044,13 +1045,16 @@ def runs_watch(run_id: str) -> None:
 @click.option("--reason", default="cancelled by the user", help="Recorded in run.cancellation_requested.")
 @_database_option
 def runs_cancel(run_id: str, reason: str) -> None:
-    """Cancel a running run (also one owned by another workflow-mcp process)."""
+    """Cancel a running run (also one owned by another workflow-mcp process), or give up on a paused
+    or interrupted one: it becomes cancelled and is never resumed."""
     service = _service()
     try:
         outcome = service.cancel(run_id, reason)
-    except WorkflowNotFoundError as exc:
+    except (WorkflowNotFoundError, RunContinuedError) as exc:
         _fail(str(exc))
-    if outcome == "requested":
+    if outcome == "closed":
+        click.echo(f"{run_id}: cancelled; it had ended paused or interrupted and will not be resumed")
+    elif outcome == "requested":
         click.echo(f"{run_id}: cancellation requested; the owning process stops it within a second")
     elif outcome == "cancelling":
         click.echo(f"{run_id}: cancelling")
@@ -1368,7 +1372,8 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     "--auto-resume/--no-auto-resume",
     "auto_resume",
     default=None,
-    help="Resume this server's runs that paused for a usage limit once the limit has reset (their "
+    help="Resume the runs that paused for a usage limit (this server's, and those in the store of the local "
+    "user on stdio, or of its tokens over HTTP) once the limit has reset (their "
     "resetsAt), at most [auto_resume] attempts times with backoff; never a run paused for a login or a "
     "checkpoint. Default: the configuration's [auto_resume] enabled (off).",
 )

@@ -9,7 +9,10 @@
     │   ├── CallNotServableError     an agent() call the source certainly makes cannot run on the configured
     │   │                            provider (unmapped Claude alias, schema without structured output)
     │   ├── LimitWideningError       a resume asked for a wider limit than the run it continues had
-    │   └── IdempotencyKeyReusedError  an idempotency key came back with other parameters than its run's
+    │   ├── IdempotencyKeyReusedError  an idempotency key came back with other parameters than its run's
+    │   ├── RunCancelledError        a resume of a run its user cancelled after it had ended paused/interrupted
+    │   ├── RunContinuedError        a cancel of an ended run that another run already resumes
+    │   └── RunAlreadyResumedError   an unattended resume of an ended run that another run already resumes
     ├── SourceNotApprovedError       a workflow source (a nested child too) was never approved to run
     ├── RealmError                   the Node worker could not start, crashed or broke the protocol
     │   └── SandboxUnavailableError  the worker's OS sandbox (bubblewrap) is missing or cannot be built
@@ -45,7 +48,10 @@ __all__ = [
     "LimitWideningError",
     "PathRefusedError",
     "RealmError",
+    "RunAlreadyResumedError",
+    "RunCancelledError",
     "RunClaimedError",
+    "RunContinuedError",
     "RunFailedError",
     "RunNotConfirmedError",
     "RunNotFoundError",
@@ -231,6 +237,47 @@ class IdempotencyKeyReusedError(InvalidInputError):
             f"idempotency key {key!r} was used for run {run_id} with different parameters (workflow or "
             "script, args, provider, fake script, limits, cwd or resume); nothing was started. Repeat that "
             f"call's parameters exactly to get run {run_id} again, or use a new key for a different run"
+        )
+
+
+class RunCancelledError(InvalidInputError):
+    """Raised when run ``run_id`` is resumed after its user cancelled it while it waited
+    ``ended_as`` (``paused`` or ``interrupted``): such a cancel is final (``workflow_mcp._ended_runs``)."""
+
+    def __init__(self, run_id: str, ended_as: str, reason: str) -> None:
+        self.run_id = run_id
+        self.ended_as = ended_as
+        self.reason = reason
+        why = f" ({reason})" if reason else ""
+        super().__init__(
+            f"run {run_id} was cancelled while {ended_as}{why}, so it is not resumed; to reuse its finished "
+            f"agent calls, start the workflow anew with `workflow-mcp run FILE --resume-from {run_id}`"
+        )
+
+
+class RunContinuedError(InvalidInputError):
+    """Raised when ended run ``run_id`` is cancelled after run ``continued_as`` resumed it: the run to
+    cancel is the one that continues it."""
+
+    def __init__(self, run_id: str, continued_as: str) -> None:
+        self.run_id = run_id
+        self.continued_as = continued_as
+        super().__init__(
+            f"run {run_id} was not cancelled: it was resumed as run {continued_as}, which carries on its "
+            f"work; cancel that run instead (`workflow-mcp runs cancel {continued_as}`)"
+        )
+
+
+class RunAlreadyResumedError(InvalidInputError):
+    """Raised when an unattended resume (``serve --auto-resume``) of ended run ``run_id`` finds that run
+    ``continued_as`` already resumes it (another server sharing the store was first)."""
+
+    def __init__(self, run_id: str, continued_as: str) -> None:
+        self.run_id = run_id
+        self.continued_as = continued_as
+        super().__init__(
+            f"run {run_id} is already resumed as run {continued_as}; follow that run "
+            f"(`workflow-mcp runs show {continued_as}`)"
         )
 
 

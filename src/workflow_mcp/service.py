@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._ended_runs import CANCELLABLE_ENDED, cancel_ended, mark_continued, note_start_failed, refuse_cancelled
 from ._index import DiscoveryIndex
 from ._plan import PlanReport, TokenEstimator, build_report, read_history
 from ._preflight import refuse_unservable
@@ -573,6 +574,7 @@ class WorkflowService:
         provider_choice: ProviderChoice | None = None,
         child_check: ChildCheck | None = None,
         idempotency_params: str | None = None,
+        run_id: str | None = None,
     ) -> RunHandle:
         """Record and start a run of a loaded ``workflow`` on a ``provider`` the caller built (and
         closes); returns its live handle. Needs a running event loop. :meth:`start` and :meth:`resume`
@@ -586,6 +588,7 @@ class WorkflowService:
         script included). ``worker`` is a spawned realm worker the run takes over (else it spawns one).
         ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
         runs (the MCP server passes its file scope and source approval; default: every child may run).
+        ``run_id``: the new run's id (default: a fresh one).
 
         Raises:
             RunNotFoundError: ``resume_from`` names no stored run.
@@ -609,7 +612,7 @@ class WorkflowService:
             _check_policy(policy)
             self._refuse_resuming_a_live_run(resume_from)
             replay = self.replay_for(resume_from, policy)
-        run_id = new_run_id()
+        run_id = run_id or new_run_id()
         record = RunRecord(
             run_id=run_id,
             workflow_name=workflow.meta.name,
@@ -801,6 +804,7 @@ class WorkflowService:
 
         Raises:
             RunNotFoundError: no stored run ``run_id``.
+            RunCancelledError: its user cancelled the run after it had ended (paused or interrupted).
             LimitWideningError: an override widens one of the run's limits.
             InvalidInputError: the run is still running, an unknown resume policy, or a provider that
                 cannot be built (see :meth:`provider`).
@@ -813,6 +817,7 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         _check_policy(o.policy)
         self._refuse_resuming_a_live_run(run_id)
+        refuse_cancelled(self.store, run_id)  # checked again, atomically, when it is launched
         _refuse_damaged(record)
         profile = _profile(record.profile or None)
         limits = RunLimits.of_options(record.options).narrowed(o.limits, run_id=run_id, profile=profile)
@@ -839,6 +844,7 @@ class WorkflowService:
             child_check=child_check,
         )
         prepared.options = dataclasses.replace(prepared.options, checkpoint_replies={**journaled, **replies})
+        prepared.continues = True
         return prepared
 
     def launch(
@@ -874,6 +880,7 @@ class WorkflowService:
         if existing is not None and existing in self.live:
             self._discard_later(prepared)
             return self.live[existing]
+        run_id = self._mark_continuation(prepared)
         try:
             handle = self.start_run(
                 prepared.workflow,
@@ -890,12 +897,33 @@ class WorkflowService:
                 provider_choice=prepared.choice,
                 child_check=child_check,
                 idempotency_params=idempotency_params,
+                run_id=run_id,
             )
+        except BaseException as exc:
+            self._discard_later(prepared)
+            self._unmark_continuation(prepared, run_id, exc)
+            raise
+        if handle.run_id != run_id:  # an idempotent repeat returned the run it started before
+            self._unmark_continuation(prepared, run_id, "the same request had already started it")
+        self._record_unused_replies(handle, prepared.options.checkpoint_replies)
+        return handle
+
+    # -- the continuation marker (a resume and a cancel of one ended run: one wins, _ended_runs) ----
+    def _mark_continuation(self, prepared: PreparedRun) -> str | None:
+        """The new run's id after the marker is on the run it continues; ``None`` for a new run."""
+        if not prepared.continues or prepared.resume_from is None:
+            return None
+        run_id = new_run_id()
+        try:
+            mark_continued(self.store, prepared.resume_from, run_id, exclusive=prepared.exclusive)
         except BaseException:
             self._discard_later(prepared)
             raise
-        self._record_unused_replies(handle, prepared.options.checkpoint_replies)
-        return handle
+        return run_id
+
+    def _unmark_continuation(self, prepared: PreparedRun, run_id: str | None, why: object) -> None:
+        if run_id is not None and prepared.resume_from is not None:
+            note_start_failed(self.store, prepared.resume_from, run_id, str(why))
 
     async def start(
         self,
@@ -1196,11 +1224,14 @@ class WorkflowService:
     def cancel(self, run_id: str, reason: str = "cancelled by the user") -> str:
         """Cancel a run wherever it runs: directly when this process owns it, else through the store
         (the owning process notices within ``CANCEL_POLL_S``). Returns what happened:
-        ``cancelling`` (this process), ``requested`` (another process) or the final status when the
-        run had already ended.
+        ``cancelling`` (this process), ``requested`` (another process), ``closed`` (the run had ended
+        ``paused`` or ``interrupted`` and is now ``cancelled``: never resumed again, see
+        :mod:`._ended_runs`) or the final status when the run had already ended otherwise (completed,
+        failed and cancelled runs never change).
 
         Raises:
             RunNotFoundError: unknown run id.
+            RunContinuedError: the ended run was already resumed (the message names the run to cancel).
         """
         handle = self.live.get(run_id)
         if handle is not None and handle.status == "running":
@@ -1210,10 +1241,22 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         self.recover()
         status = status_of(self.store.last_run_event(run_id))
+        if status in CANCELLABLE_ENDED:
+            return self._cancel_ended(run_id, reason)
         if status in TERMINAL:
             return status
         self.store.request_cancel(run_id, reason)
         return "requested"
+
+    # -- cancelling an ended run (paused or interrupted: see _ended_runs) --------------------------
+    def _cancel_ended(self, run_id: str, reason: str) -> str:
+        outcome = cancel_ended(self.store, run_id, reason)
+        if not isinstance(outcome, Event):
+            return outcome  # it changed meanwhile (another process cancelled it first)
+        live = self._states.get(run_id)
+        if live is not None and not live.stale:
+            live.fold([outcome])
+        return "closed"
 
     CANCEL_POLL_S = 0.25
 

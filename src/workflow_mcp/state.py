@@ -311,7 +311,10 @@ class StateProjector:
         _close_phases(state, "failed")
 
     def _cancelled(self, event: Event) -> None:
-        _close_phases(self._run_event(event), "cancelled")
+        state = self._run_event(event)
+        # A paused run its user cancelled waits for nothing any more.
+        state.paused_reason = state.resets_at = state.checkpoint_context = None
+        _close_phases(state, "cancelled")
 
     def _interrupted(self, event: Event) -> None:
         self._run_event(event)

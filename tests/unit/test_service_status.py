@@ -90,15 +90,19 @@ def test_awaiting_another_processes_paused_run_returns_at_once_using_almost_no_c
     run(go())
 
 
-def test_a_paused_run_is_listed_paused_and_cancelling_it_asks_nothing_of_anyone(tmp_path: Path) -> None:
+def test_a_paused_run_is_listed_paused_and_cancelling_it_closes_it_asking_nothing_of_anyone(
+    tmp_path: Path,
+) -> None:
     async def go() -> None:
         store = MemoryStore()
         service = WorkflowService(store, cwd=str(tmp_path))
         handle = await paused_run(service, tmp_path)
         assert service.run_status(handle.run_id) == "paused"
         assert [r.status for r in service.list_runs()] == ["paused"]
-        assert service.cancel(handle.run_id) == "paused"  # it has ended: nothing to stop
-        assert store.cancel_requests([handle.run_id]) == {}
+        assert service.cancel(handle.run_id) == "closed"  # nothing runs it: it is cancelled at once
+        assert store.cancel_requests([handle.run_id]) == {}  # no request is left for anyone to act on
+        assert [r.status for r in service.list_runs()] == ["cancelled"]
+        assert service.cancel(handle.run_id) == "cancelled"  # and it never changes again
 
     run(go())
 

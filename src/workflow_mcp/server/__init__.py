@@ -72,13 +72,16 @@ async def serve_stdio(server: WorkflowMcpServer) -> None:
 
 
 async def _serving(
-    server: WorkflowMcpServer, serve: Coroutine[Any, Any, None], auto_resume: AutoResumeSettings | None
+    server: WorkflowMcpServer,
+    serve: Coroutine[Any, Any, None],
+    auto_resume: AutoResumeSettings | None,
+    owners: frozenset[str | None],
 ) -> None:
     """Run ``serve`` (the transport, in this task: its signal handlers cancel this task) with the
     server's automatic resume started first when ``auto_resume`` is given (the transport's
-    ``aclose`` stops it)."""
+    ``aclose`` stops it); it also takes on the paused runs in the store that ``owners`` started."""
     if auto_resume is not None:
-        server.start_auto_resume(auto_resume)
+        server.start_auto_resume(auto_resume, owners=owners)
     await serve
 
 
@@ -149,6 +152,7 @@ def run_server(
                         allowed_hosts=allowed_hosts,
                     ),
                     auto_resume,
+                    frozenset(tokens.owners.values()),  # its clients' runs, never the local user's
                 )
             )
         else:
@@ -158,7 +162,7 @@ def run_server(
             )
             _freeze_startup_heap()
             with contextlib.suppress(asyncio.CancelledError):
-                asyncio.run(_serving(server, serve_stdio(server), auto_resume))
+                asyncio.run(_serving(server, serve_stdio(server), auto_resume, frozenset({None})))
     except WorkflowMcpError as exc:
         print(f"workflow-mcp: {exc}", file=sys.stderr)
         return 2

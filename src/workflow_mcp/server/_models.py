@@ -369,8 +369,9 @@ class EventsPage(_Model):
 class CancelOutcome(_Model):
     run_id: str
     outcome: str = Field(
-        description="cancelling (this server stops it), requested (another process owns it) or the status "
-        "it had already ended with."
+        description="cancelling (this server stops it), requested (another process owns it), closed (it "
+        "had ended paused or interrupted and is now cancelled, never to be resumed) or the status it had "
+        "already ended with."
     )
     status: RunStatus
 

@@ -46,7 +46,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +89,7 @@ from ..errors import (
     InvalidInputError,
     LibraryError,
     PathRefusedError,
+    RunContinuedError,
     RunNotConfirmedError,
     WorkflowLoadError,
     WorkflowMcpError,
@@ -494,7 +495,8 @@ class WorkflowMcpServer(MCPServer[Any]):
             "workflow_run_cancel",
             "Cancel a run",
             "Stop a running run. In-flight agent calls are stopped; the run ends `cancelled` and can be "
-            "continued later with workflow_run resumeFromRunId.",
+            "continued later with workflow_run resumeFromRunId. A run that had ended `paused` or "
+            "`interrupted` becomes `cancelled` for good (outcome `closed`): it is never resumed.",
             ToolAnnotations(
                 read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
             ),
@@ -1508,14 +1510,19 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> Annotated[CallToolResult, CancelOutcome]:
         if (problem := self._visible(runId)) is not None:
             return _error_result(problem)
-        outcome = self.service.cancel(runId, reason)
+        try:
+            outcome = self.service.cancel(runId, reason)
+        except RunContinuedError as exc:
+            return _error_result(str(exc).replace("`workflow-mcp runs cancel ", "workflow_run_cancel `"))
         state = (
             await self.service.await_run(runId, 2_000)
             if outcome == "cancelling"
             else await self._projection(runId, lambda: self.service.status(runId))
         )
         out = CancelOutcome(run_id=runId, outcome=outcome, status=state.status)
-        if outcome not in ("cancelling", "requested"):
+        if outcome == "closed":
+            text = f"Run {runId} is cancelled: it had ended paused or interrupted and will not be resumed."
+        elif outcome not in ("cancelling", "requested"):
             text = f"Run {runId} had already ended ({outcome}); nothing to cancel."
         elif state.status in TERMINAL:
             text = f"Run {runId} is {state.status}; continue it later with workflow_run resumeFromRunId {runId!r}."
@@ -2185,24 +2192,31 @@ class WorkflowMcpServer(MCPServer[Any]):
         await serve_stdio_lines(self._lowlevel_server)
 
     # -- unattended resume (serve --auto-resume) ---------------------------------------------
-    def start_auto_resume(self, settings: AutoResumeSettings) -> AutoResumer:
+    def start_auto_resume(
+        self, settings: AutoResumeSettings, *, owners: Collection[str | None] | None = None
+    ) -> AutoResumer:
         """Resume this server's usage-limit-paused runs once their limit has reset, in a task the server
         owns (:meth:`aclose` stops it first). Each resume is the run's own continuation
         (``WorkflowService.resume``: its stored options, for its owner) under this server's policy: its
         ceiling on limits, its providers, its file scope for nested workflows, and its run cap (a
         server at its cap defers the resume, see :class:`~workflow_mcp._auto_resume.AutoResumer`).
-        Needs a running event loop."""
-        resumer = self.auto_resumer(settings)
+        ``owners``: whose runs already paused in the store it takes on too (``None`` for the local user;
+        see :class:`~workflow_mcp._auto_resume.AutoResumer`). Needs a running event loop."""
+        resumer = self.auto_resumer(settings, owners=owners)
         self._auto_resume_task = asyncio.get_running_loop().create_task(resumer.run())
         return resumer
 
     def auto_resumer(
-        self, settings: AutoResumeSettings, *, clock: Callable[[], float] | None = None
+        self,
+        settings: AutoResumeSettings,
+        *,
+        clock: Callable[[], float] | None = None,
+        owners: Collection[str | None] | None = None,
     ) -> AutoResumer:
         """The :class:`~workflow_mcp._auto_resume.AutoResumer` :meth:`start_auto_resume` runs, not
         started: its resumes go through this server's policy (drive it with ``tick()``; ``clock`` is
         seconds since the epoch, default ``time.time``)."""
-        return AutoResumer(self.service, settings, resume=self._resume_unattended, clock=clock)
+        return AutoResumer(self.service, settings, resume=self._resume_unattended, clock=clock, adopt=owners)
 
     async def _resume_unattended(self, run_id: str) -> str:
         owner = self.service.owner_of(run_id)
@@ -2210,6 +2224,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         prepared = await self.service.prepare_resume(
             run_id, ceiling=self._ceiling(), child_check=self.children.of(owner)
         )
+        prepared.exclusive = True  # servers sharing the store resume it once between them
         refused = self._disallowed(prepared.choice)
         busy = self._at_run_cap(principal)
         if refused is not None or busy is not None:

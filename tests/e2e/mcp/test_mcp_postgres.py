@@ -109,5 +109,8 @@ async def test_a_run_of_a_sigkilled_server_is_resumed_on_another_losing_nothing_
     assert labels(events, "agent.cached") == ["t0", "t1", "t2", "t3"]
     # ... and 0 completed calls run twice: only the two A never finished run again.
     assert labels(events, "agent.started") == ["t4", "t5"]
-    # The killed run's own log is kept as it was.
-    assert after == before
+    # The killed run's own log is kept as it was; the one event after it names the run continuing it.
+    assert after[: len(before)] == before
+    assert [(e["type"], e["payload"].get("resumedAs")) for e in after[len(before) :]] == [
+        ("log", resumed["runId"])
+    ]

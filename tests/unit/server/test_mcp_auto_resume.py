@@ -109,3 +109,33 @@ async def test_a_provider_the_server_does_not_offer_is_a_warning_and_no_run(site
     assert warning["message"].startswith(
         "auto-resume attempt 1 of 1 could not start: the run uses provider 'fake', which this server does not offer"
     )
+
+
+async def test_a_restarted_server_takes_on_a_stored_paused_run_through_its_own_policy(
+    site: Env, clock: Clock
+) -> None:
+    async with connect(site.server(trust=(str(site.project),))) as c:
+        paused = await run(c, LIMITED)
+    await site.service.shutdown()
+    # The restarted server: a new service over the same store, the run in it but not in its hands.
+    site.service = WorkflowService(
+        site.service.store,
+        cwd=str(site.project),
+        home=str(site.home),
+        providers=ProviderPool(fake_clock=clock),
+    )
+    assert paused["runId"] not in site.service.live
+    narrow = site.server(trust=(str(site.project),), policy=ServerPolicy(providers=("codex",)))
+    refused = narrow.auto_resumer(AutoResumeSettings(attempts=1), clock=clock, owners={None})
+    server = site.server(trust=(str(site.project),))
+    resumer = server.auto_resumer(AutoResumeSettings(), clock=clock, owners={None})
+    assert await resumer.tick() == [] and resumer.waiting() == {paused["runId"]: RESET_EPOCH}
+    clock.now = RESET_EPOCH
+    assert await refused.tick() == []  # a server that does not offer its provider does not resume it
+    (warning,) = notes(site, paused["runId"])
+    assert "which this server does not offer" in warning["message"]
+    (resumed,) = await resumer.tick()
+    async with connect(server) as c:
+        done = data(await call(c, "workflow_run_await", {"runId": resumed, "waitMs": 20_000}))
+    assert done["status"] == "completed" and done["result"] == ["first", "second"]
+    assert notes(site, paused["runId"])[-1]["autoResume"]["resumedAs"] == resumed
