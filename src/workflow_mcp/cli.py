@@ -1392,7 +1392,8 @@ def serve(
 def library() -> None:
     """Create, version, tag, draft, describe, list and delete workflows. The file written is exactly the
     source given (Claude Code runs it unchanged); versions, tags, category and drafts live in the state
-    database. Refusals exit 1 with a typed reason, e.g. `... [already_exists]`."""
+    database (the SQLite file, or the PostgreSQL database of --database-url). Refusals exit 1 with a
+    typed reason, e.g. `... [already_exists]`."""
 
 
 def _library_failed(exc: WorkflowMcpError, as_json: bool) -> NoReturn:
@@ -1414,6 +1415,7 @@ def _tags(text: str) -> list[str]:
 
 
 @library.command(name="create")
+@_database_option
 @click.argument("file", metavar="FILE|-")
 @click.option("--version", "version", default=None, help="Semantic version (default 1.0.0 for a new name).")
 @click.option("--tags", default="", help="Comma-separated tags, e.g. ops,release.")
@@ -1481,6 +1483,7 @@ def library_create(
 
 
 @library.command(name="list")
+@_database_option
 @click.option("--query", default=None, help="Case-insensitive text in the name or description.")
 @click.option("--category", default=None, help="Case-insensitive text in the category.")
 @click.option("--tag", "tag_list", multiple=True, help="A tag that must be present (repeat for several).")
@@ -1532,6 +1535,7 @@ def library_list(
 
 
 @library.command(name="describe")
+@_database_option
 @click.argument("name")
 @click.option("--version", "version", default=None, help="A stored version (default: the current file).")
 @click.option("--draft", is_flag=True, help="The draft of NAME.")
@@ -1571,6 +1575,7 @@ def library_describe(name: str, version: str | None, draft: bool, source_only: b
 
 
 @library.command(name="delete")
+@_database_option
 @click.argument("name")
 @click.option("--version", "version", default=None, help="One stored version (default: the current file).")
 @click.option("--draft", is_flag=True, help="Delete the draft of NAME.")

@@ -75,7 +75,7 @@ from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import DATABASE_URL_ENV, HEARTBEAT_S, database_url
 from .store.base import RunRecord, RunStore
-from .store.library import SqliteLibraryStore, library_store_for
+from .store.library import MemoryLibraryStore, library_store_for
 from .store.sqlite import default_home
 
 if TYPE_CHECKING:
@@ -519,13 +519,14 @@ class WorkflowService:
     @property
     def library(self) -> Library:
         """The workflow library of ``cwd`` (:mod:`workflow_mcp.library`): its sidecar is the state
-        database's library tables (an in-memory twin beside an in-memory run store), its writers are
-        serialised across processes by ``<state dir>/library.lock``, and its global instructions are
+        database's library tables, SQLite or PostgreSQL (an in-memory twin beside an in-memory run
+        store), its writers on this host are serialised across processes by ``<state dir>/library.lock``
+        (on PostgreSQL the database decides races between hosts), and its global instructions are
         the first of ``$WORKFLOW_MCP_INSTRUCTIONS``, ``<cwd>/.workflow-mcp/instructions.md`` and
         ``<state dir>/instructions.md`` that exists."""
         if self._library is None:
             side = library_store_for(self.store)
-            file_backed = isinstance(side, SqliteLibraryStore)
+            file_backed = not isinstance(side, MemoryLibraryStore)
             instructions = (
                 [os.environ.get("WORKFLOW_MCP_INSTRUCTIONS", "")]
                 if os.environ.get("WORKFLOW_MCP_INSTRUCTIONS")

@@ -29,6 +29,9 @@ TABLES = [
     "cancel_requests",
     "events",
     "journal",
+    "library_confirmations",
+    "library_drafts",
+    "library_versions",
     "owners",
     "run_claims",
     "runs",
@@ -60,7 +63,7 @@ def interrupted(rec: RunRecord, sequence: int, reason: str) -> Event:
 def test_a_new_database_is_at_the_newest_migration_with_exactly_the_stores_tables(postgres_url: str) -> None:
     store = PostgresStore(postgres_url)
     try:
-        assert store.schema_version() == migrations()[-1][0] == 3
+        assert store.schema_version() == migrations()[-1][0] == 4
         assert store.tables() == TABLES
     finally:
         store.close()
@@ -93,17 +96,42 @@ def test_servers_opening_a_fresh_database_at_once_migrate_it_once(postgres_url: 
     try:
         assert errors == []
         with psycopg.connect(postgres_url) as conn:
-            assert conn.execute("SELECT count(*), max(version) FROM workflow_mcp_schema").fetchone() == (1, 3)
+            assert conn.execute("SELECT count(*), max(version) FROM workflow_mcp_schema").fetchone() == (
+                1,
+                migrations()[-1][0],
+            )
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_database_of_the_previous_release_gains_the_library_tables_keeping_its_runs(
+    postgres_url: str,
+) -> None:
+    store = PostgresStore(postgres_url)
+    store.create_run(record("run_1"))
+    store.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # as migration 3 left it
+        for table in ("library_confirmations", "library_drafts", "library_versions"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("UPDATE workflow_mcp_schema SET version = 3")
+    again = PostgresStore(postgres_url)
+    try:
+        assert again.schema_version() == 4
+        assert again.tables() == TABLES
+        assert [r.run_id for r in again.list_runs()] == ["run_1"]
+    finally:
+        again.close()
 
 
 def test_a_database_from_a_newer_release_is_refused_naming_both_versions(postgres_url: str) -> None:
     PostgresStore(postgres_url).close()
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("UPDATE workflow_mcp_schema SET version = 99")
-    with pytest.raises(StoreError, match="schema version 99, newer than this release understands \\(3\\)"):
+    newest = migrations()[-1][0]
+    with pytest.raises(
+        StoreError, match=f"schema version 99, newer than this release understands \\({newest}\\)"
+    ):
         PostgresStore(postgres_url)
     with psycopg.connect(postgres_url) as conn:  # refused, never modified
         assert conn.execute("SELECT version FROM workflow_mcp_schema").fetchone() == (99,)
