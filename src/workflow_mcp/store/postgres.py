@@ -11,8 +11,8 @@ It keeps the :class:`~workflow_mcp.store.base.RunStore` contract of the SQLite s
 - **one executor per run**: ``create_run`` claims the run (and the run it resumes) for this store's
   owner in ``run_claims``; its ``owners`` row carries a lease renewed by :meth:`heartbeat`, judged by
   the database's clock. An owner on this host is alive while its process is (pid and start time, as
-  for SQLite); an owner on another host while its lease is younger than
-  :data:`~workflow_mcp.store.LEASE_TTL_S`. Once it is gone, :meth:`recover` (any server) records its
+  for SQLite); an owner on another host while its lease is younger than :attr:`PostgresStore.lease_s`
+  (:data:`~workflow_mcp.store.LEASE_TTL_S`, or ``$WORKFLOW_MCP_LEASE_S``). Once it is gone, :meth:`recover` (any server) records its
   runs ``interrupted`` and drops its claims, so another server can resume them;
 - claims and recovery are decided under one advisory lock, a run's events under a per-run lock, so
   two servers never interleave a run's sequence; idempotency keys are unique per owner across every
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
 from ..events import Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
-from ._process import ProcessIdentity, owner_alive, this_process
+from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 from .sqlite import event_from_cells, record_from_row
 
@@ -225,12 +225,17 @@ class PostgresStore:
     """The shared durable store over one PostgreSQL database (see the module docstring). Thread-safe
     for one process (one connection behind a lock).
 
+    ``lease_s`` (seconds) is how long an owner on another host stays alive without renewing its lease
+    (``$WORKFLOW_MCP_LEASE_S``, default :data:`~workflow_mcp.store.LEASE_TTL_S`).
+
     Raises:
         StoreError: ``psycopg`` is not installed (the message names the extra), the server cannot be
-            reached or refuses the login, or the database's schema is newer than this release's.
+            reached or refuses the login, the database's schema is newer than this release's, or
+            ``$WORKFLOW_MCP_LEASE_S`` is not a lease.
     """
 
     def __init__(self, url: str) -> None:
+        self.lease_s = lease_s()
         try:
             import psycopg  # noqa: F401 - checked here, used by every method
         except ImportError as exc:
@@ -413,7 +418,7 @@ class PostgresStore:
         me = this_process()
         if owner.identity.pid == me.pid and owner.identity.host == me.host:
             return owner.owner_id in _OPEN_OWNERS
-        return owner_alive(owner.identity, owner.heartbeat_at, now)
+        return owner_alive(owner.identity, owner.heartbeat_at, now, self.lease_s)
 
     def _held(self, conn: psycopg.Connection[Any], run_id: str) -> RunClaimedError | None:
         row = conn.execute(
@@ -670,6 +675,11 @@ class PostgresStore:
             elif owner_id in gone:
                 o = owners[owner_id]
                 reason = f"the process that owned the run (pid {o.identity.pid} on {o.identity.host}) is gone"
+                if o.identity.host != me.host:
+                    reason += (
+                        f": its lease was last renewed {now - o.heartbeat_at:.1f} s ago "
+                        f"(lease {self.lease_s:g} s)"
+                    )
             elif owner_id not in owners:
                 reason = (
                     f"the process that owned the run (pid {record.owner_pid}) ended without recording its end"

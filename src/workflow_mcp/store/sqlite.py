@@ -45,7 +45,7 @@ from ..events import EVENT_TYPES, Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from . import _files
 from ._faults import is_corruption, translate
-from ._process import ProcessIdentity, owner_alive, this_process
+from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 
 __all__ = [
@@ -333,6 +333,8 @@ class SqliteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        #: Seconds an owner that cannot be checked by its process identity stays alive unrenewed.
+        self.lease_s = lease_s()
         self.path = Path(path) if path is not None else default_home() / "state.db"
         self._lock = threading.RLock()
         self._owner_id = secrets.token_hex(8)
@@ -554,7 +556,7 @@ class SqliteStore:
             return True
         if owner.identity.pid == os.getpid() and owner.identity.host == this_process().host:
             return owner.owner_id in _OPEN_OWNERS
-        return owner_alive(owner.identity, owner.heartbeat_at, time.time())
+        return owner_alive(owner.identity, owner.heartbeat_at, time.time(), self.lease_s)
 
     def _held(self, db: sqlite3.Connection, run_id: str) -> RunClaimedError | None:
         """The refusal to give when a live owner holds ``run_id``'s claim, else ``None``."""

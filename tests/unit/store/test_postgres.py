@@ -278,9 +278,11 @@ def test_an_owner_on_another_host_keeps_its_claim_until_its_lease_expires(postgr
                 conn.execute("UPDATE owners SET heartbeat_at = heartbeat_at - %s", (LEASE_TTL_S + 1,))
                 assert other.recover(set(), interrupted) == ["run_1"]
                 events = other.events("run_1")
-                assert events[-1].payload["reason"] == (
-                    "the process that owned the run (pid 4242 on another-host) is gone"
-                )
+                said = events[-1].payload["reason"]
+                head = "the process that owned the run (pid 4242 on another-host) is gone: its lease was last renewed "
+                tail = f" s ago (lease {LEASE_TTL_S:g} s)"
+                assert said.startswith(head) and said.endswith(tail), said
+                assert float(said[len(head) : -len(tail)]) >= LEASE_TTL_S + 1
                 other.create_run(record("run_2", resumed_from="run_1"))
             finally:
                 other.close()
