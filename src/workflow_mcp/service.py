@@ -29,6 +29,7 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -73,7 +74,7 @@ from .providers.registry import ProviderInfo, ProviderNotLoggedInError, availabl
 from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
-from .store import DATABASE_URL_ENV, HEARTBEAT_S, database_url
+from .store import DATABASE_URL_ENV, HEARTBEAT_S, LEASE_TTL_S, database_url, heartbeat_every
 from .store.base import RunRecord, RunStore
 from .store.library import MemoryLibraryStore, library_store_for
 from .store.sqlite import default_home
@@ -332,6 +333,8 @@ class WorkflowService:
         self._noting: set[asyncio.Task[None]] = set()  # notes waiting for their run to end
         self._library: Library | None = None
         self._index: DiscoveryIndex | None = None
+        self._read_recovery = threading.Lock()
+        self._read_recovered_at = -float("inf")  # time.monotonic() of the last read-time recovery pass
 
     @classmethod
     def open(
@@ -1216,10 +1219,11 @@ class WorkflowService:
 
     async def _watch_cancellations(self) -> None:
         """While this process owns running runs: apply cancellations other processes asked for and
-        renew the store lease every ``HEARTBEAT_S``. A run that ended without its terminal event
+        renew the store lease every ``HEARTBEAT_S`` (a sixth of a shorter lease). A run that ended without its terminal event
         stored (e.g. a full disk) is recorded ``interrupted`` as soon as the store takes writes again."""
         loop = asyncio.get_running_loop()
         renewed = loop.time()
+        every = min(HEARTBEAT_S, heartbeat_every(getattr(self.store, "lease_s", LEASE_TTL_S)))
         while True:
             running = [rid for rid, h in self.live.items() if h.status == "running"]
             unsettled = [
@@ -1229,7 +1233,7 @@ class WorkflowService:
             ]
             if not running and not unsettled:
                 return
-            if loop.time() - renewed >= HEARTBEAT_S:
+            if loop.time() - renewed >= every:
                 renewed = loop.time()
                 with contextlib.suppress(StoreError):  # the lease lapses; identity checks still hold
                     self.store.heartbeat()
@@ -1472,6 +1476,7 @@ class WorkflowService:
             return live.snapshot()
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
+        self._stored_status(run_id)  # a run whose owner is gone is recorded interrupted before projecting
         return project_state(self._all_events(run_id), run_id=run_id)
 
     def _all_events(self, run_id: str, after: int = 0) -> Iterator[Event]:
@@ -1559,7 +1564,8 @@ class WorkflowService:
             return []
 
     def _active(self) -> set[str]:
-        return self._starting | {rid for rid, h in self.live.items() if not h.done}
+        # Copies first: reads call this from worker threads while the loop adds runs.
+        return set(self._starting) | {rid for rid, h in list(self.live.items()) if not h.done}
 
     def _recover(self) -> list[str]:
         here: set[str] = set()  # runs of this process that ended without storing their end
@@ -1699,8 +1705,29 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return self._stored_status(run_id)
 
+    #: How often (seconds) reads of unfinished runs that this service does not execute may look for gone
+    #: owners (a recovery pass over the store): such a run reads ``interrupted`` at most this long after
+    #: its owner is judged gone (its process died on this host, or its lease expired).
+    READ_RECOVERY_S = 1.0
+
     def _stored_status(self, run_id: str) -> RunStatus:
+        """The stored run's status, truthful about dead owners: a run that is not ``TERMINAL`` and not
+        executed here is checked by a recovery pass (at most one per :attr:`READ_RECOVERY_S`; the store
+        records each run once however many servers read it at once), then read again."""
+        status = status_of(self.store.last_run_event(run_id))
+        if status in TERMINAL or run_id in self._active() or not self._recover_for_read():
+            return status
         return status_of(self.store.last_run_event(run_id))
+
+    def _recover_for_read(self) -> bool:
+        """Run :meth:`recover` unless a read did within :attr:`READ_RECOVERY_S`; whether it ran."""
+        with self._read_recovery:
+            now = time.monotonic()
+            if now - self._read_recovered_at < self.READ_RECOVERY_S:
+                return False
+            self._read_recovered_at = now
+        self.recover()
+        return True
 
     def artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
         """``(name, mime_type, data)`` of one stored artifact, or ``None``."""
