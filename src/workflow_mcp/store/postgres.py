@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import threading
 import time
@@ -654,21 +653,18 @@ class PostgresStore:
         gone = {oid for oid, o in owners.items() if not self._alive(o, now)}
         me = this_process()
         orphans = []
+        # Only claimed runs can be orphans: every run here was created with its claim (migration 3 came
+        # with the first release of this store), and a claim goes only with its run's end or with its
+        # recovery. So a pass reads the claims (the runs in flight), never every run ever stored.
         rows = conn.execute(
-            f"SELECT {_R_COLUMNS}, c.owner_id, c.holder_run FROM runs r LEFT JOIN run_claims c "
-            f"ON c.run_id = r.run_id WHERE {_UNFINISHED}"
+            f"SELECT {_R_COLUMNS}, c.owner_id, c.holder_run FROM run_claims c JOIN runs r "
+            f"ON r.run_id = c.run_id WHERE {_UNFINISHED}"
         ).fetchall()
         for row in rows:
             record, owner_id, holder = _record(row), row[_WIDTH], row[_WIDTH + 1]
             if record.run_id in active:
                 continue
-            if owner_id is None:
-                if record.owner_host != me.host or record.owner_pid is None:
-                    continue
-                if record.owner_pid != me.pid and _pid_exists(record.owner_pid):
-                    continue
-                reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
-            elif owner_id == self._owner_id and holder != record.run_id:
+            if owner_id == self._owner_id and holder != record.run_id:
                 reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
             elif owner_id == self._owner_id:
                 reason = "the run stopped in this process without recording its end (its last events were not stored)"
@@ -822,13 +818,3 @@ def _insert_run(conn: psycopg.Connection[Any], record: RunRecord) -> None:
             record.owner_host,
         ),
     )
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

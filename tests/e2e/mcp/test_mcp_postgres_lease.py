@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import sys
 
 import anyio
 import pytest
@@ -39,7 +40,8 @@ def other_host() -> tuple[str, ...]:
         "--die-with-parent",
         "--",
     )
-    probe = subprocess.run([*wrap, "hostname"], capture_output=True, text=True, timeout=BOUND_S, check=False)
+    says = [sys.executable, "-c", "import socket; print(socket.gethostname())"]
+    probe = subprocess.run([*wrap, *says], capture_output=True, text=True, timeout=BOUND_S, check=False)
     if probe.stdout.strip() != ELSEWHERE:
         pytest.skip(f"bwrap cannot give a process its own host name here: {probe.stderr.strip()}")
     return wrap
