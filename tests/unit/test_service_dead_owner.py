@@ -20,6 +20,8 @@ from workflow_mcp.store import LEASE_ENV, SqliteStore
 from workflow_mcp.store.base import RunRecord
 from workflow_mcp.store.postgres import PostgresStore
 
+from store_faults import runs_of_a_killed_owner
+
 BOUND_S = 30
 
 
@@ -107,6 +109,19 @@ def test_of_many_readers_on_several_servers_at_once_the_run_is_recorded_interrup
             assert kinds == ["run.started", "run.interrupted"], kinds
     finally:
         owner.close()
+
+
+def test_a_run_of_a_sigkilled_process_on_this_host_reads_interrupted_at_the_first_read(
+    tmp_path: Path,
+) -> None:
+    (run_id,) = runs_of_a_killed_owner(tmp_path / "state.db", 1)
+    store = SqliteStore(tmp_path / "state.db")
+    try:
+        service = WorkflowService(store, cwd=str(tmp_path))
+        assert service.status(run_id).status == "interrupted"  # its process is gone: no lease to wait for
+        assert [e.type for e in store.events(run_id)][-1] == "run.interrupted"
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("value", ["0", "0.5", "3601", "soon", "nan", "-3"])
