@@ -37,7 +37,7 @@ HEARTBEAT_S = 5.0
 #: be checked (another host, or a platform without ``/proc``).
 LEASE_TTL_S = 30.0
 #: The environment variable that sets the lease (seconds; :data:`MIN_LEASE_S` to :data:`MAX_LEASE_S`).
-#: Every process on one database must use the same value: each judges the others by its own.
+#: Each owner records its lease in its row, and is judged by that one: processes may differ.
 LEASE_ENV = "WORKFLOW_MCP_LEASE_S"
 MIN_LEASE_S = 1.0
 MAX_LEASE_S = 3600.0

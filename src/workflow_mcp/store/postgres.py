@@ -11,8 +11,8 @@ It keeps the :class:`~workflow_mcp.store.base.RunStore` contract of the SQLite s
 - **one executor per run**: ``create_run`` claims the run (and the run it resumes) for this store's
   owner in ``run_claims``; its ``owners`` row carries a lease renewed by :meth:`heartbeat`, judged by
   the database's clock. An owner on this host is alive while its process is (pid and start time, as
-  for SQLite); an owner on another host while its lease is younger than :attr:`PostgresStore.lease_s`
-  (:data:`~workflow_mcp.store.LEASE_TTL_S`, or ``$WORKFLOW_MCP_LEASE_S``). Once it is gone, :meth:`recover` (any server) records its
+  for SQLite); an owner on another host while its lease is younger than the lease its row records
+  (:data:`~workflow_mcp.store.LEASE_TTL_S`, or its ``$WORKFLOW_MCP_LEASE_S``). Once it is gone, :meth:`recover` (any server) records its
   runs ``interrupted`` and drops its claims, so another server can resume them;
 - claims and recovery are decided under one advisory lock, a run's events under a per-run lock, so
   two servers never interleave a run's sequence; idempotency keys are unique per owner across every
@@ -183,6 +183,7 @@ class _Owner:
     owner_id: str
     identity: ProcessIdentity
     heartbeat_at: float
+    lease_s: float
 
 
 @dataclass(frozen=True)
@@ -224,8 +225,9 @@ class PostgresStore:
     """The shared durable store over one PostgreSQL database (see the module docstring). Thread-safe
     for one process (one connection behind a lock).
 
-    ``lease_s`` (seconds) is how long an owner on another host stays alive without renewing its lease
-    (``$WORKFLOW_MCP_LEASE_S``, default :data:`~workflow_mcp.store.LEASE_TTL_S`).
+    ``lease_s`` (seconds; ``$WORKFLOW_MCP_LEASE_S``, default :data:`~workflow_mcp.store.LEASE_TTL_S`)
+    is the lease this store's owner row records: how long a server on another host waits, unrenewed,
+    before judging it gone (each owner is judged by the lease it recorded, never the judge's).
 
     Raises:
         StoreError: ``psycopg`` is not installed (the message names the extra), the server cannot be
@@ -398,17 +400,20 @@ class PostgresStore:
     def _register(self, conn: psycopg.Connection[Any]) -> None:
         me = this_process()
         conn.execute(
-            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at) "
-            "VALUES (%s,%s,%s,%s,%s, EXTRACT(EPOCH FROM clock_timestamp())) "
+            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at, lease_s) "
+            "VALUES (%s,%s,%s,%s,%s, EXTRACT(EPOCH FROM clock_timestamp()), %s) "
             "ON CONFLICT (owner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
-            (self._owner_id, me.pid, me.host, me.process, utc_now()),
+            (self._owner_id, me.pid, me.host, me.process, utc_now(), self.lease_s),
         )
         self._closer.registered = True
 
     def _owners(self, conn: psycopg.Connection[Any]) -> list[_Owner]:
-        rows = conn.execute("SELECT owner_id, pid, host, process, heartbeat_at FROM owners").fetchall()
+        rows = conn.execute(
+            "SELECT owner_id, pid, host, process, heartbeat_at, lease_s FROM owners"
+        ).fetchall()
         return [
-            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4])) for r in rows
+            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4]), float(r[5]))
+            for r in rows
         ]
 
     def _alive(self, owner: _Owner, now: float) -> bool:
@@ -417,17 +422,19 @@ class PostgresStore:
         me = this_process()
         if owner.identity.pid == me.pid and owner.identity.host == me.host:
             return owner.owner_id in _OPEN_OWNERS
-        return owner_alive(owner.identity, owner.heartbeat_at, now, self.lease_s)
+        return owner_alive(owner.identity, owner.heartbeat_at, now, owner.lease_s)
 
     def _held(self, conn: psycopg.Connection[Any], run_id: str) -> RunClaimedError | None:
         row = conn.execute(
-            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at "
+            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at, o.lease_s "
             "FROM run_claims c LEFT JOIN owners o ON o.owner_id = c.owner_id WHERE c.run_id = %s",
             (run_id,),
         ).fetchone()
         if row is None or row[2] is None:
             return None
-        owner = _Owner(str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]))
+        owner = _Owner(
+            str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]), float(row[7])
+        )
         if not self._alive(owner, self._now(conn)):
             return None
         return RunClaimedError(
@@ -674,7 +681,7 @@ class PostgresStore:
                 if o.identity.host != me.host:
                     reason += (
                         f": its lease was last renewed {now - o.heartbeat_at:.1f} s ago "
-                        f"(lease {self.lease_s:g} s)"
+                        f"(lease {o.lease_s:g} s)"
                     )
             elif owner_id not in owners:
                 reason = (

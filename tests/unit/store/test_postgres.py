@@ -63,7 +63,7 @@ def interrupted(rec: RunRecord, sequence: int, reason: str) -> Event:
 def test_a_new_database_is_at_the_newest_migration_with_exactly_the_stores_tables(postgres_url: str) -> None:
     store = PostgresStore(postgres_url)
     try:
-        assert store.schema_version() == migrations()[-1][0] == 4
+        assert store.schema_version() == migrations()[-1][0] == 5
         assert store.tables() == TABLES
     finally:
         store.close()
@@ -105,7 +105,7 @@ def test_servers_opening_a_fresh_database_at_once_migrate_it_once(postgres_url: 
             s.close()
 
 
-def test_a_database_of_the_previous_release_gains_the_library_tables_keeping_its_runs(
+def test_a_database_at_migration_3_gains_the_library_tables_and_owner_leases_keeping_its_runs(
     postgres_url: str,
 ) -> None:
     store = PostgresStore(postgres_url)
@@ -114,10 +114,11 @@ def test_a_database_of_the_previous_release_gains_the_library_tables_keeping_its
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # as migration 3 left it
         for table in ("library_confirmations", "library_drafts", "library_versions"):
             conn.execute(f"DROP TABLE {table}")
+        conn.execute("ALTER TABLE owners DROP COLUMN lease_s")
         conn.execute("UPDATE workflow_mcp_schema SET version = 3")
     again = PostgresStore(postgres_url)
     try:
-        assert again.schema_version() == 4
+        assert again.schema_version() == migrations()[-1][0] == 5
         assert again.tables() == TABLES
         assert [r.run_id for r in again.list_runs()] == ["run_1"]
     finally:
@@ -448,3 +449,29 @@ def test_a_server_older_than_postgresql_15_is_refused_naming_both_versions() -> 
         "the PostgreSQL server postgresql://db:5432/runs runs version 14; workflow-mcp needs PostgreSQL 15 or later"
     )
     assert version_problem(150004, "x") is None and version_problem(170000, "x") is None
+
+
+def test_an_owner_is_judged_by_the_lease_it_recorded_not_by_the_judge_s(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_MCP_LEASE_S", "100")
+    owner = PostgresStore(postgres_url)
+    monkeypatch.delenv("WORKFLOW_MCP_LEASE_S")
+    judge = PostgresStore(postgres_url)  # the default lease, 30 s
+    try:
+        owner.create_run(record("run_1"))
+        owner.append(ev("run_1", 1, "run.started"))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            assert conn.execute("SELECT lease_s FROM owners").fetchone() == (100.0,)
+            conn.execute(
+                "UPDATE owners SET host = 'another-host', heartbeat_at = EXTRACT(EPOCH FROM clock_timestamp()) - 40"
+            )
+            assert judge.recover(set(), interrupted) == []  # 40 s unrenewed, within its 100 s lease
+            with pytest.raises(RunClaimedError, match="another-host"):
+                judge.create_run(record("run_2", resumed_from="run_1"))
+            conn.execute("UPDATE owners SET heartbeat_at = heartbeat_at - 61")
+        assert judge.recover(set(), interrupted) == ["run_1"]
+        assert judge.events("run_1")[-1].payload["reason"].endswith("(lease 100 s)")
+    finally:
+        owner.close()
+        judge.close()
