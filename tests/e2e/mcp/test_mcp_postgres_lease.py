@@ -1,8 +1,9 @@
 """Two ``workflow-mcp serve --http`` processes on one PostgreSQL database, as on two hosts: server A runs
 under another host name (bubblewrap's own UTS namespace), so server B cannot check A's process and judges
-it by its lease alone (``WORKFLOW_MCP_LEASE_S``, short here). While A renews its lease, A's run reads
-``running`` through B; once A is killed with SIGKILL and its lease expires, ``workflow_run_status``
-through B reads ``interrupted`` — nobody calls recovery — and B resumes the run."""
+it by its lease alone — A's ``WORKFLOW_MCP_LEASE_S`` (short here), recorded with its claim; B keeps the
+default. While A renews its lease, A's run reads ``running`` through B; once A is killed with SIGKILL
+and its lease expires, ``workflow_run_status`` through B reads ``interrupted`` — nobody calls recovery
+— and B resumes the run."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ async def test_a_dead_server_s_run_reads_interrupted_through_another_once_its_le
     args, env = ("--database-url", postgres_url), {"WORKFLOW_MCP_LEASE_S": str(LEASE_S)}
     async with (
         http_server(site, args=args, env=env, wrap=other_host()) as a,
-        http_server(site, args=args, env=env) as b,
+        http_server(site, args=args) as b,  # the default 30 s lease: B judges A by the lease A recorded
         http_client(a.url, ALICE) as on_a,
         http_client(b.url, ALICE) as on_b,
     ):
