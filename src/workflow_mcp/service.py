@@ -1219,8 +1219,9 @@ class WorkflowService:
 
     async def _watch_cancellations(self) -> None:
         """While this process owns running runs: apply cancellations other processes asked for and
-        renew the store lease every ``HEARTBEAT_S`` (a sixth of a shorter lease). A run that ended without its terminal event
-        stored (e.g. a full disk) is recorded ``interrupted`` as soon as the store takes writes again."""
+        renew the store lease every ``HEARTBEAT_S`` (a sixth of a shorter lease). A run that ended
+        without its terminal event stored (e.g. a full disk) is recorded ``interrupted`` as soon as the
+        store takes writes again."""
         loop = asyncio.get_running_loop()
         renewed = loop.time()
         every = min(HEARTBEAT_S, heartbeat_every(getattr(self.store, "lease_s", LEASE_TTL_S)))
