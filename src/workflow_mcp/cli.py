@@ -1450,7 +1450,8 @@ def serve(
 def library() -> None:
     """Create, version, tag, draft, describe, list and delete workflows. The file written is exactly the
     source given (Claude Code runs it unchanged); versions, tags, category and drafts live in the state
-    database. Refusals exit 1 with a typed reason, e.g. `... [already_exists]`."""
+    database (the SQLite file, or the PostgreSQL database of --database-url). Refusals exit 1 with a
+    typed reason, e.g. `... [already_exists]`."""
 
 
 def _library_failed(exc: WorkflowMcpError, as_json: bool) -> NoReturn:

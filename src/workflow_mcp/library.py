@@ -432,6 +432,8 @@ class Library:
                 yield
                 return
             try:
+                # The state directory holds no database file when the sidecar is on a server.
+                os.makedirs(os.path.dirname(self.lock_path) or ".", mode=0o700, exist_ok=True)
                 fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as exc:
                 raise _write_failed(exc, "taking the library's lock") from exc

@@ -30,6 +30,7 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -75,9 +76,9 @@ from .providers.registry import ProviderInfo, ProviderNotLoggedInError, availabl
 from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
-from .store import DATABASE_URL_ENV, HEARTBEAT_S, database_url
+from .store import DATABASE_URL_ENV, HEARTBEAT_S, LEASE_TTL_S, database_url, heartbeat_every
 from .store.base import RunRecord, RunStore
-from .store.library import SqliteLibraryStore, library_store_for
+from .store.library import MemoryLibraryStore, library_store_for
 from .store.sqlite import default_home
 
 if TYPE_CHECKING:
@@ -339,6 +340,8 @@ class WorkflowService:
         self._index: DiscoveryIndex | None = None
         # Per stored run, what a resume reads from its event log, and the log length it was read at.
         self._log_facts: dict[str, tuple[int, dict[str, CheckpointReply], dict[str, int]]] = {}
+        self._read_recovery = threading.Lock()
+        self._read_recovered_at = -float("inf")  # time.monotonic() of the last read-time recovery pass
 
     @classmethod
     def open(
@@ -526,13 +529,14 @@ class WorkflowService:
     @property
     def library(self) -> Library:
         """The workflow library of ``cwd`` (:mod:`workflow_mcp.library`): its sidecar is the state
-        database's library tables (an in-memory twin beside an in-memory run store), its writers are
-        serialised across processes by ``<state dir>/library.lock``, and its global instructions are
+        database's library tables, SQLite or PostgreSQL (an in-memory twin beside an in-memory run
+        store), its writers on this host are serialised across processes by ``<state dir>/library.lock``
+        (on PostgreSQL the database decides races between hosts), and its global instructions are
         the first of ``$WORKFLOW_MCP_INSTRUCTIONS``, ``<cwd>/.workflow-mcp/instructions.md`` and
         ``<state dir>/instructions.md`` that exists."""
         if self._library is None:
             side = library_store_for(self.store)
-            file_backed = isinstance(side, SqliteLibraryStore)
+            file_backed = not isinstance(side, MemoryLibraryStore)
             instructions = (
                 [os.environ.get("WORKFLOW_MCP_INSTRUCTIONS", "")]
                 if os.environ.get("WORKFLOW_MCP_INSTRUCTIONS")
@@ -1266,10 +1270,12 @@ class WorkflowService:
 
     async def _watch_cancellations(self) -> None:
         """While this process owns running runs: apply cancellations other processes asked for and
-        renew the store lease every ``HEARTBEAT_S``. A run that ended without its terminal event
-        stored (e.g. a full disk) is recorded ``interrupted`` as soon as the store takes writes again."""
+        renew the store lease every ``HEARTBEAT_S`` (a sixth of a shorter lease). A run that ended
+        without its terminal event stored (e.g. a full disk) is recorded ``interrupted`` as soon as the
+        store takes writes again."""
         loop = asyncio.get_running_loop()
         renewed = loop.time()
+        every = min(HEARTBEAT_S, heartbeat_every(getattr(self.store, "lease_s", LEASE_TTL_S)))
         while True:
             running = [rid for rid, h in self.live.items() if h.status == "running"]
             unsettled = [
@@ -1279,7 +1285,7 @@ class WorkflowService:
             ]
             if not running and not unsettled:
                 return
-            if loop.time() - renewed >= HEARTBEAT_S:
+            if loop.time() - renewed >= every:
                 renewed = loop.time()
                 with contextlib.suppress(StoreError):  # the lease lapses; identity checks still hold
                     self.store.heartbeat()
@@ -1544,6 +1550,7 @@ class WorkflowService:
             return live.snapshot()
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
+        self._stored_status(run_id)  # a run whose owner is gone is recorded interrupted before projecting
         return project_state(self._all_events(run_id), run_id=run_id)
 
     # -- the run viewer's reads ---------------------------------------------------------------------
@@ -1569,6 +1576,8 @@ class WorkflowService:
                 if self.store.get_run(run_id) is None:
                     raise RunNotFoundError(run_id)
                 state = RunState(run_id=run_id)
+            if state.status not in TERMINAL:
+                self._stored_status(run_id)  # a run whose owner is gone is recorded interrupted first
             project_state(self._all_events(run_id, after=state.last_sequence), into=state)
             self._followed[run_id] = state
             while len(self._followed) > self.FOLLOWED_RUNS:
@@ -1660,7 +1669,8 @@ class WorkflowService:
             return []
 
     def _active(self) -> set[str]:
-        return self._starting | {rid for rid, h in self.live.items() if not h.done}
+        # Copies first: reads call this from worker threads while the loop adds runs.
+        return set(self._starting) | {rid for rid, h in list(self.live.items()) if not h.done}
 
     def _recover(self) -> list[str]:
         here: set[str] = set()  # runs of this process that ended without storing their end
@@ -1800,8 +1810,29 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return self._stored_status(run_id)
 
+    #: How often (seconds) reads of unfinished runs that this service does not execute may look for gone
+    #: owners (a recovery pass over the store): such a run reads ``interrupted`` at most this long after
+    #: its owner is judged gone (its process died on this host, or its lease expired).
+    READ_RECOVERY_S = 1.0
+
     def _stored_status(self, run_id: str) -> RunStatus:
+        """The stored run's status, truthful about dead owners: a run that is not ``TERMINAL`` and not
+        executed here is checked by a recovery pass (at most one per :attr:`READ_RECOVERY_S`; the store
+        records each run once however many servers read it at once), then read again."""
+        status = status_of(self.store.last_run_event(run_id))
+        if status in TERMINAL or run_id in self._active() or not self._recover_for_read():
+            return status
         return status_of(self.store.last_run_event(run_id))
+
+    def _recover_for_read(self) -> bool:
+        """Run :meth:`recover` unless a read did within :attr:`READ_RECOVERY_S`; whether it ran."""
+        with self._read_recovery:
+            now = time.monotonic()
+            if now - self._read_recovered_at < self.READ_RECOVERY_S:
+                return False
+            self._read_recovered_at = now
+        self.recover()
+        return True
 
     def artifact(self, run_id: str, artifact_id: str) -> tuple[str, str, bytes] | None:
         """``(name, mime_type, data)`` of one stored artifact, or ``None``."""

@@ -60,3 +60,21 @@ def test_the_sqlite_file_commands_refuse_a_postgresql_database(tmp_path: Path, p
         no_traceback(p)
         assert p.returncode == 2, argv
         assert "works on the SQLite file" in p.stderr and "pg_dump" in p.stderr
+
+
+def test_the_library_lives_in_the_postgresql_database_of_the_url(tmp_path: Path, postgres_url: str) -> None:
+    (tmp_path / ".git").mkdir()
+    src = write(tmp_path / "deploy.src.js", OK)
+    env = {"WORKFLOW_MCP_DATABASE_URL": postgres_url}
+    made = cli("library", "create", str(src), "--version", "1.0.0", "--tags", "ops", cwd=tmp_path, env=env)
+    assert made.returncode == 0, made.stderr
+    again = cli(
+        "library", "create", str(src), "--version", "1.0.0", "--database-url", postgres_url, cwd=tmp_path
+    )
+    no_traceback(again)
+    assert again.returncode == 1 and "[already_exists]" in again.stderr
+    listed = cli("library", "list", "--tag", "ops", "--json", "--database-url", postgres_url, cwd=tmp_path)
+    assert [(w["name"], w["version"]) for w in json.loads(listed.stdout)["workflows"]] == [("ok", "1.0.0")]
+    # The SQLite file holds no catalog: there the file is listed without its version and tags.
+    bare = json.loads(cli("library", "list", "--json", cwd=tmp_path).stdout)["workflows"]
+    assert [(w["name"], w["version"], w["tags"]) for w in bare] == [("ok", None, [])]

@@ -3,7 +3,7 @@ several servers; :mod:`.postgres`, imported on demand) and in-memory implementat
 
 import os
 
-from ._process import HEARTBEAT_S, LEASE_TTL_S
+from ._process import HEARTBEAT_S, LEASE_ENV, LEASE_TTL_S, heartbeat_every
 from .base import JournalRow, RunRecord, RunStore, StoreError
 from .memory import MemoryStore
 from .sqlite import SqliteStore, default_home
@@ -40,6 +40,7 @@ def open_store(url: str | None = None) -> RunStore:
 __all__ = [
     "DATABASE_URL_ENV",
     "HEARTBEAT_S",
+    "LEASE_ENV",
     "LEASE_TTL_S",
     "JournalRow",
     "MemoryStore",
@@ -49,5 +50,6 @@ __all__ = [
     "StoreError",
     "database_url",
     "default_home",
+    "heartbeat_every",
     "open_store",
 ]

@@ -11,8 +11,8 @@ It keeps the :class:`~workflow_mcp.store.base.RunStore` contract of the SQLite s
 - **one executor per run**: ``create_run`` claims the run (and the run it resumes) for this store's
   owner in ``run_claims``; its ``owners`` row carries a lease renewed by :meth:`heartbeat`, judged by
   the database's clock. An owner on this host is alive while its process is (pid and start time, as
-  for SQLite); an owner on another host while its lease is younger than
-  :data:`~workflow_mcp.store.LEASE_TTL_S`. Once it is gone, :meth:`recover` (any server) records its
+  for SQLite); an owner on another host while its lease is younger than the lease its row records
+  (:data:`~workflow_mcp.store.LEASE_TTL_S`, or its ``$WORKFLOW_MCP_LEASE_S``). Once it is gone, :meth:`recover` (any server) records its
   runs ``interrupted`` and drops its claims, so another server can resume them;
 - claims and recovery are decided under one advisory lock, a run's events under a per-run lock, so
   two servers never interleave a run's sequence; idempotency keys are unique per owner across every
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import threading
 import time
@@ -41,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
 from ..events import Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
-from ._process import ProcessIdentity, owner_alive, this_process
+from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 from .sqlite import event_from_cells, record_from_row
 
@@ -184,6 +183,7 @@ class _Owner:
     owner_id: str
     identity: ProcessIdentity
     heartbeat_at: float
+    lease_s: float
 
 
 @dataclass(frozen=True)
@@ -225,12 +225,18 @@ class PostgresStore:
     """The shared durable store over one PostgreSQL database (see the module docstring). Thread-safe
     for one process (one connection behind a lock).
 
+    ``lease_s`` (seconds; ``$WORKFLOW_MCP_LEASE_S``, default :data:`~workflow_mcp.store.LEASE_TTL_S`)
+    is the lease this store's owner row records: how long a server on another host waits, unrenewed,
+    before judging it gone (each owner is judged by the lease it recorded, never the judge's).
+
     Raises:
         StoreError: ``psycopg`` is not installed (the message names the extra), the server cannot be
-            reached or refuses the login, or the database's schema is newer than this release's.
+            reached or refuses the login, the database's schema is newer than this release's, or
+            ``$WORKFLOW_MCP_LEASE_S`` is not a lease.
     """
 
     def __init__(self, url: str) -> None:
+        self.lease_s = lease_s()
         try:
             import psycopg  # noqa: F401 - checked here, used by every method
         except ImportError as exc:
@@ -394,17 +400,20 @@ class PostgresStore:
     def _register(self, conn: psycopg.Connection[Any]) -> None:
         me = this_process()
         conn.execute(
-            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at) "
-            "VALUES (%s,%s,%s,%s,%s, EXTRACT(EPOCH FROM clock_timestamp())) "
+            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at, lease_s) "
+            "VALUES (%s,%s,%s,%s,%s, EXTRACT(EPOCH FROM clock_timestamp()), %s) "
             "ON CONFLICT (owner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
-            (self._owner_id, me.pid, me.host, me.process, utc_now()),
+            (self._owner_id, me.pid, me.host, me.process, utc_now(), self.lease_s),
         )
         self._closer.registered = True
 
     def _owners(self, conn: psycopg.Connection[Any]) -> list[_Owner]:
-        rows = conn.execute("SELECT owner_id, pid, host, process, heartbeat_at FROM owners").fetchall()
+        rows = conn.execute(
+            "SELECT owner_id, pid, host, process, heartbeat_at, lease_s FROM owners"
+        ).fetchall()
         return [
-            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4])) for r in rows
+            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4]), float(r[5]))
+            for r in rows
         ]
 
     def _alive(self, owner: _Owner, now: float) -> bool:
@@ -413,17 +422,19 @@ class PostgresStore:
         me = this_process()
         if owner.identity.pid == me.pid and owner.identity.host == me.host:
             return owner.owner_id in _OPEN_OWNERS
-        return owner_alive(owner.identity, owner.heartbeat_at, now)
+        return owner_alive(owner.identity, owner.heartbeat_at, now, owner.lease_s)
 
     def _held(self, conn: psycopg.Connection[Any], run_id: str) -> RunClaimedError | None:
         row = conn.execute(
-            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at "
+            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at, o.lease_s "
             "FROM run_claims c LEFT JOIN owners o ON o.owner_id = c.owner_id WHERE c.run_id = %s",
             (run_id,),
         ).fetchone()
         if row is None or row[2] is None:
             return None
-        owner = _Owner(str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]))
+        owner = _Owner(
+            str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]), float(row[7])
+        )
         if not self._alive(owner, self._now(conn)):
             return None
         return RunClaimedError(
@@ -649,27 +660,29 @@ class PostgresStore:
         gone = {oid for oid, o in owners.items() if not self._alive(o, now)}
         me = this_process()
         orphans = []
+        # Only claimed runs can be orphans: every run here was created with its claim (migration 3 came
+        # with the first release of this store), and a claim goes only with its run's end or with its
+        # recovery. So a pass reads the claims (the runs in flight), never every run ever stored.
         rows = conn.execute(
-            f"SELECT {_R_COLUMNS}, c.owner_id, c.holder_run FROM runs r LEFT JOIN run_claims c "
-            f"ON c.run_id = r.run_id WHERE {_UNFINISHED}"
+            f"SELECT {_R_COLUMNS}, c.owner_id, c.holder_run FROM run_claims c JOIN runs r "
+            f"ON r.run_id = c.run_id WHERE {_UNFINISHED}"
         ).fetchall()
         for row in rows:
             record, owner_id, holder = _record(row), row[_WIDTH], row[_WIDTH + 1]
             if record.run_id in active:
                 continue
-            if owner_id is None:
-                if record.owner_host != me.host or record.owner_pid is None:
-                    continue
-                if record.owner_pid != me.pid and _pid_exists(record.owner_pid):
-                    continue
-                reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
-            elif owner_id == self._owner_id and holder != record.run_id:
+            if owner_id == self._owner_id and holder != record.run_id:
                 reason = f"the process that owned the run (pid {record.owner_pid}) is gone"
             elif owner_id == self._owner_id:
                 reason = "the run stopped in this process without recording its end (its last events were not stored)"
             elif owner_id in gone:
                 o = owners[owner_id]
                 reason = f"the process that owned the run (pid {o.identity.pid} on {o.identity.host}) is gone"
+                if o.identity.host != me.host:
+                    reason += (
+                        f": its lease was last renewed {now - o.heartbeat_at:.1f} s ago "
+                        f"(lease {o.lease_s:g} s)"
+                    )
             elif owner_id not in owners:
                 reason = (
                     f"the process that owned the run (pid {record.owner_pid}) ended without recording its end"
@@ -812,13 +825,3 @@ def _insert_run(conn: psycopg.Connection[Any], record: RunRecord) -> None:
             record.owner_host,
         ),
     )
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -45,7 +45,7 @@ from ..events import EVENT_TYPES, Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from . import _files
 from ._faults import is_corruption, translate
-from ._process import ProcessIdentity, owner_alive, this_process
+from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
 
 __all__ = [
@@ -292,6 +292,7 @@ class _Owner:
     owner_id: str
     identity: ProcessIdentity
     heartbeat_at: float
+    lease_s: float
 
 
 @dataclass(frozen=True)
@@ -333,6 +334,9 @@ class SqliteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        #: The lease this store's owner row records (seconds): how long others that cannot check its
+        #: process identity wait, unrenewed, before judging it gone.
+        self.lease_s = lease_s()
         self.path = Path(path) if path is not None else default_home() / "state.db"
         self._lock = threading.RLock()
         self._owner_id = secrets.token_hex(8)
@@ -536,17 +540,20 @@ class SqliteStore:
     def _register(self, db: sqlite3.Connection, now: float) -> None:
         me = this_process()
         db.execute(
-            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at) VALUES (?,?,?,?,?,?) "
-            "ON CONFLICT(owner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
-            (self._owner_id, me.pid, me.host, me.process, utc_now(), now),
+            "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at, lease_s) "
+            "VALUES (?,?,?,?,?,?,?) ON CONFLICT(owner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+            (self._owner_id, me.pid, me.host, me.process, utc_now(), now, self.lease_s),
         )
         if self._closer is not None:
             self._closer.registered = True
 
     def _owners(self) -> list[_Owner]:
-        rows = self._db.execute("SELECT owner_id, pid, host, process, heartbeat_at FROM owners").fetchall()
+        rows = self._db.execute(
+            "SELECT owner_id, pid, host, process, heartbeat_at, lease_s FROM owners"
+        ).fetchall()
         return [
-            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4])) for r in rows
+            _Owner(str(r[0]), ProcessIdentity(int(r[1]), str(r[2]), str(r[3])), float(r[4]), float(r[5]))
+            for r in rows
         ]
 
     def _alive(self, owner: _Owner) -> bool:
@@ -554,18 +561,20 @@ class SqliteStore:
             return True
         if owner.identity.pid == os.getpid() and owner.identity.host == this_process().host:
             return owner.owner_id in _OPEN_OWNERS
-        return owner_alive(owner.identity, owner.heartbeat_at, time.time())
+        return owner_alive(owner.identity, owner.heartbeat_at, time.time(), owner.lease_s)
 
     def _held(self, db: sqlite3.Connection, run_id: str) -> RunClaimedError | None:
         """The refusal to give when a live owner holds ``run_id``'s claim, else ``None``."""
         row = db.execute(
-            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at "
+            "SELECT c.holder_run, c.claimed_at, o.owner_id, o.pid, o.host, o.process, o.heartbeat_at, o.lease_s "
             "FROM run_claims c LEFT JOIN owners o ON o.owner_id = c.owner_id WHERE c.run_id = ?",
             (run_id,),
         ).fetchone()
         if row is None or row[2] is None:
             return None  # unclaimed, or its owner closed its store
-        owner = _Owner(str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]))
+        owner = _Owner(
+            str(row[2]), ProcessIdentity(int(row[3]), str(row[4]), str(row[5])), float(row[6]), float(row[7])
+        )
         if not self._alive(owner):
             return None
         return RunClaimedError(

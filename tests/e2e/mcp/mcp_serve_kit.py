@@ -109,11 +109,14 @@ async def http_server(
     tokens: str | None = f"{ALICE},{BOB}",
     args: tuple[str, ...] = (),
     max_open_files: int | None = None,
+    env: dict[str, str] | None = None,
+    wrap: tuple[str, ...] = (),
 ) -> AsyncIterator[HttpServer]:
     """``workflow-mcp serve --http [args…]`` on a free loopback port; yields once it accepts connections.
-    ``max_open_files`` sets the server process's RLIMIT_NOFILE (soft and hard)."""
+    ``max_open_files`` sets the server process's RLIMIT_NOFILE (soft and hard); ``env`` adds variables;
+    ``wrap`` is a command the server runs under (e.g. ``bwrap … --``), whose process ``proc`` is."""
     port = free_port()
-    env = site.env(**({"WORKFLOW_MCP_TOKEN": tokens} if tokens else {}))
+    env = site.env(**({"WORKFLOW_MCP_TOKEN": tokens} if tokens else {}), **(env or {}))
 
     def limit_files() -> None:
         import resource
@@ -122,6 +125,7 @@ async def http_server(
         resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
 
     proc = await asyncio.create_subprocess_exec(
+        *wrap,
         CLI,
         "serve",
         "--http",

@@ -201,7 +201,8 @@ def test_an_owner_on_another_host_keeps_its_claim_while_its_lease_is_fresh(tmp_p
     raw = sqlite3.connect(db)
     raw.execute("UPDATE run_claims SET owner_id = 'stale' WHERE run_id = 'run_b'")
     raw.execute(
-        "INSERT INTO owners VALUES ('stale', 4343, 'another-host', '', '2026-11-30T10:00:00.000Z', ?)",
+        "INSERT INTO owners (owner_id, pid, host, process, opened_at, heartbeat_at) "
+        "VALUES ('stale', 4343, 'another-host', '', '2026-11-30T10:00:00.000Z', ?)",
         (time.time() - LEASE_TTL_S - 1,),
     )
     raw.commit()
@@ -332,5 +333,19 @@ def test_a_database_of_the_previous_release_upgrades_and_recovers_only_runs_whos
         store.create_run(record("run_next", resumed_from="run_dead"))  # resumable, and now claimed
         with pytest.raises(RunClaimedError, match="as run run_next"):
             store.create_run(record("run_other", resumed_from="run_dead"))
+    finally:
+        store.close()
+
+
+def test_an_owner_row_records_the_lease_of_its_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKFLOW_MCP_LEASE_S", "2.5")
+    store = SqliteStore(tmp_path / "state.db")
+    try:
+        store.create_run(record("run_a"))
+        raw = sqlite3.connect(tmp_path / "state.db")
+        try:
+            assert raw.execute("SELECT lease_s FROM owners").fetchall() == [(2.5,)]
+        finally:
+            raw.close()
     finally:
         store.close()

@@ -1,5 +1,6 @@
 """The library-store contract (``store.base.LibraryStore``), run against every implementation: the
-SQLite tables of migration 4 and the in-memory twin. A PostgreSQL store joins the parametrization."""
+SQLite tables of migration 4, the PostgreSQL ones (a fresh schema of the session's real server) and the
+in-memory twin. Across stores on one PostgreSQL database — several servers — the same rules hold."""
 
 from __future__ import annotations
 
@@ -11,21 +12,48 @@ from pathlib import Path
 import pytest
 
 from workflow_mcp.store.base import DeleteConfirmation, LibraryDraft, LibraryStore, LibraryVersion
-from workflow_mcp.store.library import MemoryLibraryStore, SqliteLibraryStore, library_store_for
+from workflow_mcp.store.library import (
+    MemoryLibraryStore,
+    PostgresLibraryStore,
+    SqliteLibraryStore,
+    library_store_for,
+)
 from workflow_mcp.store.memory import MemoryStore
 from workflow_mcp.store.sqlite import SqliteStore
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 def library_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LibraryStore]:
     if request.param == "memory":
         yield MemoryLibraryStore()
+        return
+    if request.param == "postgres":
+        from workflow_mcp.store.postgres import PostgresStore
+
+        pg = PostgresStore(request.getfixturevalue("postgres_url"))
+        try:
+            yield PostgresLibraryStore(pg)
+        finally:
+            pg.close()
         return
     store = SqliteStore(tmp_path / "state.db")
     try:
         yield SqliteLibraryStore(store)
     finally:
         store.close()
+
+
+@pytest.fixture
+def two_servers(postgres_url: str) -> Iterator[tuple[LibraryStore, LibraryStore]]:
+    """The library stores of two PostgreSQL stores on one database (two servers' connections)."""
+    from workflow_mcp.store.postgres import PostgresStore
+
+    a, b = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    try:
+        yield library_store_for(a), library_store_for(b)
+    finally:
+        a.close()
+        b.close()
 
 
 def _version(version: str = "1.0.0", **changes: object) -> LibraryVersion:
@@ -152,3 +180,84 @@ def test_the_library_store_beside_a_sqlite_store_shares_its_database(tmp_path: P
     finally:
         again.close()
     assert isinstance(library_store_for(MemoryStore()), MemoryLibraryStore)
+
+
+def test_the_library_store_beside_a_postgres_store_shares_its_database(postgres_url: str) -> None:
+    from workflow_mcp.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url)
+    try:
+        side = library_store_for(store)
+        assert isinstance(side, PostgresLibraryStore)
+        side.add_version(_version())
+        side.put_draft(_draft())
+    finally:
+        store.close()
+    again = PostgresStore(postgres_url)  # a restart: nothing was kept in memory
+    try:
+        assert library_store_for(again).versions() == [_version()]
+        assert library_store_for(again).drafts() == [_draft()]
+    finally:
+        again.close()
+
+
+def test_of_concurrent_adds_of_one_key_on_two_servers_exactly_one_wins(
+    two_servers: tuple[LibraryStore, LibraryStore],
+) -> None:
+    results: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def add(i: int) -> None:
+        barrier.wait(timeout=10)
+        results.append(two_servers[i % 2].add_version(_version(source=f"// {i}")))
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(results) == [False] * 7 + [True]
+    a, b = two_servers
+    assert a.versions() == b.versions() and len(a.versions()) == 1
+
+
+def test_a_confirmation_issued_on_one_server_is_taken_once_across_servers(
+    two_servers: tuple[LibraryStore, LibraryStore],
+) -> None:
+    a, b = two_servers
+    a.add_confirmation(DeleteConfirmation("t1", "/p", "deploy", "h", 123.5, draft_id="draft_1"))
+    taken: list[DeleteConfirmation | None] = []
+    barrier = threading.Barrier(6)
+
+    def take(i: int) -> None:
+        barrier.wait(timeout=10)
+        taken.append((a, b)[i % 2].take_confirmation("t1"))
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(taken) == 6
+    assert [c.draft_id for c in taken if c is not None] == ["draft_1"]
+
+
+def test_concurrent_first_drafts_of_one_name_on_two_servers_leave_one_draft(
+    two_servers: tuple[LibraryStore, LibraryStore],
+) -> None:
+    outcomes: list[tuple[LibraryDraft, bool]] = []
+    barrier = threading.Barrier(6)
+
+    def put(i: int) -> None:
+        barrier.wait(timeout=10)
+        outcomes.append(two_servers[i % 2].put_draft(_draft(draft_id=f"draft_{i}", source=f"// {i}")))
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(new for _, new in outcomes) == [False] * 5 + [True]
+    (kept,) = two_servers[1].drafts()
+    # every writer was told the one id the draft kept
+    assert {d.draft_id for d, _ in outcomes} == {kept.draft_id}

@@ -29,6 +29,9 @@ TABLES = [
     "cancel_requests",
     "events",
     "journal",
+    "library_confirmations",
+    "library_drafts",
+    "library_versions",
     "owners",
     "run_claims",
     "runs",
@@ -60,7 +63,7 @@ def interrupted(rec: RunRecord, sequence: int, reason: str) -> Event:
 def test_a_new_database_is_at_the_newest_migration_with_exactly_the_stores_tables(postgres_url: str) -> None:
     store = PostgresStore(postgres_url)
     try:
-        assert store.schema_version() == migrations()[-1][0] == 3
+        assert store.schema_version() == migrations()[-1][0] == 5
         assert store.tables() == TABLES
     finally:
         store.close()
@@ -93,17 +96,43 @@ def test_servers_opening_a_fresh_database_at_once_migrate_it_once(postgres_url: 
     try:
         assert errors == []
         with psycopg.connect(postgres_url) as conn:
-            assert conn.execute("SELECT count(*), max(version) FROM workflow_mcp_schema").fetchone() == (1, 3)
+            assert conn.execute("SELECT count(*), max(version) FROM workflow_mcp_schema").fetchone() == (
+                1,
+                migrations()[-1][0],
+            )
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_database_at_migration_3_gains_the_library_tables_and_owner_leases_keeping_its_runs(
+    postgres_url: str,
+) -> None:
+    store = PostgresStore(postgres_url)
+    store.create_run(record("run_1"))
+    store.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # as migration 3 left it
+        for table in ("library_confirmations", "library_drafts", "library_versions"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("ALTER TABLE owners DROP COLUMN lease_s")
+        conn.execute("UPDATE workflow_mcp_schema SET version = 3")
+    again = PostgresStore(postgres_url)
+    try:
+        assert again.schema_version() == migrations()[-1][0] == 5
+        assert again.tables() == TABLES
+        assert [r.run_id for r in again.list_runs()] == ["run_1"]
+    finally:
+        again.close()
 
 
 def test_a_database_from_a_newer_release_is_refused_naming_both_versions(postgres_url: str) -> None:
     PostgresStore(postgres_url).close()
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("UPDATE workflow_mcp_schema SET version = 99")
-    with pytest.raises(StoreError, match="schema version 99, newer than this release understands \\(3\\)"):
+    newest = migrations()[-1][0]
+    with pytest.raises(
+        StoreError, match=f"schema version 99, newer than this release understands \\({newest}\\)"
+    ):
         PostgresStore(postgres_url)
     with psycopg.connect(postgres_url) as conn:  # refused, never modified
         assert conn.execute("SELECT version FROM workflow_mcp_schema").fetchone() == (99,)
@@ -250,9 +279,11 @@ def test_an_owner_on_another_host_keeps_its_claim_until_its_lease_expires(postgr
                 conn.execute("UPDATE owners SET heartbeat_at = heartbeat_at - %s", (LEASE_TTL_S + 1,))
                 assert other.recover(set(), interrupted) == ["run_1"]
                 events = other.events("run_1")
-                assert events[-1].payload["reason"] == (
-                    "the process that owned the run (pid 4242 on another-host) is gone"
-                )
+                said = events[-1].payload["reason"]
+                head = "the process that owned the run (pid 4242 on another-host) is gone: its lease was last renewed "
+                tail = f" s ago (lease {LEASE_TTL_S:g} s)"
+                assert said.startswith(head) and said.endswith(tail), said
+                assert float(said[len(head) : -len(tail)]) >= LEASE_TTL_S + 1
                 other.create_run(record("run_2", resumed_from="run_1"))
             finally:
                 other.close()
@@ -418,3 +449,29 @@ def test_a_server_older_than_postgresql_15_is_refused_naming_both_versions() -> 
         "the PostgreSQL server postgresql://db:5432/runs runs version 14; workflow-mcp needs PostgreSQL 15 or later"
     )
     assert version_problem(150004, "x") is None and version_problem(170000, "x") is None
+
+
+def test_an_owner_is_judged_by_the_lease_it_recorded_not_by_the_judge_s(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_MCP_LEASE_S", "100")
+    owner = PostgresStore(postgres_url)
+    monkeypatch.delenv("WORKFLOW_MCP_LEASE_S")
+    judge = PostgresStore(postgres_url)  # the default lease, 30 s
+    try:
+        owner.create_run(record("run_1"))
+        owner.append(ev("run_1", 1, "run.started"))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            assert conn.execute("SELECT lease_s FROM owners").fetchone() == (100.0,)
+            conn.execute(
+                "UPDATE owners SET host = 'another-host', heartbeat_at = EXTRACT(EPOCH FROM clock_timestamp()) - 40"
+            )
+            assert judge.recover(set(), interrupted) == []  # 40 s unrenewed, within its 100 s lease
+            with pytest.raises(RunClaimedError, match="another-host"):
+                judge.create_run(record("run_2", resumed_from="run_1"))
+            conn.execute("UPDATE owners SET heartbeat_at = heartbeat_at - 61")
+        assert judge.recover(set(), interrupted) == ["run_1"]
+        assert judge.events("run_1")[-1].payload["reason"].endswith("(lease 100 s)")
+    finally:
+        owner.close()
+        judge.close()

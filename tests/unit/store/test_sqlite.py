@@ -22,7 +22,8 @@ MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "workflow_mcp" / "sto
 
 def expected_schema() -> list[tuple[str, str]]:
     """``(name, sql)`` of every table and index the numbered migration files create, in the order
-    ``SqliteStore.schema()`` uses (indexes, then tables, each by name)."""
+    ``SqliteStore.schema()`` uses (indexes, then tables, each by name). ``ALTER TABLE t ADD COLUMN c``
+    is applied as SQLite records it: ``, c`` inserted before the parenthesis closing ``t``'s columns."""
     created: dict[str, tuple[str, str]] = {}
     files = sorted(MIGRATIONS.glob("[0-9][0-9][0-9][0-9]_*.sql"))
     assert files, f"no migrations in {MIGRATIONS}"
@@ -31,8 +32,16 @@ def expected_schema() -> list[tuple[str, str]]:
         for statement in (s.strip() for s in text.split(";")):
             if not statement:
                 continue
+            added = re.match(r"ALTER TABLE (\w+) ADD COLUMN (.+)", statement, re.DOTALL)
+            if added is not None:
+                kind, sql = created[added.group(1)]
+                close = sql.rindex(")")
+                created[added.group(1)] = (kind, f"{sql[:close]}, {added.group(2)}{sql[close:]}")
+                continue
             m = re.match(r"CREATE (?:UNIQUE )?(TABLE|INDEX) (\w+)", statement)
-            assert m, f"{path.name}: this test only understands CREATE TABLE/INDEX: {statement[:60]}"
+            assert m, (
+                f"{path.name}: this test only understands CREATE TABLE/INDEX, ADD COLUMN: {statement[:60]}"
+            )
             created[m.group(2)] = ("index" if m.group(1) == "INDEX" else "table", statement)
     return [(name, sql) for name, (_, sql) in sorted(created.items(), key=lambda kv: (kv[1][0], kv[0]))]
 
