@@ -1334,10 +1334,13 @@ class WorkflowService:
         return self.store.damaged_events(run_id)
 
     def _damage_notes(self, run_id: str, records: list[JournalRecord]) -> list[str]:
-        """What a resume of ``run_id`` must say about its damaged events: for each, which call will run
-        again (its result is in no intact journal entry) or is still replayed (the journal holds it)."""
+        """What a resume of ``run_id`` must say about its damaged events and journal entries: for each
+        damaged journal entry, that its call will run again (the journal read leaves it out); for each
+        damaged event, which call will run again (its result is in no intact journal entry) or is still
+        replayed (the journal holds it)."""
         damaged = self.store.damaged_events(run_id)
-        if not damaged:
+        entries = self.store.journal_damage(run_id)
+        if not damaged and not entries:
             return []
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
         labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
@@ -1345,6 +1348,14 @@ class WorkflowService:
             if event.type == "agent.queued" and event.agent_id and not labels.get(event.agent_id):
                 labels[event.agent_id] = str(event.payload.get("label") or "")
         notes = []
+        for entry in entries:  # left out of the journal, so its call cannot be replayed from it
+            if entry.agent_id is None:
+                notes.append(f"{entry.message}: the call it recorded will run again")
+                continue
+            call = f"call {entry.agent_id}" + (
+                f" ({labels[entry.agent_id]})" if labels.get(entry.agent_id) else ""
+            )
+            notes.append(f"{call} will run again: {entry.message}, so its result is not replayed")
         for event in damaged:
             damage = _damage_of(event) or {}
             columns = ", ".join(str(c) for c in damage.get("columns") or ())

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from ..errors import RunClaimedError, SequenceConflictError, StoreError
 from ..events import Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL, status_of
-from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
+from .base import RELEASING_TYPES, InterruptedEvent, JournalDamage, JournalRow, RunRecord, journal_row_for
 
 __all__ = ["MemoryStore"]
 
@@ -184,6 +184,10 @@ class MemoryStore:
 
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)
+
+    def journal_damage(self, run_id: str) -> list[JournalDamage]:
+        """Always ``[]``: entries held as values cannot be damaged."""
+        return []
 
     def request_cancel(self, run_id: str, reason: str) -> None:
         self._cancels.setdefault(run_id, reason)

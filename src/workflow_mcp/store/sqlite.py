@@ -46,7 +46,16 @@ from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from . import _files
 from ._faults import is_corruption, translate
 from ._process import ProcessIdentity, owner_alive, this_process
-from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
+from .base import (
+    JOURNAL_COLUMNS,
+    RELEASING_TYPES,
+    InterruptedEvent,
+    JournalDamage,
+    JournalRow,
+    RunRecord,
+    journal_row_for,
+    journal_row_from_cells,
+)
 
 __all__ = [
     "EVENT_READ",
@@ -236,6 +245,27 @@ def event_from_cells(run_id: str, row: tuple[Any, ...] | sqlite3.Row) -> tuple[E
         agent_id=agent_id if "agent_id" not in damaged else None,
     )
     return stand_in, tuple(columns)
+
+
+_JOURNAL_INTEGERS = frozenset({"ordinal", "side_effects"})
+_JOURNAL_READ = ", ".join(f"CAST({c} AS BLOB), typeof({c})" for c in JOURNAL_COLUMNS)
+
+
+def _journal_cell(column: str, raw: Any, kind: str, damaged: list[str]) -> Any:
+    """The value of one ``journal`` cell (``str``, ``int`` or ``None``); ``damaged`` names the column
+    when it is not of its column's type (:func:`~workflow_mcp.store.base.journal_row_from_cells` checks
+    the values)."""
+    if kind == "null":
+        return None
+    wanted = "integer" if column in _JOURNAL_INTEGERS else "text"
+    try:
+        text = bytes(raw).decode("utf-8")
+        if kind == wanted:
+            return int(text) if wanted == "integer" else text
+    except (UnicodeDecodeError, ValueError):
+        pass
+    damaged.append(column)
+    return None
 
 
 def _is_decoding(exc: sqlite3.Error) -> bool:
@@ -712,10 +742,22 @@ class SqliteStore:
         if agent_id in per_run:
             return per_run[agent_id]
         if not per_run:
-            for aid, ordinal in db.execute(
-                "SELECT agent_id, ordinal FROM journal WHERE run_id = ?", (event.run_id,)
+            # Read as bytes: a damaged entry (an agent id that is not UTF-8, an ordinal that is not a
+            # number) still holds its place, and never stops the run's next event from being stored.
+            # A BLOB id never equals a text one in SQLite, so it gets a key no agent id can be.
+            for i, (aid, kind, ordinal) in enumerate(
+                db.execute(
+                    "SELECT CAST(agent_id AS BLOB), typeof(agent_id), CAST(ordinal AS BLOB) FROM journal "
+                    "WHERE run_id = ?",
+                    (event.run_id,),
+                )
             ):
-                per_run[str(aid)] = int(ordinal)
+                try:
+                    number = int(bytes(ordinal or b"").decode("ascii"))
+                except (UnicodeDecodeError, ValueError):
+                    number = -1
+                text = bytes(aid or b"").decode("utf-8", "replace") if kind == "text" else None
+                per_run[text if text is not None else f"\0damaged {i}"] = number
             if agent_id in per_run:
                 return per_run[agent_id]
         n = len(per_run)
@@ -933,28 +975,30 @@ class SqliteStore:
         return out
 
     def journal(self, run_id: str) -> list[JournalRow]:
+        """The readable journal entries of ``run_id`` by ordinal; one whose cells are damaged is left
+        out (:meth:`journal_damage` names it), so it is not replayed and the others still are."""
+        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalRow)]
+
+    def journal_damage(self, run_id: str) -> list[JournalDamage]:
+        """The journal entries of ``run_id`` that :meth:`journal` leaves out, by ordinal."""
+        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalDamage)]
+
+    def _journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
+        # Cell by cell, as bytes and storage class: a cell that is not UTF-8 text would otherwise make
+        # sqlite3 raise for the whole journal, so one damaged entry would stop every resume of the run.
         rows = self._read(
             f"reading the journal of run {run_id}",
-            "SELECT run_id, agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, "
-            "side_effects, source_run FROM journal WHERE run_id = ? ORDER BY ordinal",
+            f"SELECT {_JOURNAL_READ} FROM journal WHERE run_id = ? ORDER BY ordinal",
             (run_id,),
         )
-        return [
-            JournalRow(
-                run_id=r[0],
-                agent_id=r[1],
-                ordinal=r[2],
-                key=r[3],
-                content_key=r[4],
-                status=r[5],
-                label=r[6],
-                result_json=r[7],
-                tokens=json.loads(r[8] or "{}"),
-                side_effects=bool(r[9]),
-                source_run=r[10],
+        out = []
+        for row in rows:
+            damaged: list[str] = []
+            values = tuple(
+                _journal_cell(c, row[2 * i], row[2 * i + 1], damaged) for i, c in enumerate(JOURNAL_COLUMNS)
             )
-            for r in rows
-        ]
+            out.append(journal_row_from_cells(run_id, values, damaged))
+        return out
 
     # -- cross-process cancellation --------------------------------------------------------
     def request_cancel(self, run_id: str, reason: str) -> None:
