@@ -20,6 +20,7 @@ Failure modes (issue 9), each translated once here (``_faults.translate``):
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -303,14 +304,50 @@ def _sql_list(types: Collection[str]) -> str:
 # events). INDEXED BY keeps SQLite from choosing that walk for the ORDER BY … LIMIT 1.
 _STATUS_EVENTS = _sql_list(STATUS_OF_EVENT)
 _LAST_RUN_EVENT = (
-    f"SELECT type FROM events INDEXED BY events_type WHERE run_id = ? AND type IN {_STATUS_EVENTS} "
+    f"SELECT sequence, type FROM events INDEXED BY events_type WHERE run_id = ? AND type IN {_STATUS_EVENTS} "
     "ORDER BY sequence DESC LIMIT 1"
 )
 _NEWEST_RUN_EVENT = (
     f"(SELECT type FROM events e INDEXED BY events_type WHERE e.run_id = r.run_id AND e.type IN {_STATUS_EVENTS} "
     "ORDER BY e.sequence DESC LIMIT 1)"
 )
+
+
+def _odd_type(run: str) -> str:
+    """Rows of the run ``run`` (a SQL expression) whose ``type`` cell is no event type: a damaged cell
+    (bytes that are not UTF-8, a BLOB, a number). The body beside it may still be a status event, which
+    the status lookup above cannot see. One index range per gap between the known type names (a number
+    sorts before every text, a BLOB after), so a sound log costs one seek per gap, not a scan."""
+    known = sorted(EVENT_TYPES)
+    assert _sql_list(known)  # plain names, safe to inline
+    ranges = [f"type < '{known[0]}'"]
+    ranges += [f"type > '{a}' AND type < '{b}'" for a, b in itertools.pairwise(known)]
+    ranges.append(f"type > '{known[-1]}'")
+    return "(" + " OR ".join(f"({run} AND {r})" for r in ranges) + ")"
+
+
+_ODD_ROWS = f"SELECT {EVENT_READ} FROM events WHERE {_odd_type('run_id = ?1')} ORDER BY sequence DESC"
+# Unfinished by the status lookup; each such run is then checked in Python against what every read of
+# its log shows (_newest_status), so a finished run whose terminal event has a damaged type cell is not
+# taken for a running one. The other way round needs no check: no status event ever follows a terminal
+# one in a run's log (a resume is a new run), so a terminal event the index finds is the run's last.
 _UNFINISHED = f"COALESCE({_NEWEST_RUN_EVENT}, 'run.queued') NOT IN {_sql_list(TERMINAL_EVENTS)}"
+
+
+def _newest_status(db: sqlite3.Connection, run_id: str) -> str | None:
+    """The type of ``run_id``'s newest :data:`~workflow_mcp.state.STATUS_OF_EVENT` event as every read
+    of its log shows it (:func:`event_from_cells`): the indexed lookup, unless a row after it has a
+    damaged ``type`` cell beside a body that is a newer status event."""
+    row = db.execute(_LAST_RUN_EVENT, (run_id,)).fetchone()
+    found, newest = (int(row[0]), str(row[1])) if row else (0, None)
+    for cells in db.execute(_ODD_ROWS, (run_id,)):
+        if int(cells[0]) <= found:
+            break
+        event, _ = event_from_cells(run_id, cells)
+        if event.type in STATUS_OF_EVENT:
+            return event.type
+    return newest
+
 
 # The owners open in this process, by owner id: an owner row with this process's pid is alive exactly
 # when its store is still open here (several stores, e.g. in tests, may share one process).
@@ -877,13 +914,20 @@ class SqliteStore:
     def last_run_event(self, run_id: str) -> str | None:
         """Type of the newest event of :data:`~workflow_mcp.state.STATUS_OF_EVENT` (what the run's status
         is; ``None`` before its first). An index lookup, whatever the size of the run's log."""
-        rows = self._read(f"reading run {run_id}", _LAST_RUN_EVENT, (run_id,))
-        return str(rows[0][0]) if rows else None
+        with self._lock, self._guard(f"reading run {run_id}"):
+            return _newest_status(self._db, run_id)
 
     def unfinished_runs(self) -> list[RunRecord]:
         """Runs whose newest ``run.*`` event says they are still going (queued or running)."""
-        rows = self._read("listing unfinished runs", f"SELECT {RUN_READ} FROM runs r WHERE {_UNFINISHED}")
-        return [record_from_row(r) for r in rows]
+        with self._lock, self._guard("listing unfinished runs"):
+            rows = self._db.execute(f"SELECT {RUN_READ} FROM runs r WHERE {_UNFINISHED}").fetchall()
+            records = [record_from_row(r) for r in rows]
+            return [r for r in records if self._unfinished(r.run_id)]
+
+    def _unfinished(self, run_id: str) -> bool:
+        """Whether ``run_id``'s status, as every read of its log shows it, is not terminal (inside the
+        caller's lock)."""
+        return _newest_status(self._db, run_id) not in TERMINAL_EVENTS
 
     # -- recovery --------------------------------------------------------------------------
     def _orphans(self, active: Collection[str]) -> tuple[list[_Orphan], list[str]]:
@@ -898,7 +942,7 @@ class SqliteStore:
         ).fetchall()
         for row in rows:
             record, owner_id, holder = record_from_row(row), row[RUN_READ_WIDTH], row[RUN_READ_WIDTH + 1]
-            if record.run_id in active:
+            if record.run_id in active or not self._unfinished(record.run_id):
                 continue
             if owner_id is None:
                 # Runs from before claims existed: the recorded pid decides, on this host only.
