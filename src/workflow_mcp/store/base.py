@@ -12,11 +12,11 @@ stores the run's terminal event releases both; ``recover`` ends the runs whose o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import StoreError
+from ..errors import EventBatchError, StoreError
 from ..events import Event
 from ..state import TERMINAL_EVENTS
 
@@ -33,6 +33,7 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "StoreError",
+    "check_batch",
     "journal_row_for",
     "journal_row_from_cells",
 ]
@@ -219,6 +220,25 @@ def journal_row_from_cells(
     )
 
 
+def check_batch(events: Sequence[Event]) -> None:
+    """Refuse a batch of events that breaks its own order: within it, each event of a run has the
+    sequence one more than the run's event before it (DESIGN: "sequence (monotonic per run)"; a batch
+    is one writer's consecutive events, so a gap, a repeat or a step back in it is a writer's bug that
+    must not reach the log). Where the batch starts is the store's check: after the run's newest
+    stored event (:class:`~workflow_mcp.errors.SequenceConflictError`), and possibly after a hole,
+    which is what a refused batch leaves (its sequences are never reused).
+
+    Raises:
+        EventBatchError: names the run, the event's place in the batch and both sequences.
+    """
+    last: dict[str, int] = {}
+    for index, event in enumerate(events):
+        before = last.get(event.run_id)
+        if before is not None and event.sequence != before + 1:
+            raise EventBatchError(event.run_id, index, event.sequence, before)
+        last[event.run_id] = event.sequence
+
+
 def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
     """The journal row an agent event implies (``None`` for other events)."""
     p = event.payload
@@ -287,6 +307,7 @@ class RunStore(Protocol):
         releases the claims its run holds in that same transaction.
 
         Raises:
+            EventBatchError: within the batch, a run's sequences are not consecutive (:func:`check_batch`).
             SequenceConflictError: a sequence is not after the newest stored one of its run.
         """
         ...

@@ -54,6 +54,7 @@ from .base import (
     JournalDamage,
     JournalRow,
     RunRecord,
+    check_batch,
     journal_row_for,
     journal_row_from_cells,
 )
@@ -739,12 +740,15 @@ class SqliteStore:
         """Commit a batch of events in one transaction: all or none.
 
         Raises:
+            EventBatchError: within the batch, a run's sequences are not consecutive (a gap, a
+                duplicate, a step back: :func:`~workflow_mcp.store.base.check_batch`).
             SequenceConflictError: a sequence is not after the newest stored one of its run (checked
                 inside the write transaction, so a second writer can never interleave a run's events).
             StoreError: an event cannot be stored (e.g. a lone surrogate), or the store refuses writes.
         """
         if not events:
             return
+        check_batch(events)
         try:
             with self._transaction(f"storing events of run {events[0].run_id}") as db:
                 self._insert_events(db, events)
