@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from .errors import (
     InvalidInputError,
@@ -1204,6 +1205,38 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     click.echo(f"revoked {digest} for {who}")
 
 
+#: The ``serve`` parameters only a Streamable HTTP server has (binding, Host checks, connection and
+#: session limits, per-client shares): a stdio server has one client on one pipe.
+HTTP_ONLY_OPTIONS = (
+    "host",
+    "port",
+    "allowed_hosts",
+    "max_connections",
+    "max_client_runs",
+    "max_client_connections",
+    "max_sessions",
+    "max_client_sessions",
+    "session_idle_timeout",
+    "header_timeout",
+)
+
+
+def _refuse_http_options(ctx: click.Context) -> None:
+    """Exit 2 naming each HTTP-only option given on the command line of a stdio ``serve``: it would
+    change nothing, and a user who typed it expects it to."""
+    given = [
+        p.opts[0]
+        for p in ctx.command.params
+        if p.name in HTTP_ONLY_OPTIONS and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        options = ", ".join(given)
+        _fail(
+            f"{options} {'is an option' if len(given) == 1 else 'are options'} of the HTTP server and would "
+            f"change nothing on stdio: add --http to serve Streamable HTTP, or drop {options}"
+        )
+
+
 @cli.command()
 @click.option(
     "--http", "use_http", is_flag=True, help="Serve Streamable HTTP (bearer token) instead of stdio."
@@ -1343,6 +1376,8 @@ def serve(
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
     from .server import ServerPolicy, run_server
 
+    if not use_http:
+        _refuse_http_options(click.get_current_context())
     for d in trust_dirs:
         if not os.path.isdir(d):
             _fail(f"--trust {d!r} is not a directory")
