@@ -1074,8 +1074,8 @@ def store_check() -> None:
             click.echo(f"{path}: {line}", err=True)
         more = f" (and {len(cells) - 20} more)" if len(cells) > 20 else ""
         click.echo(
-            f"workflow-mcp: {path}: {len(cells)} damaged run record(s) or event logs{more}; their runs are still "
-            "listed and shown (a damaged event as a stand-in naming its sequence and columns). Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
+            f"workflow-mcp: {path}: {len(cells)} damaged run record(s), event logs or journals{more}; their runs are "
+            "still listed and shown (a damaged event as a stand-in naming its sequence and columns). Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
             "rewrite them (the original is kept in a backup)",
             err=True,
         )

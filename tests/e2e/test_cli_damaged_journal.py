@@ -73,3 +73,36 @@ def test_resuming_a_run_with_a_damaged_journal_entry_runs_that_call_again_and_sa
     assert ("ag_0001", "agent.completed") in by_agent  # ran again
     assert ("ag_0002", "agent.cached") in by_agent and ("ag_0002", "agent.completed") not in by_agent
     assert log[-1]["type"] == "run.completed" and log[-1]["payload"]["result"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(("column", "sql_value"), DAMAGE, ids=[f"{c}-{v}" for c, v in DAMAGE])
+def test_a_damaged_journal_entry_is_checked_then_rebuilt_from_the_runs_events(
+    tmp_path: Path, column: str, sql_value: str
+) -> None:
+    (tmp_path / "steps.js").write_text(WF)
+    assert cli("run", "steps.js", "--provider", "fake", "--events", "none", cwd=tmp_path).returncode == 0
+    ((run_id,),) = sql(tmp_path, "SELECT run_id FROM runs")
+    intact = sql(tmp_path, "SELECT * FROM journal ORDER BY ordinal")
+    sql(tmp_path, f"UPDATE journal SET {column} = {sql_value} WHERE agent_id = 'ag_0001'")
+
+    checked = cli("store", "check", cwd=tmp_path)
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr
+    entry = "(unreadable agent id) (ordinal 0" if column == "agent_id" else "ag_0001 (ordinal 0"
+    assert f"run {run_id}: damaged journal entries: {entry}: {column})" in checked.stderr, checked.stderr
+
+    repaired = cli("store", "repair", cwd=tmp_path)
+    assert repaired.returncode == 0, repaired.stderr
+    assert f"run {run_id}: removed 1 damaged journal entry" in repaired.stderr
+    assert "rebuilt from the run's sound events the entries of ag_0001" in repaired.stderr
+    assert cli("store", "check", cwd=tmp_path).returncode == 0
+    assert sql(tmp_path, "SELECT * FROM journal ORDER BY ordinal") == intact  # exactly as first written
+
+    resumed = cli("resume", run_id, "--provider", "fake", "--events", "none", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    ((new,),) = sql(tmp_path, "SELECT run_id FROM runs WHERE resumed_from = ?", run_id)
+    log = [
+        json.loads(line)
+        for line in cli("runs", "events", str(new), "--json", cwd=tmp_path).stdout.splitlines()
+    ]
+    assert not any(e["type"] == "agent.completed" for e in log)  # both calls replayed: nothing ran twice
+    assert log[-1]["type"] == "run.completed" and log[-1]["payload"]["result"] == ["a", "b"]

@@ -61,10 +61,13 @@ from .base import (
 
 __all__ = [
     "EVENT_READ",
+    "JOURNALED_TYPES",
     "RUN_READ",
+    "UPSERT_JOURNAL",
     "SqliteStore",
     "default_home",
     "event_from_cells",
+    "journal_entries",
     "migrations",
     "record_from_row",
 ]
@@ -270,6 +273,26 @@ def _journal_cell(column: str, raw: Any, kind: str, damaged: list[str]) -> Any:
     return None
 
 
+def journal_entries(
+    db: sqlite3.Connection, run_id: str
+) -> list[tuple[JournalRow | JournalDamage, tuple[bytes, str]]]:
+    """Each stored journal entry of ``run_id`` by ordinal, read cell by cell (as bytes and storage class:
+    a cell that is not UTF-8 text would otherwise make sqlite3 raise for the whole journal), with the
+    raw ``agent_id`` cell that names its row (its bytes and storage class, for a statement that must
+    reach a damaged row). Raises what ``db`` raises for damaged pages."""
+    rows = db.execute(
+        f"SELECT {_JOURNAL_READ} FROM journal WHERE run_id = ? ORDER BY ordinal", (run_id,)
+    ).fetchall()
+    out: list[tuple[JournalRow | JournalDamage, tuple[bytes, str]]] = []
+    for row in rows:
+        damaged: list[str] = []
+        values = tuple(
+            _journal_cell(c, row[2 * i], row[2 * i + 1], damaged) for i, c in enumerate(JOURNAL_COLUMNS)
+        )
+        out.append((journal_row_from_cells(run_id, values, damaged), (bytes(row[0] or b""), str(row[1]))))
+    return out
+
+
 def _is_decoding(exc: sqlite3.Error) -> bool:
     # How sqlite3 reports a TEXT cell that is not UTF-8 (CPython's "Could not decode to UTF-8 column").
     return isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc)
@@ -277,10 +300,12 @@ def _is_decoding(exc: sqlite3.Error) -> bool:
 
 # agent.started adds nothing a resume needs (a started call without a result is simply not reusable),
 # so the journal follows queued → completed | cached | failed.
-_JOURNALED = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
+JOURNALED_TYPES = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
+"""The event types that write a call's journal entry."""
+_JOURNALED = JOURNALED_TYPES
 # json.dumps() with keyword arguments builds a new encoder on every call; one encoder serves all.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_UPSERT_JOURNAL = (
+UPSERT_JOURNAL = (
     "INSERT INTO journal (run_id, agent_id, ordinal, key, content_key, status, label, result_json, "
     "tokens_json, side_effects, source_run) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT(run_id, agent_id) DO UPDATE SET status = excluded.status, "
@@ -291,6 +316,8 @@ _UPSERT_JOURNAL = (
     "label = CASE WHEN excluded.label != '' THEN excluded.label ELSE journal.label END, "
     "side_effects = MAX(journal.side_effects, excluded.side_effects)"
 )
+"""Writes one journal entry from the values :func:`~workflow_mcp.store.base.journal_row_for` gives, merging
+it into the call's entry as each later event of the call does."""
 
 
 def _sql_list(types: Collection[str]) -> str:
@@ -772,7 +799,7 @@ class SqliteStore:
             [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events],
         )
         journal = [self._journal_row(db, e) for e in events if e.agent_id and e.type in _JOURNALED]
-        db.executemany(_UPSERT_JOURNAL, [j for j in journal if j is not None])
+        db.executemany(UPSERT_JOURNAL, [j for j in journal if j is not None])
         ended = [(e.run_id,) for e in events if e.type in RELEASING_TYPES]
         if ended:
             db.executemany("DELETE FROM run_claims WHERE holder_run = ?", ended)
@@ -1032,21 +1059,8 @@ class SqliteStore:
         return [r for r in self._journal_entries(run_id) if isinstance(r, JournalDamage)]
 
     def _journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
-        # Cell by cell, as bytes and storage class: a cell that is not UTF-8 text would otherwise make
-        # sqlite3 raise for the whole journal, so one damaged entry would stop every resume of the run.
-        rows = self._read(
-            f"reading the journal of run {run_id}",
-            f"SELECT {_JOURNAL_READ} FROM journal WHERE run_id = ? ORDER BY ordinal",
-            (run_id,),
-        )
-        out = []
-        for row in rows:
-            damaged: list[str] = []
-            values = tuple(
-                _journal_cell(c, row[2 * i], row[2 * i + 1], damaged) for i, c in enumerate(JOURNAL_COLUMNS)
-            )
-            out.append(journal_row_from_cells(run_id, values, damaged))
-        return out
+        with self._lock, self._guard(f"reading the journal of run {run_id}"):
+            return [entry for entry, _ in journal_entries(self._db, run_id)]
 
     # -- cross-process cancellation --------------------------------------------------------
     def request_cancel(self, run_id: str, reason: str) -> None:
