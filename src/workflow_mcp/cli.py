@@ -919,6 +919,7 @@ def runs_show(run_id: str, as_json: bool) -> None:
         state = service.status(run_id).to_json()
         damaged = service.damaged_columns(run_id)
         damaged_events = service.damaged_events(run_id)
+        damaged_journal = service.damaged_journal(run_id)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
     _warn_if_damaged(service)
@@ -927,6 +928,10 @@ def runs_show(run_id: str, as_json: bool) -> None:
     if damaged_events:
         state["damagedEvents"] = [
             {"sequence": e.sequence, "columns": e.payload["damaged"]["columns"]} for e in damaged_events
+        ]
+    if damaged_journal:
+        state["damagedJournal"] = [
+            {"agentId": e.agent_id, "ordinal": e.ordinal, "columns": list(e.columns)} for e in damaged_journal
         ]
     if as_json:
         click.echo(json.dumps(state, ensure_ascii=False, indent=2))
@@ -942,6 +947,14 @@ def runs_show(run_id: str, as_json: bool) -> None:
         click.echo(
             f"  damaged events: {cells} are read as stand-ins recording the damage (invalid bytes as "
             "U+FFFD); `workflow-mcp store repair` rewrites them, keeping the original in its backup"
+        )
+    if damaged_journal:
+        entries = "; ".join(
+            f"{e.agent_id or '(unreadable agent id)'} ({', '.join(e.columns)})" for e in damaged_journal[:20]
+        )
+        click.echo(
+            f"  damaged journal entries: {entries} are not replayed (their calls run again on resume); "
+            "`workflow-mcp store repair` rebuilds them from the run's events"
         )
     for ph in state["phases"]:
         click.echo(f"  phase {ph['title']}: {ph['status']}")

@@ -74,7 +74,7 @@ from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import DATABASE_URL_ENV, HEARTBEAT_S, database_url
-from .store.base import RunRecord, RunStore
+from .store.base import JournalDamage, RunRecord, RunStore
 from .store.library import SqliteLibraryStore, library_store_for
 from .store.sqlite import default_home
 
@@ -1332,6 +1332,17 @@ class WorkflowService:
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
         return self.store.damaged_events(run_id)
+
+    def damaged_journal(self, run_id: str) -> list[JournalDamage]:
+        """The journal entries of ``run_id`` stored damaged, which no resume replays (their calls run
+        again); ``[]``: none.
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        if self.store.get_run(run_id) is None:
+            raise RunNotFoundError(run_id)
+        return self.store.journal_damage(run_id)
 
     def _damage_notes(self, run_id: str, records: list[JournalRecord]) -> list[str]:
         """What a resume of ``run_id`` must say about its damaged events and journal entries: for each

@@ -53,7 +53,15 @@ def test_resuming_a_run_with_a_damaged_journal_entry_runs_that_call_again_and_sa
 
     shown = cli("runs", "show", run_id, "--json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout)["status"] == "completed"
+    state = json.loads(shown.stdout)
+    assert state["status"] == "completed" and state["result"] == ["a", "b"]
+    agent = None if column == "agent_id" else "ag_0001"
+    assert state["damagedJournal"] == [{"agentId": agent, "ordinal": 0, "columns": [column]}]
+    text = cli("runs", "show", run_id, cwd=tmp_path)
+    assert (
+        f"damaged journal entries: {agent or '(unreadable agent id)'} ({column}) are not replayed"
+        in text.stdout
+    )
 
     resumed = cli("resume", run_id, "--provider", "fake", "--events", "none", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
