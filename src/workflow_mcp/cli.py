@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from .errors import (
     InvalidInputError,
@@ -924,6 +925,7 @@ def runs_show(run_id: str, as_json: bool) -> None:
         state = service.status(run_id).to_json()
         damaged = service.damaged_columns(run_id)
         damaged_events = service.damaged_events(run_id)
+        damaged_journal = service.damaged_journal(run_id)
     except WorkflowNotFoundError as exc:
         _fail(str(exc))
     _warn_if_damaged(service)
@@ -932,6 +934,10 @@ def runs_show(run_id: str, as_json: bool) -> None:
     if damaged_events:
         state["damagedEvents"] = [
             {"sequence": e.sequence, "columns": e.payload["damaged"]["columns"]} for e in damaged_events
+        ]
+    if damaged_journal:
+        state["damagedJournal"] = [
+            {"agentId": e.agent_id, "ordinal": e.ordinal, "columns": list(e.columns)} for e in damaged_journal
         ]
     if as_json:
         click.echo(json.dumps(state, ensure_ascii=False, indent=2))
@@ -947,6 +953,14 @@ def runs_show(run_id: str, as_json: bool) -> None:
         click.echo(
             f"  damaged events: {cells} are read as stand-ins recording the damage (invalid bytes as "
             "U+FFFD); `workflow-mcp store repair` rewrites them, keeping the original in its backup"
+        )
+    if damaged_journal:
+        entries = "; ".join(
+            f"{e.agent_id or '(unreadable agent id)'} ({', '.join(e.columns)})" for e in damaged_journal[:20]
+        )
+        click.echo(
+            f"  damaged journal entries: {entries} are not replayed (their calls run again on resume); "
+            "`workflow-mcp store repair` rebuilds them from the run's events"
         )
     for ph in state["phases"]:
         click.echo(f"  phase {ph['title']}: {ph['status']}")
@@ -1130,8 +1144,8 @@ def store_check() -> None:
             click.echo(f"{path}: {line}", err=True)
         more = f" (and {len(cells) - 20} more)" if len(cells) > 20 else ""
         click.echo(
-            f"workflow-mcp: {path}: {len(cells)} damaged run record(s) or event logs{more}; their runs are still "
-            "listed and shown (a damaged event as a stand-in naming its sequence and columns). Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
+            f"workflow-mcp: {path}: {len(cells)} damaged run record(s), event logs or journals{more}; their runs are "
+            "still listed and shown (a damaged event as a stand-in naming its sequence and columns). Stop other workflow-mcp processes, then run `workflow-mcp store repair` to "
             "rewrite them (the original is kept in a backup)",
             err=True,
         )
@@ -1259,6 +1273,38 @@ def approvals_revoke(path: str | None, sha256: str | None, client: str | None) -
     if not _trust().revoke(digest, by=by):
         _fail(f"{digest} is not approved for {who}; nothing to revoke", 1)
     click.echo(f"revoked {digest} for {who}")
+
+
+#: The ``serve`` parameters only a Streamable HTTP server has (binding, Host checks, connection and
+#: session limits, per-client shares): a stdio server has one client on one pipe.
+HTTP_ONLY_OPTIONS = (
+    "host",
+    "port",
+    "allowed_hosts",
+    "max_connections",
+    "max_client_runs",
+    "max_client_connections",
+    "max_sessions",
+    "max_client_sessions",
+    "session_idle_timeout",
+    "header_timeout",
+)
+
+
+def _refuse_http_options(ctx: click.Context) -> None:
+    """Exit 2 naming each HTTP-only option given on the command line of a stdio ``serve``: it would
+    change nothing, and a user who typed it expects it to."""
+    given = [
+        p.opts[0]
+        for p in ctx.command.params
+        if p.name in HTTP_ONLY_OPTIONS and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        options = ", ".join(given)
+        _fail(
+            f"{options} {'is an option' if len(given) == 1 else 'are options'} of the HTTP server and would "
+            f"change nothing on stdio: add --http to serve Streamable HTTP, or drop {options}"
+        )
 
 
 @cli.command()
@@ -1401,6 +1447,8 @@ def serve(
     HTTP at http://HOST:PORT/mcp (token from WORKFLOW_MCP_TOKEN or $WORKFLOW_MCP_HOME/http-token)."""
     from .server import ServerPolicy, run_server
 
+    if not use_http:
+        _refuse_http_options(click.get_current_context())
     for d in trust_dirs:
         if not os.path.isdir(d):
             _fail(f"--trust {d!r} is not a directory")

@@ -25,6 +25,7 @@
     └── StoreError                   the state database refused an operation (unreadable, newer release)
         ├── RunClaimedError          another live process already executes or resumes that run
         ├── SequenceConflictError    an event's sequence is not after the run's last stored one
+        ├── EventBatchError          a batch of events breaks its own order (a gap, a duplicate, a step back)
         ├── StoreReadOnlyError       the database cannot be written (immutable file, read-only mount)
         ├── StoreFullError           the disk is full or the file-size limit was reached
         └── StoreCorruptError        SQLite found damaged pages; nothing more is written
@@ -41,6 +42,7 @@ __all__ = [
     "LIBRARY_REASONS",
     "AgentCallRefusedError",
     "CallNotServableError",
+    "EventBatchError",
     "IdempotencyKeyReusedError",
     "InvalidInputError",
     "LibraryError",
@@ -389,6 +391,32 @@ class SequenceConflictError(StoreError):
         super().__init__(
             f"run {run_id}: event sequence {sequence} is not after {last}; another writer has written to "
             "this run, so this one stops instead of interleaving its events"
+        )
+
+
+class EventBatchError(StoreError):
+    """Raised when a batch of events given to the store breaks its own order: within the batch, each
+    event of a run must have the sequence one more than the run's event before it. ``problem`` is
+    ``"gap"``, ``"duplicate"`` or ``"out of order"``; ``index`` is the event's place in the batch
+    (from 0). Nothing of the batch is stored."""
+
+    def __init__(self, run_id: str, index: int, sequence: int, previous: int) -> None:
+        self.run_id = run_id
+        self.index = index
+        self.sequence = sequence
+        self.previous = previous
+        self.problem = (
+            "gap" if sequence > previous + 1 else "duplicate" if sequence == previous else "out of order"
+        )
+        what = {
+            "gap": f"skips {previous + 1}" + (f" to {sequence - 1}" if sequence > previous + 2 else ""),
+            "duplicate": "repeats it",
+            "out of order": "goes back",
+        }[self.problem]
+        super().__init__(
+            f"run {run_id}: events refused by the store: event {index} of the batch has sequence {sequence} "
+            f"after {previous}, which {what} ({self.problem}); a batch's events of one run must follow one "
+            "another (each sequence one more than the one before it), so nothing of the batch was stored"
         )
 
 

@@ -77,7 +77,7 @@ from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import DATABASE_URL_ENV, HEARTBEAT_S, LEASE_TTL_S, database_url, heartbeat_every
-from .store.base import RunRecord, RunStore
+from .store.base import JournalDamage, RunRecord, RunStore
 from .store.library import MemoryLibraryStore, library_store_for
 from .store.sqlite import default_home
 
@@ -1390,11 +1390,25 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return self.store.damaged_events(run_id)
 
+    def damaged_journal(self, run_id: str) -> list[JournalDamage]:
+        """The journal entries of ``run_id`` stored damaged, which no resume replays (their calls run
+        again); ``[]``: none.
+
+        Raises:
+            RunNotFoundError: unknown run id.
+        """
+        if self.store.get_run(run_id) is None:
+            raise RunNotFoundError(run_id)
+        return self.store.journal_damage(run_id)
+
     def _damage_notes(self, run_id: str, records: list[JournalRecord]) -> list[str]:
-        """What a resume of ``run_id`` must say about its damaged events: for each, which call will run
-        again (its result is in no intact journal entry) or is still replayed (the journal holds it)."""
+        """What a resume of ``run_id`` must say about its damaged events and journal entries: for each
+        damaged journal entry, that its call will run again (the journal read leaves it out); for each
+        damaged event, which call will run again (its result is in no intact journal entry) or is still
+        replayed (the journal holds it)."""
         damaged = self.store.damaged_events(run_id)
-        if not damaged:
+        entries = self.store.journal_damage(run_id)
+        if not damaged and not entries:
             return []
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
         labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
@@ -1402,6 +1416,14 @@ class WorkflowService:
             if event.type == "agent.queued" and event.agent_id and not labels.get(event.agent_id):
                 labels[event.agent_id] = str(event.payload.get("label") or "")
         notes = []
+        for entry in entries:  # left out of the journal, so its call cannot be replayed from it
+            if entry.agent_id is None:
+                notes.append(f"{entry.message}: the call it recorded will run again")
+                continue
+            call = f"call {entry.agent_id}" + (
+                f" ({labels[entry.agent_id]})" if labels.get(entry.agent_id) else ""
+            )
+            notes.append(f"{call} will run again: {entry.message}, so its result is not replayed")
         for event in damaged:
             damage = _damage_of(event) or {}
             columns = ", ".join(str(c) for c in damage.get("columns") or ())

@@ -235,3 +235,20 @@ def test_resuming_a_run_whose_result_event_is_damaged_replays_it_from_the_journa
         in warnings
     )
     assert not any(e["type"] == "agent.completed" for e in log)  # nothing ran twice
+
+
+def test_a_damaged_type_cell_of_a_runs_terminal_event_neither_lists_it_running_nor_interrupts_it(
+    tmp_path: Path,
+) -> None:
+    runs = two_runs(tmp_path)
+    before = events(tmp_path, runs[0])
+    assert before[-1]["type"] == "run.completed"
+    damage(tmp_path, runs[0], before[-1]["sequence"], "type", "X'00FF'")
+
+    listed = cli("runs", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    statuses = dict(line.split("\t")[:2] for line in listed.stdout.splitlines() if line.startswith("run_"))
+    assert statuses == {runs[0]: "completed", runs[1]: "completed"}
+    # Each CLI process above recovered the runs of gone owners: the finished one was left as it was.
+    assert events(tmp_path, runs[0]) == before
+    assert json.loads(cli("runs", "show", runs[0], "--json", cwd=tmp_path).stdout)["status"] == "completed"

@@ -22,6 +22,10 @@ from helpers import PAUSES, LoggedOutAfterFirst
 T = TypeVar("T")
 BOUND_S = 60.0
 CPU_BUDGET_S = 0.1
+# The wait a call on a paused run is given and must not serve: "at once" is any time well under it, so a
+# loaded machine's slow second never reads as waiting (CPU_BUDGET_S guards against a busy wait).
+WAIT_MS = 25_000
+AT_ONCE_S = WAIT_MS / 1000 / 2
 
 PARKED = (
     "export const meta = { name: 'parked', description: 'one call that waits' }\n"
@@ -60,18 +64,18 @@ async def paused_run(service: WorkflowService, cwd: Path) -> RunHandle:
     return handle
 
 
-def test_awaiting_a_paused_run_for_two_seconds_returns_at_once_using_almost_no_cpu(tmp_path: Path) -> None:
+def test_awaiting_a_paused_run_returns_at_once_using_almost_no_cpu(tmp_path: Path) -> None:
     async def go() -> None:
         service = WorkflowService(MemoryStore(), cwd=str(tmp_path))
         handle = await paused_run(service, tmp_path)
-        state, cpu, wall = await cpu_and_wall(lambda: service.await_run(handle.run_id, 2_000))
+        state, cpu, wall = await cpu_and_wall(lambda: service.await_run(handle.run_id, WAIT_MS))
         assert state.status == "paused" and state.paused_reason == "auth_required"
         assert cpu < CPU_BUDGET_S, f"awaiting a paused run burnt {cpu:.2f} s of CPU"
-        assert wall < 1.0, f"awaiting a paused run took {wall:.2f} s"
+        assert wall < AT_ONCE_S, f"awaiting a paused run took {wall:.2f} s of its {WAIT_MS} ms wait"
         events, cpu, wall = await cpu_and_wall(
-            lambda: service.wait_events(handle.run_id, 10_000, None, 2_000)
+            lambda: service.wait_events(handle.run_id, 10_000, None, WAIT_MS)
         )
-        assert events == [] and cpu < CPU_BUDGET_S and wall < 1.0
+        assert events == [] and cpu < CPU_BUDGET_S and wall < AT_ONCE_S
 
     run(go())
 
@@ -83,9 +87,9 @@ def test_awaiting_another_processes_paused_run_returns_at_once_using_almost_no_c
         owner = WorkflowService(SqliteStore(db), cwd=str(tmp_path))
         handle = await paused_run(owner, tmp_path)
         reader = WorkflowService(SqliteStore(db), cwd=str(tmp_path))  # sees the run only in the store
-        state, cpu, wall = await cpu_and_wall(lambda: reader.await_run(handle.run_id, 2_000))
+        state, cpu, wall = await cpu_and_wall(lambda: reader.await_run(handle.run_id, WAIT_MS))
         assert state.status == "paused"
-        assert cpu < CPU_BUDGET_S and wall < 1.0, (cpu, wall)
+        assert cpu < CPU_BUDGET_S and wall < AT_ONCE_S, (cpu, wall)
 
     run(go())
 

@@ -1,4 +1,5 @@
-"""The server's ``subscriptions/listen`` fan-out, scoped by who may see a run (:class:`OwnedBus`).
+"""The server's ``subscriptions/listen`` fan-out, scoped by who may see a run (:class:`OwnedBus`), and
+the handshake-era ``resources/subscribe`` subscriptions (:class:`ResourceSubscribers`).
 
 The SDK's listen handler honours any resource URI a client names and delivers every event the bus
 carries that matches its filter; the bus is what decides who may hear of a run. A listener is tied to
@@ -16,11 +17,13 @@ import logging
 from collections.abc import Callable
 
 import anyio.lowlevel
+from mcp.server.connection import Connection
+from mcp.server.session import ServerSession
 from mcp.server.subscriptions import ServerEvent
 
 from ._policy import Principal
 
-__all__ = ["OwnedBus"]
+__all__ = ["OwnedBus", "ResourceSubscribers", "connection_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,3 +67,71 @@ class OwnedBus:
             self._listeners.pop(token, None)
 
         return unsubscribe
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The client connection a request's ``session`` belongs to. The SDK builds a new
+    :class:`ServerSession` for every request, so only the connection names one client across requests;
+    it keeps the connection on the session, and documents ``connection.exit_stack`` as the place for
+    per-connection cleanup.
+
+    Raises:
+        TypeError: this SDK's session holds no connection (an SDK this server was not built for).
+    """
+    connection = getattr(session, "_connection", None)
+    if not isinstance(connection, Connection):
+        raise TypeError(
+            "this mcp SDK's ServerSession holds no Connection; install the mcp version pyproject.toml names"
+        )
+    return connection
+
+
+class ResourceSubscribers:
+    """Who asked for ``notifications/resources/updated`` on which resource URI (``resources/subscribe``).
+
+    Each subscription belongs to a client connection. It ends on ``resources/unsubscribe``, when
+    sending to it fails, or when its connection closes (a client that left, an idle HTTP session the
+    SDK closed), and a URI with no subscriber left is forgotten: a long-running server holds as many
+    subscriptions as its live clients hold, never the history of every client it served.
+    """
+
+    def __init__(self) -> None:
+        self._by_uri: dict[str, dict[Connection, None]] = {}  # insertion-ordered: updates go out in order
+        self._by_connection: dict[Connection, set[str]] = {}
+
+    def __len__(self) -> int:
+        """How many subscriptions are held (connection and URI pairs)."""
+        return sum(len(uris) for uris in self._by_connection.values())
+
+    @property
+    def uris(self) -> int:
+        """How many URIs have a subscriber."""
+        return len(self._by_uri)
+
+    def add(self, connection: Connection, uri: str) -> None:
+        """Subscribe ``connection`` to ``uri`` (again: no change)."""
+        if connection not in self._by_connection:
+            self._by_connection[connection] = set()
+            connection.exit_stack.callback(self.drop, connection)
+        self._by_connection[connection].add(uri)
+        self._by_uri.setdefault(uri, {})[connection] = None
+
+    def discard(self, connection: Connection, uri: str) -> None:
+        """End ``connection``'s subscription to ``uri`` (none: no change)."""
+        uris = self._by_connection.get(connection)
+        if uris is not None:
+            uris.discard(uri)
+        subscribers = self._by_uri.get(uri)
+        if subscribers is not None:
+            subscribers.pop(connection, None)
+            if not subscribers:
+                del self._by_uri[uri]
+
+    def drop(self, connection: Connection) -> None:
+        """End every subscription of ``connection`` (its client is gone)."""
+        for uri in self._by_connection.pop(connection, set()):
+            self.discard(connection, uri)
+
+    def of(self, uri: str) -> list[Connection]:
+        """The connections subscribed to ``uri``, oldest first."""
+        return list(self._by_uri.get(uri, ()))

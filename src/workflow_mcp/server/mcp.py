@@ -60,7 +60,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.server.session import ServerSession
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -141,7 +140,7 @@ from ._render import (
     snapshot_text,
 )
 from ._stdio import serve_stdio_lines
-from ._subscriptions import OwnedBus
+from ._subscriptions import OwnedBus, ResourceSubscribers, connection_of
 from .viewer import RUN_APP_TOOLS, RUN_APP_URI, run_app
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "SourceApproval", "WorkflowMcpServer", "create_server"]
@@ -267,7 +266,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         self.children = ChildGate(self.scope, self.trust)
         self._big_runs = anyio.CapacityLimiter(BIG_RUN_THREADS)
         self.default_principal = principal
-        self._legacy_subscribers: dict[str, set[ServerSession]] = {}
+        self.resource_subscribers = ResourceSubscribers()
         self._pending_updates: set[tuple[str, str | None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._auto_resume_task: asyncio.Task[None] | None = None  # serve --auto-resume
@@ -2031,11 +2030,11 @@ class WorkflowMcpServer(MCPServer[Any]):
                 continue
             for uri in (f"workflow://runs/{run_id}", f"workflow://runs/{run_id}/events"):
                 await self._bus.publish_owned(ResourceUpdated(uri=uri), owner)
-                for session in list(self._legacy_subscribers.get(uri, ())):
+                for connection in self.resource_subscribers.of(uri):
                     try:
-                        await session.send_resource_updated(uri)
+                        await connection.send_resource_updated(uri)
                     except Exception:  # fan-out boundary: a gone client must not stop the others
-                        self._legacy_subscribers[uri].discard(session)
+                        self.resource_subscribers.discard(connection, uri)
 
     async def _on_subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
@@ -2048,13 +2047,13 @@ class WorkflowMcpServer(MCPServer[Any]):
             )
         if (problem := self._visible(match["run"])) is not None:
             raise MCPError(code=INVALID_PARAMS, message=problem)
-        self._legacy_subscribers.setdefault(uri, set()).add(ctx.session)
+        self.resource_subscribers.add(connection_of(ctx.session), uri)
         return EmptyResult()
 
     async def _on_unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
     ) -> EmptyResult:
-        self._legacy_subscribers.get(str(params.uri), set()).discard(ctx.session)
+        self.resource_subscribers.discard(connection_of(ctx.session), str(params.uri))
         return EmptyResult()
 
     # -- resources --------------------------------------------------------------------------

@@ -12,18 +12,20 @@ stores the run's terminal event releases both; ``recover`` ends the runs whose o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import StoreError
+from ..errors import EventBatchError, StoreError
 from ..events import Event
 from ..state import TERMINAL_EVENTS
 
 __all__ = [
+    "JOURNAL_COLUMNS",
     "RELEASING_TYPES",
     "DeleteConfirmation",
     "InterruptedEvent",
+    "JournalDamage",
     "JournalRow",
     "LibraryDraft",
     "LibraryStore",
@@ -31,7 +33,9 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "StoreError",
+    "check_batch",
     "journal_row_for",
+    "journal_row_from_cells",
 ]
 
 #: The run events after which a run has no executor (its status is ``state.TERMINAL``): storing one
@@ -110,6 +114,131 @@ class JournalRow:
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+#: The columns of a stored journal entry after its run id, in the order
+#: :func:`journal_row_from_cells` takes them.
+JOURNAL_COLUMNS = (
+    "agent_id",
+    "ordinal",
+    "key",
+    "content_key",
+    "status",
+    "label",
+    "result_json",
+    "tokens_json",
+    "side_effects",
+    "source_run",
+)
+
+
+@dataclass(frozen=True)
+class JournalDamage:
+    """A stored journal entry that cannot be read as one (written by another program or a bad disk):
+    ``agent_id`` as far as it is readable (``None``: not at all), its ``ordinal`` (``None``: unreadable)
+    and the damaged ``columns`` (names of :data:`JOURNAL_COLUMNS`). Reads of the journal skip it, so
+    the call it recorded is not replayed: a resume runs it again and says so (:attr:`message`)."""
+
+    run_id: str
+    agent_id: str | None
+    ordinal: int | None
+    columns: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        """``journal entry ag_0001 (ordinal 0) of run R is damaged (result_json)``."""
+        which = self.agent_id if self.agent_id else "with an unreadable agent id"
+        at = f" (ordinal {self.ordinal})" if self.ordinal is not None else ""
+        return f"journal entry {which}{at} of run {self.run_id} is damaged ({', '.join(self.columns)})"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def journal_row_from_cells(
+    run_id: str, values: tuple[Any, ...], damaged: list[str]
+) -> JournalRow | JournalDamage:
+    """The journal entry of ``run_id`` whose cells are ``values`` (in :data:`JOURNAL_COLUMNS` order:
+    text as ``str``, integers as ``int``, SQL null as ``None``), or what is damaged in it.
+
+    ``damaged`` arrives naming the columns the caller could not even read as their type (bytes that are
+    not UTF-8, a BLOB or a number in a text column) and gains those whose value is not what the column
+    holds: an empty agent id or status, an ordinal that is not a non-negative integer, a
+    ``result_json`` that is not JSON, a ``tokens_json`` that is not a JSON object of integers, a
+    ``side_effects`` that is not 0 or 1. Any damage makes the whole entry a :class:`JournalDamage`: a
+    result half-read must never be replayed as the call's answer."""
+    cells = dict(zip(JOURNAL_COLUMNS, values, strict=True))
+
+    def check(column: str, ok: bool) -> None:
+        if not ok and column not in damaged:
+            damaged.append(column)
+
+    agent_id, ordinal = cells["agent_id"], cells["ordinal"]
+    check("agent_id", isinstance(agent_id, str) and agent_id != "")
+    check("ordinal", _is_int(ordinal) and ordinal >= 0)
+    for column in ("key", "content_key", "label"):
+        check(column, isinstance(cells[column], str))
+    check("status", isinstance(cells["status"], str) and cells["status"] != "")
+    for column in ("result_json", "source_run"):
+        check(column, cells[column] is None or isinstance(cells[column], str))
+    if "result_json" not in damaged and cells["result_json"] is not None:
+        try:
+            json.loads(cells["result_json"])
+        except ValueError:
+            check("result_json", False)
+    tokens: object = None
+    if isinstance(cells["tokens_json"], str):
+        try:
+            tokens = json.loads(cells["tokens_json"])
+        except ValueError:
+            tokens = None
+    check(
+        "tokens_json",
+        isinstance(tokens, dict) and all(isinstance(k, str) and _is_int(v) for k, v in tokens.items()),
+    )
+    side_effects = cells["side_effects"]
+    check("side_effects", isinstance(side_effects, bool) or side_effects in (0, 1))
+    if damaged:
+        return JournalDamage(
+            run_id=run_id,
+            agent_id=agent_id if isinstance(agent_id, str) and "agent_id" not in damaged else None,
+            ordinal=ordinal if _is_int(ordinal) and "ordinal" not in damaged else None,
+            columns=tuple(c for c in JOURNAL_COLUMNS if c in damaged),
+        )
+    assert isinstance(tokens, dict)
+    return JournalRow(
+        run_id=run_id,
+        agent_id=agent_id,
+        ordinal=ordinal,
+        key=cells["key"],
+        content_key=cells["content_key"],
+        status=cells["status"],
+        label=cells["label"],
+        result_json=cells["result_json"],
+        tokens=tokens,
+        side_effects=bool(side_effects),
+        source_run=cells["source_run"],
+    )
+
+
+def check_batch(events: Sequence[Event]) -> None:
+    """Refuse a batch of events that breaks its own order: within it, each event of a run has the
+    sequence one more than the run's event before it (DESIGN: "sequence (monotonic per run)"; a batch
+    is one writer's consecutive events, so a gap, a repeat or a step back in it is a writer's bug that
+    must not reach the log). Where the batch starts is the store's check: after the run's newest
+    stored event (:class:`~workflow_mcp.errors.SequenceConflictError`), and possibly after a hole,
+    which is what a refused batch leaves (its sequences are never reused).
+
+    Raises:
+        EventBatchError: names the run, the event's place in the batch and both sequences.
+    """
+    last: dict[str, int] = {}
+    for index, event in enumerate(events):
+        before = last.get(event.run_id)
+        if before is not None and event.sequence != before + 1:
+            raise EventBatchError(event.run_id, index, event.sequence, before)
+        last[event.run_id] = event.sequence
+
+
 def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
     """The journal row an agent event implies (``None`` for other events)."""
     p = event.payload
@@ -178,6 +307,7 @@ class RunStore(Protocol):
         releases the claims its run holds in that same transaction.
 
         Raises:
+            EventBatchError: within the batch, a run's sequences are not consecutive (:func:`check_batch`).
             SequenceConflictError: a sequence is not after the newest stored one of its run.
         """
         ...
@@ -219,7 +349,15 @@ class RunStore(Protocol):
         """Why nothing can be written now (read-only, damaged), or ``None``."""
         ...
 
-    def journal(self, run_id: str) -> list[JournalRow]: ...
+    def journal(self, run_id: str) -> list[JournalRow]:
+        """The readable journal entries of ``run_id`` by ordinal; a damaged entry is left out (see
+        :meth:`journal_damage`), never a failure of the whole read."""
+        ...
+
+    def journal_damage(self, run_id: str) -> list[JournalDamage]:
+        """The journal entries of ``run_id`` that :meth:`journal` leaves out because a cell is damaged
+        (by ordinal; ``[]``: none)."""
+        ...
 
     def completion_order(self, run_id: str) -> list[str]:
         """The agent ids of ``run_id``'s ``agent.completed`` and ``agent.cached`` events, in the order

@@ -14,7 +14,15 @@ from collections.abc import Collection
 from ..errors import RunClaimedError, SequenceConflictError, StoreError
 from ..events import Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL, status_of
-from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
+from .base import (
+    RELEASING_TYPES,
+    InterruptedEvent,
+    JournalDamage,
+    JournalRow,
+    RunRecord,
+    check_batch,
+    journal_row_for,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -117,7 +125,9 @@ class MemoryStore:
                     rows[event.agent_id] = row
 
     def append_many(self, events: list[Event]) -> None:
-        """All or none, like the SQLite transaction."""
+        """All or none, like the SQLite transaction (the same checks: :func:`check_batch`, then each
+        run's sequence after its newest stored one)."""
+        check_batch(events)
         with self._lock:
             last: dict[str, int] = {}
             for e in events:
@@ -184,6 +194,10 @@ class MemoryStore:
 
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)
+
+    def journal_damage(self, run_id: str) -> list[JournalDamage]:
+        """Always ``[]``: entries held as values cannot be damaged."""
+        return []
 
     def request_cancel(self, run_id: str, reason: str) -> None:
         self._cancels.setdefault(run_id, reason)

@@ -41,7 +41,17 @@ from ..errors import RunClaimedError, SequenceConflictError, StoreError, StoreRe
 from ..events import Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from ._process import ProcessIdentity, lease_s, owner_alive, this_process
-from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
+from .base import (
+    JOURNAL_COLUMNS,
+    RELEASING_TYPES,
+    InterruptedEvent,
+    JournalDamage,
+    JournalRow,
+    RunRecord,
+    check_batch,
+    journal_row_for,
+    journal_row_from_cells,
+)
 from .sqlite import event_from_cells, record_from_row
 
 if TYPE_CHECKING:
@@ -535,10 +545,12 @@ class PostgresStore:
         Raises:
             SequenceConflictError: a sequence is not after the newest stored one of its run (checked under
                 the run's lock, so no other server can interleave).
+            EventBatchError: within the batch, a run's sequences are not consecutive (:func:`check_batch`).
             StoreError: an event cannot be stored (e.g. a lone surrogate), or the store refuses writes.
         """
         if not events:
             return
+        check_batch(events)
         try:
             with self._transaction(f"storing events of run {events[0].run_id}") as conn:
                 self._insert_events(conn, events)
@@ -728,28 +740,23 @@ class PostgresStore:
         return [str(r[0]) for r in rows]
 
     def journal(self, run_id: str) -> list[JournalRow]:
+        """The readable journal entries of ``run_id`` by ordinal; one another program wrote damaged (a
+        ``result_json`` or ``tokens_json`` that is not JSON, an empty agent id…) is left out
+        (:meth:`journal_damage` names it), so it is not replayed and the others still are."""
+        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalRow)]
+
+    def journal_damage(self, run_id: str) -> list[JournalDamage]:
+        """The journal entries of ``run_id`` that :meth:`journal` leaves out, by ordinal."""
+        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalDamage)]
+
+    def _journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
         rows = self._read(
             f"reading the journal of run {run_id}",
-            "SELECT run_id, agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, "
-            "side_effects, source_run FROM journal WHERE run_id = %s ORDER BY ordinal",
+            f"SELECT {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = %s ORDER BY ordinal",
             (run_id,),
         )
-        return [
-            JournalRow(
-                run_id=r[0],
-                agent_id=r[1],
-                ordinal=r[2],
-                key=r[3],
-                content_key=r[4],
-                status=r[5],
-                label=r[6],
-                result_json=r[7],
-                tokens=json.loads(r[8] or "{}"),
-                side_effects=bool(r[9]),
-                source_run=r[10],
-            )
-            for r in rows
-        ]
+        # PostgreSQL keeps each column's type and encoding, so only the values can be damaged.
+        return [journal_row_from_cells(run_id, tuple(r), []) for r in rows]
 
     # -- cross-server cancellation -------------------------------------------------------------
     def request_cancel(self, run_id: str, reason: str) -> None:

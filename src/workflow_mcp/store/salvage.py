@@ -29,8 +29,17 @@ from ..errors import StoreCorruptError, StoreError, StoreReadOnlyError
 from ..events import Event
 from . import _files
 from ._process import ProcessIdentity, owner_alive
-from .base import RunRecord
-from .sqlite import EVENT_READ, RUN_READ, SqliteStore, event_from_cells, record_from_row
+from .base import JournalDamage, RunRecord, journal_row_for
+from .sqlite import (
+    EVENT_READ,
+    JOURNALED_TYPES,
+    RUN_READ,
+    UPSERT_JOURNAL,
+    SqliteStore,
+    event_from_cells,
+    journal_entries,
+    record_from_row,
+)
 
 __all__ = [
     "ExportReport",
@@ -293,6 +302,11 @@ def damaged_cells(path: Path) -> list[str]:
         for run_id, damaged in _damaged_events(db).items():
             cells = [(e.sequence, columns) for e, columns in damaged]
             lines.append(_damage_line(run_id, cells) + "; `workflow-mcp store repair` rewrites them")
+        for run_id, entries in _damaged_journals(db).items():
+            lines.append(
+                f"run {run_id}: damaged journal entries: {_entries(entries)}; their calls run again on resume; "
+                "`workflow-mcp store repair` rebuilds them from the run's events"
+            )
         return lines
     finally:
         db.close()
@@ -317,6 +331,96 @@ def _damaged_events(db: sqlite3.Connection) -> dict[str, list[tuple[Event, tuple
         if found:
             out[run_id] = found
     return out
+
+
+def _entries(entries: list[JournalDamage]) -> str:
+    shown = "; ".join(
+        f"{e.agent_id or '(unreadable agent id)'}"
+        + (f" (ordinal {e.ordinal}: " if e.ordinal is not None else " (")
+        + f"{', '.join(e.columns)})"
+        for e in entries[:20]
+    )
+    return shown + (f" and {len(entries) - 20} more" if len(entries) > 20 else "")
+
+
+def _damaged_journals(db: sqlite3.Connection) -> dict[str, list[JournalDamage]]:
+    """``{run_id: [damaged journal entries]}`` for every run whose journal holds damaged cells (runs
+    whose journal sits on damaged pages are left to ``PRAGMA integrity_check``)."""
+    out: dict[str, list[JournalDamage]] = {}
+    try:
+        run_ids = [str(r[0]) for r in db.execute("SELECT DISTINCT run_id FROM journal ORDER BY run_id")]
+    except sqlite3.DatabaseError:
+        return out
+    for run_id in run_ids:
+        try:
+            found = [e for e, _ in journal_entries(db, run_id) if isinstance(e, JournalDamage)]
+        except sqlite3.DatabaseError:
+            continue
+        if found:
+            out[run_id] = found
+    return out
+
+
+def _rebuild_journals(target: Path, backup: Path) -> list[str]:
+    """In the rebuilt database at ``target``: delete each damaged journal entry and derive it again from
+    its call's sound events (the journal is what the events imply: ``journal_row_for``, applied in order
+    as every append applies it), keeping its ordinal where that is readable (an entry whose agent id is
+    unreadable gives its ordinal to the first call left without an entry); one line per run."""
+    lines = []
+    db = sqlite3.connect(target, isolation_level=None)
+    try:
+        db.execute("BEGIN")
+        for run_id in _damaged_journals(db):
+            entries = journal_entries(db, run_id)
+            damaged = [(e, raw) for e, raw in entries if isinstance(e, JournalDamage)]
+            for _, (raw, kind) in damaged:
+                db.execute(
+                    "DELETE FROM journal WHERE run_id = ? AND CAST(agent_id AS BLOB) = ? AND typeof(agent_id) = ?",
+                    (run_id, raw, kind),
+                )
+            kept = {e.agent_id: e.ordinal for e, _ in entries if not isinstance(e, JournalDamage)}
+            wanted = {e.agent_id: e.ordinal for e, _ in damaged if e.agent_id is not None}
+            top = max([o for o in kept.values()] + [e.ordinal or 0 for e, _ in damaged], default=-1)
+            # An entry whose agent id is unreadable still holds its ordinal: ordinals follow the order
+            # calls were queued, so the calls left without an entry take those in that order.
+            spare = sorted(e.ordinal for e, _ in damaged if e.agent_id is None and e.ordinal is not None)
+            ordinals: dict[str, int] = {}
+            rows = db.execute(
+                f"SELECT {EVENT_READ} FROM events WHERE run_id = ? AND type IN "
+                f"({', '.join('?' * len(JOURNALED_TYPES))}) ORDER BY sequence",
+                (run_id, *sorted(JOURNALED_TYPES)),
+            )
+            for cells in rows.fetchall():
+                event, columns = event_from_cells(run_id, cells)
+                agent_id = event.agent_id
+                if columns or agent_id is None or agent_id in kept:
+                    continue  # a damaged event rebuilds nothing; an intact entry stays as it is
+                if agent_id not in ordinals:
+                    known = wanted.get(agent_id)
+                    if known is None and spare:
+                        known = spare.pop(0)
+                    if known is None:
+                        top += 1
+                    ordinals[agent_id] = known if known is not None else top
+                jr = journal_row_for(event, ordinals[agent_id])
+                if jr is not None:
+                    db.execute(
+                        UPSERT_JOURNAL,
+                        (
+                            jr.run_id, jr.agent_id, jr.ordinal, jr.key, jr.content_key, jr.status, jr.label,
+                            jr.result_json, json.dumps(jr.tokens), int(jr.side_effects), jr.source_run,
+                        ),
+                    )  # fmt: skip
+            rebuilt = ", ".join(sorted(ordinals)) or "none"
+            lines.append(
+                f"run {run_id}: removed {len(damaged)} damaged journal entr{'y' if len(damaged) == 1 else 'ies'} "
+                f"({_entries([e for e, _ in damaged])}) and rebuilt from the run's sound events the entries of "
+                f"{rebuilt}; a call no sound event records runs again on resume; the originals are in {backup}"
+            )
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    return lines
 
 
 def _rewrite_events(
@@ -563,6 +667,7 @@ def repair_store(path: Path) -> RepairReport:
                 raise StoreError(f"the rebuilt database {target} failed its check ({'; '.join(found)})")
         report.problems += _rewrite_cells(target, damaged, backup)
         report.problems += _rewrite_events(target, damaged_events, backup)
+        report.problems += _rebuild_journals(target, backup)
     finally:
         db.close()
     os.chmod(target, 0o600)

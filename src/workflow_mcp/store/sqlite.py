@@ -20,6 +20,7 @@ Failure modes (issue 9), each translated once here (``_faults.translate``):
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -46,14 +47,27 @@ from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from . import _files
 from ._faults import is_corruption, translate
 from ._process import ProcessIdentity, lease_s, owner_alive, this_process
-from .base import RELEASING_TYPES, InterruptedEvent, JournalRow, RunRecord, journal_row_for
+from .base import (
+    JOURNAL_COLUMNS,
+    RELEASING_TYPES,
+    InterruptedEvent,
+    JournalDamage,
+    JournalRow,
+    RunRecord,
+    check_batch,
+    journal_row_for,
+    journal_row_from_cells,
+)
 
 __all__ = [
     "EVENT_READ",
+    "JOURNALED_TYPES",
     "RUN_READ",
+    "UPSERT_JOURNAL",
     "SqliteStore",
     "default_home",
     "event_from_cells",
+    "journal_entries",
     "migrations",
     "record_from_row",
 ]
@@ -238,6 +252,47 @@ def event_from_cells(run_id: str, row: tuple[Any, ...] | sqlite3.Row) -> tuple[E
     return stand_in, tuple(columns)
 
 
+_JOURNAL_INTEGERS = frozenset({"ordinal", "side_effects"})
+_JOURNAL_READ = ", ".join(f"CAST({c} AS BLOB), typeof({c})" for c in JOURNAL_COLUMNS)
+
+
+def _journal_cell(column: str, raw: Any, kind: str, damaged: list[str]) -> Any:
+    """The value of one ``journal`` cell (``str``, ``int`` or ``None``); ``damaged`` names the column
+    when it is not of its column's type (:func:`~workflow_mcp.store.base.journal_row_from_cells` checks
+    the values)."""
+    if kind == "null":
+        return None
+    wanted = "integer" if column in _JOURNAL_INTEGERS else "text"
+    try:
+        text = bytes(raw).decode("utf-8")
+        if kind == wanted:
+            return int(text) if wanted == "integer" else text
+    except (UnicodeDecodeError, ValueError):
+        pass
+    damaged.append(column)
+    return None
+
+
+def journal_entries(
+    db: sqlite3.Connection, run_id: str
+) -> list[tuple[JournalRow | JournalDamage, tuple[bytes, str]]]:
+    """Each stored journal entry of ``run_id`` by ordinal, read cell by cell (as bytes and storage class:
+    a cell that is not UTF-8 text would otherwise make sqlite3 raise for the whole journal), with the
+    raw ``agent_id`` cell that names its row (its bytes and storage class, for a statement that must
+    reach a damaged row). Raises what ``db`` raises for damaged pages."""
+    rows = db.execute(
+        f"SELECT {_JOURNAL_READ} FROM journal WHERE run_id = ? ORDER BY ordinal", (run_id,)
+    ).fetchall()
+    out: list[tuple[JournalRow | JournalDamage, tuple[bytes, str]]] = []
+    for row in rows:
+        damaged: list[str] = []
+        values = tuple(
+            _journal_cell(c, row[2 * i], row[2 * i + 1], damaged) for i, c in enumerate(JOURNAL_COLUMNS)
+        )
+        out.append((journal_row_from_cells(run_id, values, damaged), (bytes(row[0] or b""), str(row[1]))))
+    return out
+
+
 def _is_decoding(exc: sqlite3.Error) -> bool:
     # How sqlite3 reports a TEXT cell that is not UTF-8 (CPython's "Could not decode to UTF-8 column").
     return isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc)
@@ -245,10 +300,12 @@ def _is_decoding(exc: sqlite3.Error) -> bool:
 
 # agent.started adds nothing a resume needs (a started call without a result is simply not reusable),
 # so the journal follows queued → completed | cached | failed.
-_JOURNALED = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
+JOURNALED_TYPES = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
+"""The event types that write a call's journal entry."""
+_JOURNALED = JOURNALED_TYPES
 # json.dumps() with keyword arguments builds a new encoder on every call; one encoder serves all.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_UPSERT_JOURNAL = (
+UPSERT_JOURNAL = (
     "INSERT INTO journal (run_id, agent_id, ordinal, key, content_key, status, label, result_json, "
     "tokens_json, side_effects, source_run) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT(run_id, agent_id) DO UPDATE SET status = excluded.status, "
@@ -259,6 +316,8 @@ _UPSERT_JOURNAL = (
     "label = CASE WHEN excluded.label != '' THEN excluded.label ELSE journal.label END, "
     "side_effects = MAX(journal.side_effects, excluded.side_effects)"
 )
+"""Writes one journal entry from the values :func:`~workflow_mcp.store.base.journal_row_for` gives, merging
+it into the call's entry as each later event of the call does."""
 
 
 def _sql_list(types: Collection[str]) -> str:
@@ -273,14 +332,50 @@ def _sql_list(types: Collection[str]) -> str:
 # events). INDEXED BY keeps SQLite from choosing that walk for the ORDER BY … LIMIT 1.
 _STATUS_EVENTS = _sql_list(STATUS_OF_EVENT)
 _LAST_RUN_EVENT = (
-    f"SELECT type FROM events INDEXED BY events_type WHERE run_id = ? AND type IN {_STATUS_EVENTS} "
+    f"SELECT sequence, type FROM events INDEXED BY events_type WHERE run_id = ? AND type IN {_STATUS_EVENTS} "
     "ORDER BY sequence DESC LIMIT 1"
 )
 _NEWEST_RUN_EVENT = (
     f"(SELECT type FROM events e INDEXED BY events_type WHERE e.run_id = r.run_id AND e.type IN {_STATUS_EVENTS} "
     "ORDER BY e.sequence DESC LIMIT 1)"
 )
+
+
+def _odd_type(run: str) -> str:
+    """Rows of the run ``run`` (a SQL expression) whose ``type`` cell is no event type: a damaged cell
+    (bytes that are not UTF-8, a BLOB, a number). The body beside it may still be a status event, which
+    the status lookup above cannot see. One index range per gap between the known type names (a number
+    sorts before every text, a BLOB after), so a sound log costs one seek per gap, not a scan."""
+    known = sorted(EVENT_TYPES)
+    assert _sql_list(known)  # plain names, safe to inline
+    ranges = [f"type < '{known[0]}'"]
+    ranges += [f"type > '{a}' AND type < '{b}'" for a, b in itertools.pairwise(known)]
+    ranges.append(f"type > '{known[-1]}'")
+    return "(" + " OR ".join(f"({run} AND {r})" for r in ranges) + ")"
+
+
+_ODD_ROWS = f"SELECT {EVENT_READ} FROM events WHERE {_odd_type('run_id = ?1')} ORDER BY sequence DESC"
+# Unfinished by the status lookup; each such run is then checked in Python against what every read of
+# its log shows (_newest_status), so a finished run whose terminal event has a damaged type cell is not
+# taken for a running one. The other way round needs no check: no status event ever follows a terminal
+# one in a run's log (a resume is a new run), so a terminal event the index finds is the run's last.
 _UNFINISHED = f"COALESCE({_NEWEST_RUN_EVENT}, 'run.queued') NOT IN {_sql_list(TERMINAL_EVENTS)}"
+
+
+def _newest_status(db: sqlite3.Connection, run_id: str) -> str | None:
+    """The type of ``run_id``'s newest :data:`~workflow_mcp.state.STATUS_OF_EVENT` event as every read
+    of its log shows it (:func:`event_from_cells`): the indexed lookup, unless a row after it has a
+    damaged ``type`` cell beside a body that is a newer status event."""
+    row = db.execute(_LAST_RUN_EVENT, (run_id,)).fetchone()
+    found, newest = (int(row[0]), str(row[1])) if row else (0, None)
+    for cells in db.execute(_ODD_ROWS, (run_id,)):
+        if int(cells[0]) <= found:
+            break
+        event, _ = event_from_cells(run_id, cells)
+        if event.type in STATUS_OF_EVENT:
+            return event.type
+    return newest
+
 
 # The owners open in this process, by owner id: an owner row with this process's pid is alive exactly
 # when its store is still open here (several stores, e.g. in tests, may share one process).
@@ -681,12 +776,15 @@ class SqliteStore:
         """Commit a batch of events in one transaction: all or none.
 
         Raises:
+            EventBatchError: within the batch, a run's sequences are not consecutive (a gap, a
+                duplicate, a step back: :func:`~workflow_mcp.store.base.check_batch`).
             SequenceConflictError: a sequence is not after the newest stored one of its run (checked
                 inside the write transaction, so a second writer can never interleave a run's events).
             StoreError: an event cannot be stored (e.g. a lone surrogate), or the store refuses writes.
         """
         if not events:
             return
+        check_batch(events)
         try:
             with self._transaction(f"storing events of run {events[0].run_id}") as db:
                 self._insert_events(db, events)
@@ -710,7 +808,7 @@ class SqliteStore:
             [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events],
         )
         journal = [self._journal_row(db, e) for e in events if e.agent_id and e.type in _JOURNALED]
-        db.executemany(_UPSERT_JOURNAL, [j for j in journal if j is not None])
+        db.executemany(UPSERT_JOURNAL, [j for j in journal if j is not None])
         ended = [(e.run_id,) for e in events if e.type in RELEASING_TYPES]
         if ended:
             db.executemany("DELETE FROM run_claims WHERE holder_run = ?", ended)
@@ -721,10 +819,22 @@ class SqliteStore:
         if agent_id in per_run:
             return per_run[agent_id]
         if not per_run:
-            for aid, ordinal in db.execute(
-                "SELECT agent_id, ordinal FROM journal WHERE run_id = ?", (event.run_id,)
+            # Read as bytes: a damaged entry (an agent id that is not UTF-8, an ordinal that is not a
+            # number) still holds its place, and never stops the run's next event from being stored.
+            # A BLOB id never equals a text one in SQLite, so it gets a key no agent id can be.
+            for i, (aid, kind, ordinal) in enumerate(
+                db.execute(
+                    "SELECT CAST(agent_id AS BLOB), typeof(agent_id), CAST(ordinal AS BLOB) FROM journal "
+                    "WHERE run_id = ?",
+                    (event.run_id,),
+                )
             ):
-                per_run[str(aid)] = int(ordinal)
+                try:
+                    number = int(bytes(ordinal or b"").decode("ascii"))
+                except (UnicodeDecodeError, ValueError):
+                    number = -1
+                text = bytes(aid or b"").decode("utf-8", "replace") if kind == "text" else None
+                per_run[text if text is not None else f"\0damaged {i}"] = number
             if agent_id in per_run:
                 return per_run[agent_id]
         n = len(per_run)
@@ -844,13 +954,20 @@ class SqliteStore:
     def last_run_event(self, run_id: str) -> str | None:
         """Type of the newest event of :data:`~workflow_mcp.state.STATUS_OF_EVENT` (what the run's status
         is; ``None`` before its first). An index lookup, whatever the size of the run's log."""
-        rows = self._read(f"reading run {run_id}", _LAST_RUN_EVENT, (run_id,))
-        return str(rows[0][0]) if rows else None
+        with self._lock, self._guard(f"reading run {run_id}"):
+            return _newest_status(self._db, run_id)
 
     def unfinished_runs(self) -> list[RunRecord]:
         """Runs whose newest ``run.*`` event says they are still going (queued or running)."""
-        rows = self._read("listing unfinished runs", f"SELECT {RUN_READ} FROM runs r WHERE {_UNFINISHED}")
-        return [record_from_row(r) for r in rows]
+        with self._lock, self._guard("listing unfinished runs"):
+            rows = self._db.execute(f"SELECT {RUN_READ} FROM runs r WHERE {_UNFINISHED}").fetchall()
+            records = [record_from_row(r) for r in rows]
+            return [r for r in records if self._unfinished(r.run_id)]
+
+    def _unfinished(self, run_id: str) -> bool:
+        """Whether ``run_id``'s status, as every read of its log shows it, is not terminal (inside the
+        caller's lock)."""
+        return _newest_status(self._db, run_id) not in TERMINAL_EVENTS
 
     # -- recovery --------------------------------------------------------------------------
     def _orphans(self, active: Collection[str]) -> tuple[list[_Orphan], list[str]]:
@@ -865,7 +982,7 @@ class SqliteStore:
         ).fetchall()
         for row in rows:
             record, owner_id, holder = record_from_row(row), row[RUN_READ_WIDTH], row[RUN_READ_WIDTH + 1]
-            if record.run_id in active:
+            if record.run_id in active or not self._unfinished(record.run_id):
                 continue
             if owner_id is None:
                 # Runs from before claims existed: the recorded pid decides, on this host only.
@@ -942,28 +1059,17 @@ class SqliteStore:
         return out
 
     def journal(self, run_id: str) -> list[JournalRow]:
-        rows = self._read(
-            f"reading the journal of run {run_id}",
-            "SELECT run_id, agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, "
-            "side_effects, source_run FROM journal WHERE run_id = ? ORDER BY ordinal",
-            (run_id,),
-        )
-        return [
-            JournalRow(
-                run_id=r[0],
-                agent_id=r[1],
-                ordinal=r[2],
-                key=r[3],
-                content_key=r[4],
-                status=r[5],
-                label=r[6],
-                result_json=r[7],
-                tokens=json.loads(r[8] or "{}"),
-                side_effects=bool(r[9]),
-                source_run=r[10],
-            )
-            for r in rows
-        ]
+        """The readable journal entries of ``run_id`` by ordinal; one whose cells are damaged is left
+        out (:meth:`journal_damage` names it), so it is not replayed and the others still are."""
+        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalRow)]
+
+    def journal_damage(self, run_id: str) -> list[JournalDamage]:
+        """The journal entries of ``run_id`` that :meth:`journal` leaves out, by ordinal."""
+        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalDamage)]
+
+    def _journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
+        with self._lock, self._guard(f"reading the journal of run {run_id}"):
+            return [entry for entry, _ in journal_entries(self._db, run_id)]
 
     # -- cross-process cancellation --------------------------------------------------------
     def request_cancel(self, run_id: str, reason: str) -> None:

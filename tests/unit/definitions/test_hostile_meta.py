@@ -93,9 +93,9 @@ def test_meta_nested_up_to_the_limit_loads(kind: str) -> None:
 @pytest.mark.parametrize("kind", ["array", "object", "parens"])
 @pytest.mark.parametrize("depth", [DEPTH, 100_000])
 def test_meta_nested_past_the_limit_is_refused_with_its_rule_and_line(kind: str, depth: int) -> None:
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU: the work done, not how long the machine made it wait
     error = refusal(nested(kind, depth))
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
     assert error.rule == "meta-too-deep" and error.line == 2 and error.column is not None
     assert f"{DEPTH:,} levels" in error.detail and "Flatten" in error.detail
 
@@ -120,14 +120,16 @@ def units(text: str) -> int:
 def test_twenty_thousand_meta_keys_on_one_line_validate_in_well_under_a_second(key: str) -> None:
     keys = ", ".join(f"'{key}{i}': {i}" for i in range(20_000))
     source = f"export const meta = {{ name: 'n', description: 'd', {keys} }}\nreturn 1\n"
-    started = time.monotonic()
+    # CPU seconds of this process: the work validating took, which a loaded machine does not stretch the
+    # way it stretches wall time (benchmarks/validate.py keeps the wall-clock figure).
+    started = time.process_time()
     report = validate_workflow(source=source, check_syntax=False)
-    elapsed = time.monotonic() - started
+    cpu = time.process_time() - started
     assert report.valid and len(report.warnings) == 20_000
     last = report.warnings[-1]
     assert last.rule == "meta-discarded" and last.line == 1
     assert last.column == units(source.split("\n")[0]) - units(f"'{key}19999': 19999 }}") + 1
-    assert elapsed < 3.0, f"{elapsed:.2f} s"  # ~0.3 s measured; quadratic took 60 s
+    assert cpu < 3.0, f"{cpu:.2f} s of CPU"  # ~0.3 s measured; quadratic took 60 s
 
 
 def test_positions_count_utf16_code_units_on_any_line() -> None:
@@ -178,7 +180,7 @@ HOSTILE = [
 
 def test_randomly_placed_hostile_meta_values_are_named_refusals_or_load() -> None:
     rng = random.Random(20261201)
-    started = time.monotonic()
+    started = time.process_time()
     for _ in range(300):
         parts = ["name: 'n'", "description: 'd'"]
         for _ in range(rng.randint(1, 4)):
@@ -192,4 +194,4 @@ def test_randomly_placed_hostile_meta_values_are_named_refusals_or_load() -> Non
             assert error.rule and error.line is not None and error.column is not None, error
         if report.meta is not None:
             json.dumps(report.meta.to_json(), ensure_ascii=False).encode("utf-8")
-    assert time.monotonic() - started < 60
+    assert time.process_time() - started < 60

@@ -18,10 +18,10 @@ def env(tmp: Path) -> dict[str, str]:
 def refused(tmp_path: Path, data: bytes) -> ProviderConfigError:
     path = tmp_path / "workflow-mcp.toml"
     path.write_bytes(data)
-    began = time.monotonic()
+    began = time.process_time()  # this process's CPU: the parsing work, which machine load does not stretch
     with pytest.raises(ProviderConfigError) as caught:
         load_config(tmp_path, env(tmp_path))
-    assert time.monotonic() - began < 5
+    assert time.process_time() - began < 5
     assert caught.value.path == str(path)
     assert str(caught.value).startswith(str(path))
     return caught.value

@@ -17,6 +17,11 @@ from mcp_kit import BOUND_S, Env, call, connect, data, text, wait_for_event
 pytestmark = pytest.mark.anyio
 
 CPU_BUDGET_S = 0.1
+# The longest wait a call may ask for, which an await on a paused run must not serve: "at once" is any
+# time well under it, so a loaded machine's slow second never reads as waiting (CPU_BUDGET_S guards
+# against a busy wait).
+WAIT_MS = 25_000
+AT_ONCE_S = WAIT_MS / 1000 / 2
 
 
 async def paused_run(env: Env) -> str:
@@ -26,16 +31,16 @@ async def paused_run(env: Env) -> str:
     return handle.run_id
 
 
-async def test_awaiting_a_paused_run_for_two_seconds_returns_at_once_using_almost_no_cpu(env: Env) -> None:
+async def test_awaiting_a_paused_run_returns_at_once_using_almost_no_cpu(env: Env) -> None:
     rid = await paused_run(env)
     async with connect(env.trusted_server()) as c:
         cpu, wall = time.process_time(), time.perf_counter()
-        result = await call(c, "workflow_run_await", {"runId": rid, "waitMs": 2_000})
+        result = await call(c, "workflow_run_await", {"runId": rid, "waitMs": WAIT_MS})
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        page = data(await call(c, "workflow_run_events", {"runId": rid, "after": 1_000, "waitMs": 2_000}))
+        page = data(await call(c, "workflow_run_events", {"runId": rid, "after": 1_000, "waitMs": WAIT_MS}))
     out = data(result)
     assert cpu < CPU_BUDGET_S, f"workflow_run_await on a paused run burnt {cpu:.2f} s of CPU"
-    assert wall < 1.0, f"workflow_run_await on a paused run took {wall:.2f} s"
+    assert wall < AT_ONCE_S, f"workflow_run_await on a paused run took {wall:.2f} s of its {WAIT_MS} ms wait"
     assert out["status"] == "paused" and out["terminal"] is True and out["pausedReason"] == "auth_required"
     assert not result.is_error
     assert f"resumeFromRunId {rid!r}" in text(result) and "log in" in text(result)

@@ -137,8 +137,8 @@ def test_the_memory_store_refuses_a_repeated_sequence_as_a_conflict() -> None:
     store = MemoryStore()
     store.create_run(record("run_a"))
     store.append(ev("run_a", 1, "run.started"))
-    with pytest.raises(SequenceConflictError):
-        store.append_many([ev("run_a", 2, "log"), ev("run_a", 2, "log")])
+    with pytest.raises(SequenceConflictError):  # a repeat inside one batch: test_batches.py
+        store.append_many([ev("run_a", 1, "log"), ev("run_a", 2, "log")])
     assert store.last_sequence("run_a") == 1
 
 
