@@ -2,7 +2,7 @@
 
     python benchmarks/mcp.py [--repeat N] [--startup-only]
 
-Figures (targets from the MCP server issue and issue 10):
+Figures (with their targets):
 - spawn → `initialize` answered by the stdio server, best and median of --repeat (target ≤ 0.3 s),
   beside its floor: the same for a bare SDK server (`MCPServer` over stdio, nothing of ours) and the
   time of `import mcp` alone (the SDK imports its HTTP stack eagerly, python-sdk#1770)

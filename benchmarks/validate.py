@@ -2,7 +2,7 @@
 
     python benchmarks/validate.py [--keys N] [--repeat N]
 
-Target (issue 8): a 20,000-key meta (277 KB on one line) validates in under 1 s; it took 60-73 s
+Target: a 20,000-key meta (277 KB on one line) validates in under 1 s; it took 60-73 s
 while positions were computed by decoding the line prefix once per key (quadratic).
 """
 

@@ -1,4 +1,4 @@
-"""Refuse before any agent runs what the configuration certainly cannot serve (issue 12, item 1).
+"""Refuse before any agent runs what the configuration certainly cannot serve.
 
 :func:`refuse_unservable` reads the agent() calls a workflow's source states outright
 (:func:`~workflow_mcp.definitions.calls.agent_call_sites`) and asks the routing provider whether

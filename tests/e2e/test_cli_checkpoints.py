@@ -1,4 +1,4 @@
-"""Human checkpoints through the CLI (issue 12, item 3): with ``approvals = "ask"`` in the user
+"""Human checkpoints through the CLI: with ``approvals = "ask"`` in the user
 policy and the real ACP stub agent asking to run a command, ``workflow-mcp run`` without a terminal
 pauses with ``checkpoint_required`` and names the command that answers it;
 ``workflow-mcp resume RUN --checkpoint-reply ID=allow`` lets the command run."""

@@ -155,7 +155,7 @@ def test_the_cases_that_need_their_layout_are_the_projects_own() -> None:
 )
 def test_every_shared_case_is_copied_verbatim() -> None:
     """The project's tree holds every shared case byte for byte; the cases it adds (measured in Claude
-    Code for issue 11, each naming its oracle run in ``notes``) are the project's own."""
+    Code, each naming its oracle run in ``notes``) are the project's own."""
     shared = SHARED / "conformance"
     theirs = {p.relative_to(shared): p.read_bytes() for p in shared.rglob("*") if p.is_file()}
     ours = {p.relative_to(CASES): p.read_bytes() for p in CASES.rglob("*") if p.is_file()}

@@ -1,4 +1,4 @@
-"""``workflow-mcp plan``: a cost preview by dry run (issue 12, item 5) — its call counts are the calls a
+"""``workflow-mcp plan``: a cost preview by dry run — its call counts are the calls a
 fake-provider run makes, its tokens come from past runs of the workflow or per-model defaults, it says
 when the cap or the budget would be reached — and ``run --confirm-above N``, which asks before a run
 whose preview exceeds N calls."""

@@ -1,6 +1,5 @@
 """``workflow-mcp resume`` of a real Claude Code run whose result depends on the order its calls
-completed: every call replays (no provider call) and the result is Claude's, byte for byte (issue 12,
-item 6). The run was recorded with the shared oracle (tests/fixtures/claude/pipeline-barrier-free)."""
+completed: every call replays (no provider call) and the result is Claude's, byte for byte. The run was recorded with the shared oracle (tests/fixtures/claude/pipeline-barrier-free)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The command line when the store is contended or failing (issue 9): concurrent resumes of one run,
+"""The command line when the store is contended or failing: concurrent resumes of one run,
 concurrent queries after SIGKILLed runs, a full disk, the file-size limit, a read-only database and
 damaged pages. Real CLI processes, real kernel faults; every wait is bounded."""
 

@@ -265,7 +265,7 @@ def test_interleaved_fan_outs_replay_every_call_where_claudes_own_resume_missed(
     resume of the same run (fixture fan-out-joins-resumed) served only the first five calls from
     cache: its replayed calls complete at once, so A joined first and every later key differed. Here
     replayed results are released in the order Claude completed them, so B joins first again and
-    every call replays (issue 12, item 6)."""
+    every call replays."""
     case = ClaudeCase("fan-out-joins")
     service = _service(case, tmp_path)
     resumed = _resume(case, service, import_claude_run(service, case.session))

@@ -1,5 +1,4 @@
-"""A resumed run releases replayed results in the order the original run completed them (issue 12,
-item 6): workflow state that depends on completion order replays identically, and a record the new run
+"""A resumed run releases replayed results in the order the original run completed them: workflow state that depends on completion order replays identically, and a record the new run
 never asks for holds the others only until the run can make no other progress."""
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ __all__ = [
 CLAUDE_ALIASES: Final = frozenset({"sonnet", "opus", "haiku"})
 """Claude Code's model aliases; never mapped to another vendor's model by guesswork."""
 AUTO_PICK_ORDER: Final = ("codex", "claude", "acp")
-"""Without configuration, the first ready provider of these is used (issue 4)."""
+"""Without configuration, the first ready provider of these is used."""
 
 
 class CapabilityError(ProviderSetupError):

@@ -1,7 +1,7 @@
 """The files around the state database: the home directory, file modes, the damage marker.
 
 The state home holds prompts, args and results, so it is created ``0700`` and ``state.db`` with its
-``-wal``/``-shm`` files ``0600`` whatever the umask (issue 8; DESIGN: "0700 home, 0600 files"). SQLite
+``-wal``/``-shm`` files ``0600`` whatever the umask (DESIGN: "0700 home, 0600 files"). SQLite
 gives the ``-wal`` and ``-shm`` files the database file's own mode, so creating ``state.db`` itself
 ``0600`` covers all three. Looser modes left by an older release are tightened on open when this user
 owns the file; a shared directory (sticky or world-writable, e.g. ``/tmp``) is never changed, only

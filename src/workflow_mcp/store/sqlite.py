@@ -5,7 +5,7 @@ WAL mode with ``synchronous=NORMAL``: a committed event survives a killed proces
 Schema changes are numbered SQL files in ``migrations/``, applied in order and recorded in
 ``PRAGMA user_version``; a database from a newer release is refused, never modified.
 
-Failure modes (issue 9), each translated once here (``_faults.translate``):
+Failure modes, each translated once here (``_faults.translate``):
 
 - **Read-only** (an immutable file, a read-only mount): the store opens for reading (``mode=ro``, or
   ``immutable=1`` when SQLite cannot even create its ``-shm`` file, which hides a ``-wal``: then

@@ -1,4 +1,4 @@
-"""Human checkpoints over real stdio (issue 12, item 3, acceptance): a ``workflow-mcp serve``
+"""Human checkpoints over real stdio: a ``workflow-mcp serve``
 process whose user policy says ``approvals = "ask"``, the real ACP stub agent (its own process,
 over stdio) asking permission to run commands, and the real ``mcp`` SDK client.
 

@@ -1,7 +1,7 @@
 """Human checkpoints with the real ACP stub agent (a process over stdio, the real SDK on both
 sides): under ``approvals = "ask"`` a permission request the policy cannot vouch for pauses the run
 with ``checkpoint_required``, is answered on resume with ``checkpoint_replies``, is journaled, and
-replays on a later resume without asking; a waiting asker answers it live (issue 12, item 3)."""
+replays on a later resume without asking; a waiting asker answers it live."""
 
 from __future__ import annotations
 

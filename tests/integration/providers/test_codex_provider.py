@@ -210,7 +210,7 @@ def test_a_claude_alias_without_a_mapping_is_refused_before_codex_is_called(code
         run_on_codex(codex, "try { await agent('x', { model: 'sonnet' }) } catch (e) { return e.message }")
     )
     # The workflow caught the rejection, but its only call failed for a configuration reason: the
-    # run fails with that reason instead of completing (issue 12).
+    # run fails with that reason instead of completing.
     assert out.status == "failed" and out.error is not None
     assert out.error.startswith("every agent call of this run (1) failed for one reason: model 'sonnet'")
     assert "Claude model alias" in out.error and "[providers.codex.models]" in out.error

@@ -1,6 +1,6 @@
 """``workflow_plan`` (a run's cost preview by dry run) and the server's ``--confirm-above N``: a new run
 whose preview makes more than N agent calls starts only once the user confirms it (form elicitation) or
-the caller accepts the count with ``confirmAgentCalls`` (issue 12, item 5). In-memory client."""
+the caller accepts the count with ``confirmAgentCalls``. In-memory client."""
 
 from __future__ import annotations
 
