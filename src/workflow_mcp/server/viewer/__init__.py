@@ -9,9 +9,19 @@ It reaches the runtime only through :class:`~workflow_mcp.service.WorkflowServic
 
 from __future__ import annotations
 
-from ._app import COOKIE, CSP, PAGE_SIZE, TOKEN_CHECK_KEY, LocalControl, RunControl, viewer_app
+from typing import TYPE_CHECKING, Any
+
 from ._mcp_app import RUN_APP_TOOLS, RUN_APP_URI, run_app
 from ._view import Timeline, event_view, run_view, summary_view
+
+if TYPE_CHECKING:
+    from ._app import COOKIE, CSP, PAGE_SIZE, TOKEN_CHECK_KEY, LocalControl, RunControl, viewer_app
+
+_WEB_APP = frozenset(
+    {"COOKIE", "CSP", "PAGE_SIZE", "TOKEN_CHECK_KEY", "LocalControl", "RunControl", "viewer_app"}
+)
+"""Names of the web application (:mod:`._app`), imported on first use: it loads Starlette's HTTP stack,
+which a stdio server (that serves only the MCP App resource) must not pay for at start-up."""
 
 __all__ = [
     "COOKIE",
@@ -33,3 +43,11 @@ __all__ = [
 
 VIEWER_BASE = "/ui"
 """The path the viewer is mounted at."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WEB_APP:
+        from . import _app
+
+        return getattr(_app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
