@@ -90,6 +90,7 @@ from .journal import Replay, content_key, json_value_problem, records_from_event
 from .nested import ChildCheck, ChildResolver
 from .release import ReleaseOrder
 from .scheduler import CallRefused, Scheduler
+from .stall import StallWatch, StallWindow
 from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
@@ -407,6 +408,7 @@ class _Run:
         self._calls_since_ping = 0
         self._quiet_check = False
         self.calls_run = 0  # agent calls that reached the provider or the journal
+        self.stall_watch = StallWatch()  # the stall windows of live attempts, on one loop timer
         self.setup_failures: dict[str, int] = {}  # ProviderSetupError messages and their counts
 
     # -- events ----------------------------------------------------------------------------
@@ -1363,8 +1365,7 @@ class _Run:
         self,
         request: AgentRequest,
         signal: CancelSignal,
-        scope: asyncio.Timeout,
-        deadline: Callable[[], float],
+        scope: StallWindow,
     ) -> Checkpoint:
         """The human-checkpoint hook of one provider attempt (:mod:`.checkpoint`): a known decision,
         else the waiting client's answer, else the run pauses with ``checkpoint_required``. The stall
@@ -1383,7 +1384,7 @@ class _Run:
             self.emit("checkpoint.requested", context, agent_id=agent_id, phase_id=phase)
             asker = self.checkpoint_asker
             if asker is not None and not signal.cancelled:
-                scope.reschedule(None)
+                scope.pause()
                 answer_task = asyncio.ensure_future(asker(context))
                 cancel_task = asyncio.ensure_future(signal.wait())
                 try:
@@ -1392,7 +1393,7 @@ class _Run:
                     cancel_task.cancel()
                     if not answer_task.done():
                         answer_task.cancel()
-                    scope.reschedule(deadline())
+                    scope.resume()
                 if signal.cancelled:
                     return None
                 answer = answer_task.result() if not answer_task.cancelled() else None
@@ -1427,31 +1428,26 @@ class _Run:
         stall_s = stall_ms / 1000
         timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
         loop = asyncio.get_running_loop()
+        limit = started + timeout_s if timeout_s is not None else None
         attempts = self.profile.stall_retries + 1
         retrying: list[str] = []
         last = ""
         for attempt in range(1, attempts + 1):
             if signal.cancelled:
                 raise asyncio.CancelledError
-            attempt_start = loop.time()
+            scope = self.stall_watch.window(stall_s, limit)
 
-            def deadline(progress: float) -> float:
-                d = progress + stall_s
-                return d if timeout_s is None else min(d, started + timeout_s)
-
-            scope = asyncio.timeout_at(deadline(attempt_start))
-
-            async def emit(event: ProviderEvent, scope: asyncio.Timeout = scope) -> None:
+            async def emit(event: ProviderEvent, scope: StallWindow = scope) -> None:
                 if event.kind == "retry":
                     retrying[:] = [event.text]
                     return
-                scope.reschedule(deadline(loop.time()))
+                scope.progress()
                 if event.kind == "output.delta":
                     self._delta(event.text, agent_id, phase)
 
             try:
                 async with scope:
-                    checkpoint = self._checkpoint_of(request, signal, scope, lambda: deadline(loop.time()))
+                    checkpoint = self._checkpoint_of(request, signal, scope)
                     return await self.executor.execute(
                         self.provider, request, AgentContext(signal=signal, emit=emit, checkpoint=checkpoint)
                     )
