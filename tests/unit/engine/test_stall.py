@@ -75,11 +75,8 @@ def test_windows_that_end_in_time_leave_nothing_to_expire_and_others_expire_on_t
         await asyncio.gather(call("fast", 1.0, 0.1), call("slow", 0.3, 5), call("long", 2.0, 1.5))
         return ended
 
-    assert run_in_virtual_time(go()) == [
-        ("fast", pytest.approx(0.1)),
-        ("slow stalled", pytest.approx(0.3)),
-        ("long", pytest.approx(1.5)),
-    ]
+    ended = [(name, round(at, 6)) for name, at in run_in_virtual_time(go())]
+    assert ended == [("fast", 0.1), ("slow stalled", 0.3), ("long", 1.5)]
 
 
 def test_a_paused_window_never_expires_and_resumes_from_now() -> None:
