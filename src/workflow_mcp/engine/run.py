@@ -806,12 +806,16 @@ class _Run:
     def _spawn(self, coro: Any, *, agent: bool = False) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
         if agent:
             self.agent_tasks.add(task)
-            task.add_done_callback(self.agent_tasks.discard)
+        # One done callback (each is a loop callback of its own when the task ends).
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        self.agent_tasks.discard(task)
         if self.order is not None:
-            task.add_done_callback(lambda _: self._check_quiet())
+            self._check_quiet()
 
     # -- replay order -------------------------------------------------------------------------
     async def _release_turn(self, rank: int) -> None:
@@ -1021,6 +1025,8 @@ class _Run:
         return out
 
     def _normalize(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        if not opts:
+            return {}  # most calls pass no options
         known = {k: opts[k] for k in self.profile.agent_options if k in opts}
         if "isolation" in known and not isinstance(known["isolation"], str):
             known.pop("isolation")
