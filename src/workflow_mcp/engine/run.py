@@ -408,6 +408,7 @@ class _Run:
         self._calls_since_ping = 0
         self._quiet_check = False
         self.calls_run = 0  # agent calls that reached the provider or the journal
+        self.max_events = self.profile.max_run_events
         self.stall_watch = StallWatch()  # the stall windows of live attempts, on one loop timer
         self.setup_failures: dict[str, int] = {}  # ProviderSetupError messages and their counts
 
@@ -422,8 +423,7 @@ class _Run:
     ) -> None:
         """Emit one event; the one that reaches the profile's ``max_run_events`` stops the run (the
         events of stopping it still follow, a bounded few)."""
-        self.log.emit(type, payload, phase_id=phase_id, agent_id=agent_id)
-        if self.log.last_sequence == self.profile.max_run_events:
+        if self.log.emit(type, payload, phase_id=phase_id, agent_id=agent_id).sequence == self.max_events:
             self._stop_for_limit(
                 f"the run emitted {self.profile.max_run_events:,} events, the most one run may "
                 f"(workflow-mcp limit, profile {self.profile.name}); emit fewer log lines, phases or "

@@ -447,7 +447,8 @@ class RealmWorker:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1)
             return None
         try:
-            return decode_worker_message(json.loads(line))
+            # The worker writes UTF-8 (worker.js): decoded as such, json skips its encoding sniffing.
+            return decode_worker_message(json.loads(line.decode("utf-8", "surrogatepass")))
         except RecursionError as exc:
             raise RealmError("the realm sent a value nested too deeply to read") from exc
         except ValueError as exc:
