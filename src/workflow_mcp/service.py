@@ -232,6 +232,10 @@ def _check_policy(policy: str) -> None:
 
 
 IDEMPOTENCY_PARAMS = "idempotencyParams"
+
+#: The event types a resume reads from the run it continues: each answer's realm delivery (``turn``)
+#: and each journaled checkpoint decision (:meth:`WorkflowService._facts_of_log`).
+_FACT_TYPES = ("agent.completed", "agent.cached", "checkpoint.resolved")
 """The key under a run record's options holding the fingerprint of the request its idempotency key came
 with (runs started without a key have none)."""
 
@@ -1412,8 +1416,8 @@ class WorkflowService:
             return []
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
         labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
-        for event in self._all_events(run_id):  # labels of calls whose journal entry is gone
-            if event.type == "agent.queued" and event.agent_id and not labels.get(event.agent_id):
+        for event in self.store.events_of_types(run_id, ("agent.queued",)):  # calls whose entry is gone
+            if event.agent_id and not labels.get(event.agent_id):
                 labels[event.agent_id] = str(event.payload.get("label") or "")
         notes = []
         for entry in entries:  # left out of the journal, so its call cannot be replayed from it
@@ -1462,12 +1466,13 @@ class WorkflowService:
     def _facts_of_log(self, run_id: str) -> tuple[dict[str, CheckpointReply], dict[str, int]]:
         """What a resume needs from ``run_id``'s event log — its journaled checkpoint decisions and the
         realm delivery of each of its answers (:func:`~workflow_mcp.engine.journal.delivery_turns`) —
-        read in one pass, and again only when the log has grown since."""
+        read from the events of those types only (:meth:`RunStore.events_of_types`), and again only
+        when the log has grown since."""
         length = self.store.last_sequence(run_id)
         known = self._log_facts.get(run_id)
         if known is not None and known[0] == length:
             return known[1], known[2]
-        events = list(self._all_events(run_id))
+        events = self.store.events_of_types(run_id, _FACT_TYPES)
         facts = (length, journaled_decisions(events), delivery_turns(events))
         if len(self._log_facts) >= 16:
             self._log_facts.pop(next(iter(self._log_facts)))

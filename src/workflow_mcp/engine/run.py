@@ -90,6 +90,7 @@ from .journal import Replay, content_key, json_value_problem, records_from_event
 from .nested import ChildCheck, ChildResolver
 from .release import ReleaseOrder
 from .scheduler import CallRefused, Scheduler
+from .stall import StallWatch, StallWindow
 from .structured import check_schema, coerce_top_level, validate
 from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
@@ -407,6 +408,8 @@ class _Run:
         self._calls_since_ping = 0
         self._quiet_check = False
         self.calls_run = 0  # agent calls that reached the provider or the journal
+        self.max_events = self.profile.max_run_events
+        self.stall_watch = StallWatch()  # the stall windows of live attempts, on one loop timer
         self.setup_failures: dict[str, int] = {}  # ProviderSetupError messages and their counts
 
     # -- events ----------------------------------------------------------------------------
@@ -420,8 +423,7 @@ class _Run:
     ) -> None:
         """Emit one event; the one that reaches the profile's ``max_run_events`` stops the run (the
         events of stopping it still follow, a bounded few)."""
-        self.log.emit(type, payload, phase_id=phase_id, agent_id=agent_id)
-        if self.log.last_sequence == self.profile.max_run_events:
+        if self.log.emit(type, payload, phase_id=phase_id, agent_id=agent_id).sequence == self.max_events:
             self._stop_for_limit(
                 f"the run emitted {self.profile.max_run_events:,} events, the most one run may "
                 f"(workflow-mcp limit, profile {self.profile.name}); emit fewer log lines, phases or "
@@ -804,12 +806,16 @@ class _Run:
     def _spawn(self, coro: Any, *, agent: bool = False) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
         if agent:
             self.agent_tasks.add(task)
-            task.add_done_callback(self.agent_tasks.discard)
+        # One done callback (each is a loop callback of its own when the task ends).
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        self.agent_tasks.discard(task)
         if self.order is not None:
-            task.add_done_callback(lambda _: self._check_quiet())
+            self._check_quiet()
 
     # -- replay order -------------------------------------------------------------------------
     async def _release_turn(self, rank: int) -> None:
@@ -1019,6 +1025,8 @@ class _Run:
         return out
 
     def _normalize(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        if not opts:
+            return {}  # most calls pass no options
         known = {k: opts[k] for k in self.profile.agent_options if k in opts}
         if "isolation" in known and not isinstance(known["isolation"], str):
             known.pop("isolation")
@@ -1363,8 +1371,7 @@ class _Run:
         self,
         request: AgentRequest,
         signal: CancelSignal,
-        scope: asyncio.Timeout,
-        deadline: Callable[[], float],
+        scope: StallWindow,
     ) -> Checkpoint:
         """The human-checkpoint hook of one provider attempt (:mod:`.checkpoint`): a known decision,
         else the waiting client's answer, else the run pauses with ``checkpoint_required``. The stall
@@ -1383,7 +1390,7 @@ class _Run:
             self.emit("checkpoint.requested", context, agent_id=agent_id, phase_id=phase)
             asker = self.checkpoint_asker
             if asker is not None and not signal.cancelled:
-                scope.reschedule(None)
+                scope.pause()
                 answer_task = asyncio.ensure_future(asker(context))
                 cancel_task = asyncio.ensure_future(signal.wait())
                 try:
@@ -1392,7 +1399,7 @@ class _Run:
                     cancel_task.cancel()
                     if not answer_task.done():
                         answer_task.cancel()
-                    scope.reschedule(deadline())
+                    scope.resume()
                 if signal.cancelled:
                     return None
                 answer = answer_task.result() if not answer_task.cancelled() else None
@@ -1427,31 +1434,26 @@ class _Run:
         stall_s = stall_ms / 1000
         timeout_s = self.options.agent_timeout_ms / 1000 if self.options.agent_timeout_ms else None
         loop = asyncio.get_running_loop()
+        limit = started + timeout_s if timeout_s is not None else None
         attempts = self.profile.stall_retries + 1
         retrying: list[str] = []
         last = ""
         for attempt in range(1, attempts + 1):
             if signal.cancelled:
                 raise asyncio.CancelledError
-            attempt_start = loop.time()
+            scope = self.stall_watch.window(stall_s, limit)
 
-            def deadline(progress: float) -> float:
-                d = progress + stall_s
-                return d if timeout_s is None else min(d, started + timeout_s)
-
-            scope = asyncio.timeout_at(deadline(attempt_start))
-
-            async def emit(event: ProviderEvent, scope: asyncio.Timeout = scope) -> None:
+            async def emit(event: ProviderEvent, scope: StallWindow = scope) -> None:
                 if event.kind == "retry":
                     retrying[:] = [event.text]
                     return
-                scope.reschedule(deadline(loop.time()))
+                scope.progress()
                 if event.kind == "output.delta":
                     self._delta(event.text, agent_id, phase)
 
             try:
                 async with scope:
-                    checkpoint = self._checkpoint_of(request, signal, scope, lambda: deadline(loop.time()))
+                    checkpoint = self._checkpoint_of(request, signal, scope)
                     return await self.executor.execute(
                         self.provider, request, AgentContext(signal=signal, emit=emit, checkpoint=checkpoint)
                     )

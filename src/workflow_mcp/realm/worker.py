@@ -137,12 +137,16 @@ def encode_message(msg: dict[str, Any], what: str = "a message to the realm") ->
         MessageNotJsonError: it holds a non-finite number.
     """
     try:
-        text = json.dumps(msg, allow_nan=False)
+        text = _encode_json(msg)
     except ValueError:
         raise MessageNotJsonError(what) from None
     if len(text) + 1 > MAX_MESSAGE_BYTES:
         raise MessageTooLargeError(len(text) + 1, what)
     return text
+
+
+# json.dumps() with a keyword argument builds a new encoder per call; one encoder serves every message.
+_encode_json = json.JSONEncoder(allow_nan=False).encode
 
 
 def _encode_line(msg: dict[str, Any]) -> bytes:
@@ -447,7 +451,8 @@ class RealmWorker:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1)
             return None
         try:
-            return decode_worker_message(json.loads(line))
+            # The worker writes UTF-8 (worker.js): decoded as such, json skips its encoding sniffing.
+            return decode_worker_message(json.loads(line.decode("utf-8", "surrogatepass")))
         except RecursionError as exc:
             raise RealmError("the realm sent a value nested too deeply to read") from exc
         except ValueError as exc:

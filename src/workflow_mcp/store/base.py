@@ -321,6 +321,13 @@ class RunStore(Protocol):
         them as (``payload["damaged"]``: ``{sequence, columns, note}``), in order; ``[]``: none."""
         ...
 
+    def events_of_types(self, run_id: str, types: Collection[str]) -> list[Event]:
+        """The events of ``run_id`` whose type is one of ``types`` (``EVENT_TYPES`` names), in order,
+        as :meth:`events` reads them (a damaged row is its stand-in); ``[]``: none, or an unknown run.
+        Read through an index on the type, so a resume's look at a long log (the ``turn`` of each
+        ``agent.completed``/``agent.cached``, each ``checkpoint.resolved``) costs only those events."""
+        ...
+
     def last_sequence(self, run_id: str) -> int: ...
 
     def last_run_event(self, run_id: str) -> str | None:

@@ -151,6 +151,11 @@ class MemoryStore:
         """Always ``[]``: events held in memory are never stored damaged."""
         return []
 
+    def events_of_types(self, run_id: str, types: Collection[str]) -> list[Event]:
+        """The events of ``run_id`` whose type is one of ``types``, in order."""
+        wanted = set(types)
+        return [e for e in self._events.get(run_id, []) if e.type in wanted]
+
     def last_sequence(self, run_id: str) -> int:
         events = self._events.get(run_id)
         return events[-1].sequence if events else 0

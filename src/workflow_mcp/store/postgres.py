@@ -38,7 +38,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
-from ..events import Event, utc_now
+from ..events import EVENT_TYPES, Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import (
@@ -650,6 +650,32 @@ class PostgresStore:
         """The events of ``run_id`` whose stored body is not this run's event at its sequence, as
         :meth:`events` reads them; ``[]``: none."""
         return [e for e, columns in self._event_rows(run_id, 0, None) if "body" in columns]
+
+    def events_of_types(self, run_id: str, types: Collection[str]) -> list[Event]:
+        """The events of ``run_id`` whose type is one of ``types``, in order, read through the
+        ``events_type`` index (see :meth:`SqliteStore.events_of_types
+        <workflow_mcp.store.sqlite.SqliteStore.events_of_types>`: a row whose type cell is not a known
+        type is read too and kept when its event is of ``types``)."""
+        wanted = sorted(set(types))
+        if not wanted:
+            return []
+        rows = self._read(
+            f"reading the events of run {run_id}",
+            "SELECT sequence, type, timestamp, agent_id, body FROM events WHERE run_id = %s "
+            "AND (type = ANY(%s) OR NOT type = ANY(%s)) ORDER BY sequence",
+            (run_id, wanted, sorted(EVENT_TYPES)),
+        )
+        out: list[Event] = []
+        for sequence, type_, timestamp, agent_id, body in rows:
+            try:
+                event = Event.from_json(json.loads(body))
+                if event.run_id != run_id or event.sequence != sequence:
+                    raise ValueError("not this run's event at this sequence")
+            except (ValueError, KeyError, TypeError):
+                event = event_from_cells(run_id, (sequence, *_cells((type_, timestamp, agent_id, body))))[0]
+            if event.type in wanted:
+                out.append(event)
+        return out
 
     def last_sequence(self, run_id: str) -> int:
         with self._guard(f"reading run {run_id}") as conn:
