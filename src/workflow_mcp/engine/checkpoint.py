@@ -1,5 +1,5 @@
 """Human checkpoints: a provider's permission request that the policy leaves to a human
-(``approvals = "ask"``) becomes a durable checkpoint of the run (issue 12, item 3).
+(``approvals = "ask"``) becomes a durable checkpoint of the run.
 
 A checkpoint's id is derived from the agent call's v2 journal key, the attempt, the request's
 place in that attempt and what it asks, so the same request in a resumed run has the same id. A

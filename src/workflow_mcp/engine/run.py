@@ -733,7 +733,7 @@ class _Run:
                 return
             if len(self.setup_failures) == 1 and sum(self.setup_failures.values()) == self.calls_run:
                 # Every agent call failed for one configuration reason: nothing the workflow returned
-                # came from an agent, so the run did not do its work (issue 12).
+                # came from an agent, so the run did not do its work.
                 (reason,) = self.setup_failures
                 self._finish_failed(
                     "Error",
