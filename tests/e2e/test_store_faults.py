@@ -322,7 +322,14 @@ def test_the_file_size_limit_fails_the_run_saying_so_and_the_store_stays_readabl
     assert "internal error" not in p.stderr
     run_id = json.loads(p.stderr.splitlines()[0])["runId"]
     shown = cli("runs", "show", run_id, "--json", home=home, tmp=tmp_path)
-    assert shown.returncode == 0 and json.loads(shown.stdout)["status"] == "interrupted"
+    # Whether the run's own `run.failed` still fits under the limit depends on where the limit was
+    # crossed: stored, the run is `failed` with the limit as its error; not stored, the next reader
+    # records it `interrupted`. Either way it is resumable and the resume completes.
+    assert shown.returncode == 0, shown.stderr
+    state = json.loads(shown.stdout)
+    assert state["status"] in ("failed", "interrupted")
+    if state["status"] == "failed":
+        assert "file-size limit" in json.dumps(state["error"])
     assert cli("resume", run_id, "--events", "none", home=home, tmp=tmp_path).returncode == 0
 
 

@@ -3,12 +3,14 @@ grows, always has the state a full projection of its log gives (it is folded for
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
 
 from workflow_mcp import FakeProvider, MemoryStore, SqliteStore, WorkflowService, load_workflow
 from workflow_mcp.errors import RunNotFoundError
+from workflow_mcp.store.base import InterruptedEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -22,6 +24,14 @@ SOURCE = (
 )
 
 
+class OwnedElsewhere(MemoryStore):
+    """A store whose unfinished runs all belong to another live process: a recovery pass marks none of
+    them interrupted (a reader's status is truthful about dead owners only)."""
+
+    def recover(self, active: Collection[str], interrupted: InterruptedEvent) -> list[str]:
+        return []
+
+
 async def test_a_run_read_in_parts_has_the_state_of_its_whole_log_at_every_point(tmp_path: Path) -> None:
     runner = WorkflowService(SqliteStore(tmp_path / "ran.db"), cwd=str(tmp_path))
     handle = runner.start_run(load_workflow(source=SOURCE), provider=FakeProvider())
@@ -31,7 +41,7 @@ async def test_a_run_read_in_parts_has_the_state_of_its_whole_log_at_every_point
     await runner.shutdown()
     assert record is not None and len(events) > 10
 
-    store = MemoryStore()  # the same run as another process's reader sees it: its log grows
+    store = OwnedElsewhere()  # the same run as another process's reader sees it: its log grows
     store.create_run(record)
     reader = WorkflowService(store, cwd=str(tmp_path))
     with pytest.raises(RunNotFoundError):

@@ -209,7 +209,7 @@ def test_two_servers_never_interleave_a_runs_sequence(postgres_url: str) -> None
         a.create_run(record("run_1"))
         a.append_many([ev("run_1", 1, "run.started"), ev("run_1", 2, "log")])
         with pytest.raises(SequenceConflictError):
-            b.append_many([ev("run_1", 3, "log"), ev("run_1", 2, "log")])
+            b.append_many([ev("run_1", 2, "log"), ev("run_1", 3, "log")])
         assert [e.sequence for e in a.events("run_1")] == [1, 2]
         b.append(ev("run_1", 3, "log"))
         assert b.last_sequence("run_1") == 3
