@@ -16,9 +16,9 @@ import threading
 import time
 from typing import Any
 
-from .server.viewer import Timeline
 from .service import WorkflowService
 from .state import TERMINAL, RunState, StateProjector
+from .timeline import Timeline
 
 __all__ = ["LiveRunView", "RunWatch", "watch_run"]
 

@@ -16,14 +16,13 @@ result is shown to :data:`MAX_RESULT_BYTES` of JSON.
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...events import Event
 from ...state import RESUMABLE, TERMINAL, RunState
+from ...timeline import AgentTimes, Timeline, epoch_ms
 from .._render import MAX_ERROR, MAX_STRING, clip
 
 __all__ = [
@@ -42,88 +41,6 @@ MAX_LOG_LINES = 200
 MAX_RESULT_BYTES = 262_144
 """Bytes of the final result's JSON a run page shows; a longer result is cut and says so."""
 _EVENT_FIELDS = ("label", "phase", "title", "status", "reason", "outcome", "model", "provider", "message")
-
-
-def epoch_ms(timestamp: str | None) -> int | None:
-    """Milliseconds since the Unix epoch of an event timestamp (ISO 8601, ``Z`` or offset), or
-    ``None`` when absent or unreadable."""
-    if not timestamp:
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)
-    return int(when.timestamp() * 1000)
-
-
-@dataclass(slots=True)
-class AgentTimes:
-    """When one agent call was queued, started and ended (epoch ms), as its events say."""
-
-    queued: int | None = None
-    started: int | None = None
-    ended: int | None = None
-    model: str | None = None
-    provider: str | None = None
-    error: str | None = None
-
-
-@dataclass
-class Timeline:
-    """The times of a run's agent calls, folded from its events (:meth:`fold`)."""
-
-    agents: dict[str, AgentTimes] = field(default_factory=dict)
-    run_started: int | None = None
-    run_ended: int | None = None
-    provider: str | None = None
-    last_sequence: int = 0
-    """The newest event folded in."""
-
-    def fold(self, events: Iterable[Event], *, until: int) -> Timeline:
-        """Fold ``events`` with ``last_sequence < sequence <= until`` (older ones were folded already);
-        returns ``self``."""
-        for event in events:
-            if event.sequence > until:
-                break
-            if event.sequence <= self.last_sequence:
-                continue
-            self.last_sequence = event.sequence
-            at = epoch_ms(event.timestamp)
-            kind = event.type
-            if kind in ("run.started", "run.resumed"):
-                self.run_started = self.run_started or at
-                provider = event.payload.get("provider")
-                self.provider = provider if isinstance(provider, str) else self.provider
-            elif kind in ("run.completed", "run.failed", "run.cancelled", "run.interrupted", "run.paused"):
-                self.run_ended = at
-            elif kind.startswith("agent.") and event.agent_id is not None:
-                self._agent(event, kind, at)
-        return self
-
-    def _agent(self, event: Event, kind: str, at: int | None) -> None:
-        times = self.agents.setdefault(event.agent_id or "", AgentTimes())
-        payload = event.payload
-        if kind == "agent.queued":
-            times.queued = at
-        elif kind == "agent.started":
-            times.started = at
-            if times.queued is None:
-                times.queued = at
-            model = payload.get("model")
-            times.model = model if isinstance(model, str) else times.model
-        elif kind in ("agent.completed", "agent.failed", "agent.cached"):
-            times.ended = at
-            if times.queued is None:
-                times.queued = at
-            if kind == "agent.cached" and times.started is None:
-                times.started = at
-            provider = payload.get("provider")
-            times.provider = provider if isinstance(provider, str) else times.provider
-            if kind == "agent.failed":
-                message = payload.get("message") or payload.get("error") or payload.get("reason")
-                times.error = clip(str(message), MAX_ERROR) if message is not None else None
 
 
 def _phase_of(phase: str | None) -> str:
@@ -147,7 +64,7 @@ def agent_view(agent: Any, times: AgentTimes | None, run_provider: str | None) -
         "queuedAt": t.queued,
         "startedAt": t.started,
         "endedAt": t.ended,
-        "error": t.error,
+        "error": clip(t.error, MAX_ERROR),
     }
 
 
