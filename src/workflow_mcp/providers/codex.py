@@ -30,10 +30,20 @@ concurrent call; each agent() call is one Codex *thread* and one *turn*:
   :class:`asyncio.CancelledError`.
 - **Policy.** Sandbox, network and writable roots from :class:`~.policy.Policy` (default
   workspace-write, no network) become the thread's sandbox mode and ``sandbox_workspace_write``
-  config; approvals ``never`` means Codex asks nobody and every approval request is declined (fail
-  closed). The app-server sees only the allowlisted environment (:func:`~.policy.allowed_env` plus
-  Codex's own names): the rest is unset through ``env -u`` (names only, never a value, on the
-  command line).
+  config. Approvals: ``never`` → ``approvalPolicy: never`` (Codex asks nobody; a request that
+  comes anyway is declined: fail closed); ``auto-review`` → ``on-request`` reviewed by Codex's
+  ``auto_review``; ``ask`` → ``on-request`` reviewed by ``user``: commands run in the sandbox
+  without asking, and what would leave it (``item/commandExecution/requestApproval``, e.g. a
+  command the model marks ``require_escalated``) is answered from the policy where it can
+  (:func:`~.policy.decide_permission`; a network request is ``fetch``, a file change ``edit``),
+  else becomes the run's human checkpoint (``context.checkpoint``: tool ``execute``, title the
+  model's justification, command the command line Codex would run). Allowed → ``accept`` (once);
+  denied → ``decline`` (the model is told and the turn goes on); no answer because the run is
+  pausing (``checkpoint_required``) → ``cancel``. The request is answered whenever the decision
+  comes, never on the SDK's reader thread, so other calls on the app-server go on meanwhile; the
+  call's signal or cancellation ends the wait. The app-server sees only the allowlisted environment
+  (:func:`~.policy.allowed_env` plus Codex's own names): the rest is unset through ``env -u``
+  (names only, never a value, on the command line).
 - **Outcomes.** A turn that fails on an API or transport problem (5xx, overload, rate or usage
   limit, connection) after Codex's own retries → ``provider_failed``; HTTP 401 or ``unauthorized``
   → :class:`~.base.ProviderAuthError` (the run should pause for a login); any other failure (bad
@@ -90,11 +100,12 @@ from .base import (
     AgentExecutionError,
     AgentRequest,
     AgentResult,
+    CheckpointAsk,
     ProviderCapabilities,
     ProviderEvent,
     TokenUsage,
 )
-from .policy import allowed_env
+from .policy import PermissionAsk, PermissionDecision, allowed_env, answer_checkpoint, decide_permission
 from .registry import Availability, ProviderStartError
 from .routing import CLAUDE_ALIASES, ModelAliasError
 from .schema import StrictSchema, parse_answer, to_strict
@@ -160,7 +171,9 @@ class CodexSettings(ProgramSettings):
 
 
 _REMEMBERED_THREADS: Final = 4096
-_APPROVAL_METHODS: Final = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
+_COMMAND_APPROVAL: Final = "item/commandExecution/requestApproval"
+_FILE_APPROVAL: Final = "item/fileChange/requestApproval"
+_PERMISSIONS_APPROVAL: Final = "item/permissions/requestApproval"
 
 
 class CodexProvider(ProviderBase[CodexSettings]):
@@ -190,6 +203,7 @@ class CodexProvider(ProviderBase[CodexSettings]):
         self._threads: OrderedDict[tuple[str, str], Thread] = OrderedDict()
         self._totals: OrderedDict[str, TokenUsage] = OrderedDict()
         self._active: dict[str, TurnHandle] = {}
+        self._desk = _ApprovalDesk(ask=self.policy.approvals == "ask")
         self._closed = False
 
     # -- registry ------------------------------------------------------------------------------
@@ -237,27 +251,39 @@ class CodexProvider(ProviderBase[CodexSettings]):
         strict = to_strict(request.schema) if request.schema is not None else None
         codex = await self._client()
         sdk = _sdk()
+        # The turn's notifications and the approval requests of its thread, in arrival order.
+        queue: asyncio.Queue[Any] = asyncio.Queue()
         try:
             thread, prompt, resumed = await self._thread(codex, request, model)
-            if resumed is not None:
-                await context.emit(ProviderEvent(kind="progress", text=resumed))
-            handle = await self._call(
-                lambda: thread.turn(
-                    prompt,
-                    model=model,
-                    effort=_effort_enum(effort),
-                    output_schema=strict.schema if strict is not None else None,
-                )
-            )
         except sdk.TransportClosedError as exc:
             return self._transport_failure(exc)
-        except sdk.CodexError as exc:  # foreign errors are translated once, here
-            raise AgentExecutionError(f"codex refused the turn: {exc}") from exc
-        self._active[handle.id] = handle
+        if resumed is not None:
+            await context.emit(ProviderEvent(kind="progress", text=resumed))
+        # Routed before the turn starts: its first approval request may come before turn/start's answer.
+        inbox = _Inbox(queue, lambda approval: self._answer_soon(approval, "cancel"))
+        route = self._desk.open(thread.id, asyncio.get_running_loop(), inbox.put)
         try:
-            return await self._follow(thread, handle, strict, request, context)
+            try:
+                handle = await self._call(
+                    lambda: thread.turn(
+                        prompt,
+                        model=model,
+                        effort=_effort_enum(effort),
+                        output_schema=strict.schema if strict is not None else None,
+                    )
+                )
+            except sdk.TransportClosedError as exc:
+                return self._transport_failure(exc)
+            except sdk.CodexError as exc:  # foreign errors are translated once, here
+                raise AgentExecutionError(f"codex refused the turn: {exc}") from exc
+            self._active[handle.id] = handle
+            try:
+                return await self._follow(thread, handle, queue, strict, request, context)
+            finally:
+                self._active.pop(handle.id, None)
         finally:
-            self._active.pop(handle.id, None)
+            self._desk.close(thread.id, route)
+            inbox.close()
 
     async def aclose(self) -> None:
         """Stop the app-server (idempotent). In-flight calls end with a provider failure."""
@@ -324,7 +350,13 @@ class CodexProvider(ProviderBase[CodexSettings]):
                 raise ProviderStartError(f"codex: {exc}; install it with {INSTALL}") from exc
             except (OSError, ValueError, RuntimeError, sdk.CodexError) as exc:
                 raise ProviderStartError(f"codex app-server did not start: {exc}") from exc
-            _fail_closed_approvals(codex)
+            if not self._desk.install(codex):
+                codex.close()
+                raise ProviderStartError(
+                    f"openai-codex {dist_version('openai-codex') or '(unknown version)'} offers no way to "
+                    "answer an approval request later, which approvals = 'ask' needs (openai-codex 0.163 "
+                    "does); use approvals = 'never' or 'auto-review', or that SDK version"
+                )
             self._codex = codex
             return codex
 
@@ -358,23 +390,28 @@ class CodexProvider(ProviderBase[CodexSettings]):
         return config_cls(launch_args_override=tuple(argv), env=env, cwd=None)
 
     def _sandbox(self, *, read_only: bool = False) -> Any:
-        """The thread's sandbox: the policy's, narrowed to read-only for an agent that may not edit
-        files (an agent definition without Edit, Write or NotebookEdit; never widened)."""
-        sandbox = _sdk().Sandbox
-        return {
-            "read-only": sandbox.read_only,
-            "workspace-write": sandbox.workspace_write,
-            "danger-full-access": sandbox.full_access,
-        }["read-only" if read_only else self.policy.sandbox]
+        """The thread's sandbox mode: the policy's, narrowed to read-only for an agent that may not
+        edit files (an agent definition without Edit, Write or NotebookEdit; never widened)."""
+        return _wire().SandboxMode("read-only" if read_only else self.policy.sandbox)
 
     def _developer_instructions(self, request: AgentRequest) -> str | None:
         """The ``developer_instructions`` setting, then the agent definition's instructions."""
         parts = [p for p in (self.settings.developer_instructions, request.instructions) if p]
         return "\n\n".join(parts) if parts else None
 
-    def _approvals(self) -> Any:
-        mode = _sdk().ApprovalMode
-        return mode.auto_review if self.policy.approvals == "auto-review" else mode.deny_all
+    def _approvals(self) -> dict[str, Any]:
+        """The thread's ``approvalPolicy`` and ``approvalsReviewer``: ``never`` asks nobody (the
+        SDK's ``ApprovalMode.deny_all``); ``auto-review`` lets Codex's reviewer decide escalations
+        (``on-request`` reviewed by ``auto_review``, the SDK's ``ApprovalMode.auto_review``); ``ask``
+        sends them to this client (``on-request`` reviewed by ``user``), where each becomes a
+        human checkpoint."""
+        wire = _wire()
+        value = "never" if self.policy.approvals == "never" else "on-request"
+        reviewer = {"never": None, "auto-review": "auto_review", "ask": "user"}[self.policy.approvals]
+        return {
+            "approval_policy": wire.AskForApproval(root=wire.AskForApprovalValue(value)),
+            "approvals_reviewer": None if reviewer is None else wire.ApprovalsReviewer(reviewer),
+        }
 
     def _thread_config(self) -> dict[str, Any]:
         return {
@@ -396,11 +433,14 @@ class CodexProvider(ProviderBase[CodexSettings]):
             if known is not None:
                 return known, request.feedback, None
         prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
+        # The SDK's Codex.thread_start/thread_resume offer only its two ApprovalModes; the same
+        # requests through its client carry the approval policy ``ask`` needs (see _approvals).
+        wire, client = _wire(), codex._client
         common: dict[str, Any] = {
             "model": model,
             "cwd": request.cwd,
             "sandbox": self._sandbox(read_only=request.read_only),
-            "approval_mode": self._approvals(),
+            **self._approvals(),
             "config": self._thread_config(),
             "developer_instructions": self._developer_instructions(request),
         }
@@ -408,18 +448,20 @@ class CodexProvider(ProviderBase[CodexSettings]):
         thread: Thread | None = None
         if request.session:
             session = request.session
+            params = wire.ThreadResumeParams(thread_id=session, **common)
             try:
-                thread = await self._call(lambda: codex.thread_resume(session, **common))
+                resumed = await self._call(lambda: client.thread_resume(session, params))
+                thread = _sdk().Thread(client, resumed.thread.id)
                 note = f"resumed codex thread {session}"
             except codex_error as exc:
                 note = f"could not resume codex thread {session} ({exc}); starting a new one"
         if thread is None:
+            params = wire.ThreadStartParams(ephemeral=self.settings.ephemeral, **common)
             try:
-                thread = await self._call(
-                    lambda: codex.thread_start(ephemeral=self.settings.ephemeral, **common)
-                )
+                started = await self._call(lambda: client.thread_start(params))
             except codex_error as exc:
                 raise AgentExecutionError(f"codex could not start a thread: {exc}") from exc
+            thread = _sdk().Thread(client, started.thread.id)
         if request.agent_id:
             self._threads[key] = thread
             while len(self._threads) > _REMEMBERED_THREADS:
@@ -430,14 +472,15 @@ class CodexProvider(ProviderBase[CodexSettings]):
         self,
         thread: Thread,
         handle: TurnHandle,
+        queue: asyncio.Queue[Any],
         strict: StrictSchema | None,
         request: AgentRequest,
         context: AgentContext,
     ) -> AgentResult:
-        """Consume the turn's notifications until it completes, forwarding progress; interrupt
-        the turn when the signal fires or this task is cancelled."""
+        """Consume the turn's notifications until it completes, forwarding progress and answering
+        its approval requests one at a time, in arrival order (so a checkpoint's place in the call
+        is stable); interrupt the turn when the signal fires or this task is cancelled."""
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
         _start_consumer(handle, loop, queue, done)
         messages: list[tuple[str, str | None]] = []
@@ -460,6 +503,9 @@ class CodexProvider(ProviderBase[CodexSettings]):
                     break
                 if isinstance(item, BaseException):
                     return self._transport_failure(item)
+                if isinstance(item, _Approval):
+                    await self._decide(item, request, context)
+                    continue
                 method, payload = item.method, item.payload
                 if method == "item/agentMessage/delta":
                     await context.emit(ProviderEvent(kind="output.delta", text=payload.delta))
@@ -594,13 +640,78 @@ class CodexProvider(ProviderBase[CodexSettings]):
             self._executor.submit(interrupt)
 
     async def _drain(self, queue: asyncio.Queue[Any], done: object) -> None:
-        """Wait (bounded) for the interrupted turn's stream to end, so its thread is released."""
+        """Wait (bounded) for the interrupted turn's stream to end, so its thread is released;
+        an approval request still coming is refused (``cancel``)."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.settings.interrupt_timeout_s):
                 while True:
                     item = await queue.get()
-                    if item is done or isinstance(item, BaseException):
+                    if isinstance(item, _Approval):
+                        self._answer_soon(item, "cancel")
+                    elif item is done or isinstance(item, BaseException):
                         return
+
+    # -- approval requests (approvals = "ask") ---------------------------------------------------
+    async def _decide(
+        self,
+        approval: _Approval,
+        request: AgentRequest,
+        context: AgentContext,
+    ) -> None:
+        """Answer one approval request of this call's turn: the policy decides what it can
+        (:func:`~.policy.decide_permission`); the rest goes to the run's human checkpoint. Allowed →
+        ``accept`` (this once); denied → ``decline`` (the model sees the refusal and the turn goes
+        on); no answer because the run is pausing → ``cancel`` (Codex ends the turn too). The wait
+        for a human ends when the call's signal fires (the engine's checkpoint returns ``None``) or
+        this task is cancelled (the request is then answered ``cancel``)."""
+        ask = approval.ask()
+        policy = self.policy.narrow({"sandbox": "read-only"}) if request.read_only else self.policy
+        decision = decide_permission(policy, ask, cwd=request.cwd or os.getcwd())
+        pausing = False
+        try:
+            if decision.ask:
+                if context.checkpoint is None:
+                    decision = PermissionDecision(
+                        False, None, f"{decision.reason}, but nobody can be asked here"
+                    )
+                else:
+                    answer = await context.checkpoint(
+                        CheckpointAsk(
+                            tool=ask.kind or "other", title=ask.title, command=ask.command, paths=ask.paths
+                        )
+                    )
+                    if answer is None:
+                        pausing = True
+                        decision = PermissionDecision(
+                            False, None, "the run is pausing for a human checkpoint"
+                        )
+                    else:
+                        decision = answer_checkpoint(ask, answer, "a human checkpoint")
+        except BaseException:
+            self._answer_soon(approval, "cancel")
+            raise
+        answer_with = "accept" if decision.allow else "cancel" if pausing else "decline"
+        with contextlib.suppress(_sdk().CodexError, AgentExecutionError, RuntimeError):
+            # A dead transport fails the turn anyway; RuntimeError: the provider was closed meanwhile.
+            await self._call(lambda: self._desk.answer(approval, answer_with))
+        verdict = "allowed" if decision.allow else "denied"
+        await context.emit(
+            ProviderEvent(
+                kind="progress",
+                text=f"permission {verdict}: {ask.kind} {ask.title}".rstrip() + f" ({decision.reason})",
+                data={"permission": ask.kind, "allowed": decision.allow, "paths": list(ask.paths)},
+            )
+        )
+
+    def _answer_soon(self, approval: _Approval, decision: str) -> None:
+        """Answer from a worker thread; nobody waits (the call is ending)."""
+
+        def answer() -> None:
+            with contextlib.suppress(Exception):  # best effort: the transport may be gone
+                self._desk.answer(approval, decision)
+
+        with contextlib.suppress(RuntimeError):  # the executor is already shut down
+            self._executor.submit(answer)
 
 
 def _start_consumer(
@@ -629,16 +740,161 @@ def _start_consumer(
     threading.Thread(target=consume, name=f"codex-turn-{handle.id}", daemon=True).start()
 
 
-def _fail_closed_approvals(codex: Codex) -> None:
-    """Decline every approval request. With approvals ``never`` Codex asks none; should it ask
-    anyway, nobody here can approve, so the answer is no (the SDK's default handler says yes)."""
+class _Approval(dict[str, Any]):
+    """One approval request from Codex (``item/commandExecution/requestApproval`` or
+    ``item/fileChange/requestApproval``), answered later. It stands in for the answer the SDK's
+    reader thread would write at once, so that :class:`_ApprovalDesk` can hold that write back
+    and learn the request's id from it; it is never written itself."""
 
-    def decline(method: str, params: Any) -> dict[str, Any]:
-        return {"decision": "decline"} if method in _APPROVAL_METHODS else {}
+    def __init__(self, method: str, params: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.method = method
+        self.params = params
+        self.request_id: Any = None
 
-    client = getattr(codex, "_client", None)
-    if client is not None and hasattr(client, "_approval_handler"):
-        client._approval_handler = decline
+    @property
+    def thread_id(self) -> str:
+        return str(self.params.get("threadId", ""))
+
+    def ask(self) -> PermissionAsk:
+        """What the request asks, in the policy's terms. A command is ``execute`` (its ``reason``
+        is the title; ``command`` the command line Codex would run), or ``fetch`` when it asks for
+        network access (``networkApprovalContext``: host and protocol). A file change is ``edit``
+        of the ``grantRoot`` it asks to write under, if it names one: Codex asks about a patch its
+        sandbox refused, which the policy (whose writable roots the sandbox has) refuses too, so
+        a human is never asked about it. The options are Codex's ``accept`` (this once) and
+        ``decline``."""
+        params = self.params
+        reason = str(params.get("reason") or "")
+        options = (("accept", "allow_once"), ("decline", "reject_once"))
+        if self.method == _FILE_APPROVAL:
+            root = params.get("grantRoot")
+            paths = (str(root),) if root else ()
+            return PermissionAsk(kind="edit", title=reason or "apply a patch", paths=paths, options=options)
+        command = params.get("command")
+        network = params.get("networkApprovalContext")
+        if isinstance(network, Mapping):
+            title = reason or f"network access to {network.get('host')} ({network.get('protocol')})"
+            return PermissionAsk(kind="fetch", title=title, options=options, command=command)
+        if params.get("kind") == "writeStdin":
+            reason = reason or "write to the input of a running command"
+        return PermissionAsk(
+            kind="execute",
+            title=reason or "run a command",
+            options=options,
+            command=command if isinstance(command, str) else None,
+        )
+
+
+class _Inbox:
+    """Where the approval requests of one agent() call's thread arrive, on the event loop: on the
+    call's queue while the call runs; refused (``refuse``) once it has ended, with any it never
+    read, so that no request is left open."""
+
+    def __init__(self, queue: asyncio.Queue[Any], refuse: Callable[[_Approval], None]) -> None:
+        self._queue = queue
+        self._refuse = refuse
+        self._open = True
+
+    def put(self, approval: _Approval) -> None:
+        if self._open:
+            self._queue.put_nowait(approval)
+        else:
+            self._refuse(approval)
+
+    def close(self) -> None:
+        self._open = False
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if isinstance(item, _Approval):
+                self._refuse(item)
+
+
+class _ApprovalDesk:
+    """Codex's approval requests for one app-server, each handed to the agent() call whose thread
+    asked and answered when that call decides — possibly much later (a human checkpoint).
+
+    The SDK reads the app-server on a single thread and writes an approval handler's return value
+    as the answer at once; its public API has no approval policy that asks the client nor a way to
+    answer later. So the handler (:meth:`_handle`) returns an :class:`_Approval`, the desk's
+    wrapper of the SDK's message writer (:meth:`_write`) holds that one write back, and the answer
+    goes out later through the same writer (the SDK's framing and lock). The reader thread is
+    never blocked: other turns' notifications and every request's answer keep flowing while a
+    human decides (the JSON-RPC request stays open on Codex's side; it accepts the answer late).
+
+    With approvals other than ``ask`` every request is declined at once, as before (Codex asks
+    none under ``never``; the SDK's own default would accept). A request of a thread no call of
+    this provider runs is declined; a permissions request (``item/permissions/requestApproval``)
+    is granted nothing."""
+
+    def __init__(self, ask: bool) -> None:
+        self._ask = ask
+        self._lock = threading.Lock()
+        self._routes: dict[str, Callable[[_Approval], bool]] = {}
+        self._write_message: Callable[[dict[str, Any]], None] | None = None
+
+    def install(self, codex: Codex) -> bool:
+        """Take over ``codex``'s approval answers; ``False`` when this SDK lacks what ``ask``
+        needs (the client's ``_approval_handler`` and ``_write_message``)."""
+        client = getattr(codex, "_client", None)
+        if client is None or not hasattr(client, "_approval_handler"):
+            return not self._ask
+        if self._ask:
+            write = getattr(client, "_write_message", None)
+            if not callable(write):
+                return False
+            self._write_message = write
+            client._write_message = self._write
+        client._approval_handler = self._handle
+        return True
+
+    def open(
+        self, thread_id: str, loop: asyncio.AbstractEventLoop, put: Callable[[_Approval], None]
+    ) -> Callable[[_Approval], bool]:
+        """Hand ``thread_id``'s approval requests to ``put``, called on ``loop``, until :meth:`close`."""
+
+        def deliver(approval: _Approval) -> bool:
+            try:
+                loop.call_soon_threadsafe(put, approval)
+                return True
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                return False
+
+        with self._lock:
+            self._routes[thread_id] = deliver
+        return deliver
+
+    def close(self, thread_id: str, route: Callable[[_Approval], bool]) -> None:
+        with self._lock:
+            if self._routes.get(thread_id) is route:
+                del self._routes[thread_id]
+
+    def answer(self, approval: _Approval, decision: str) -> None:
+        """Write the answer (``accept``, ``decline`` or ``cancel``) to a held request; blocking.
+
+        Raises :class:`openai_codex.TransportClosedError` when the app-server is gone."""
+        assert self._write_message is not None
+        self._write_message({"id": approval.request_id, "result": {"decision": decision}})
+
+    def _handle(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        # The SDK's reader thread: never blocks here.
+        if method in (_COMMAND_APPROVAL, _FILE_APPROVAL):
+            return _Approval(method, params or {}) if self._ask else {"decision": "decline"}
+        if method == _PERMISSIONS_APPROVAL:
+            return {"permissions": {}}
+        return {}
+
+    def _write(self, payload: dict[str, Any]) -> None:
+        result = payload.get("result")
+        if not isinstance(result, _Approval):
+            assert self._write_message is not None
+            self._write_message(payload)
+            return
+        result.request_id = payload.get("id")
+        with self._lock:
+            route = self._routes.get(result.thread_id)
+        if route is None or not route(result):
+            self.answer(result, "decline")  # no call of ours runs that thread
 
 
 def _usage(breakdown: Any) -> TokenUsage:
@@ -714,7 +970,12 @@ def _error_message(error: Any) -> str:
 def _effort_enum(effort: str | None) -> Any:
     if effort is None:
         return None
-    return _module("openai_codex.generated.v2_all").ReasoningEffort(effort)
+    return _wire().ReasoningEffort(effort)
+
+
+def _wire() -> Any:
+    """The SDK's models of the app-server protocol (``openai_codex.generated.v2_all``)."""
+    return _module("openai_codex.generated.v2_all")
 
 
 def _module(name: str) -> ModuleType:
