@@ -19,11 +19,13 @@ import pytest
 from mocks.mock_responses import Received, Reply
 from workflow_mcp import MemoryStore, RunOptions, WorkflowService, load_workflow
 from workflow_mcp.events import Event
+from workflow_mcp.providers.base import AgentRequest
+from workflow_mcp.providers.codex import CodexProvider
 from workflow_mcp.providers.policy import Policy
 from workflow_mcp.service import RunOverrides
 
 from codex_kit import CodexSetup
-from helpers import RUN_TIMEOUT_S, arun
+from helpers import RUN_TIMEOUT_S, arun, call_provider
 
 pytestmark = pytest.mark.timeout(RUN_TIMEOUT_S * 2)
 
@@ -126,16 +128,17 @@ def test_an_escalated_command_pauses_the_run_for_a_checkpoint_and_runs_once_the_
 def test_a_denied_checkpoint_refuses_the_command_and_the_model_hears_the_refusal(codex: CodexSetup) -> None:
     site = Site(codex)
 
+    async def no(context: Mapping[str, Any]) -> bool | None:
+        return False
+
     async def scenario() -> None:
-        first, _ = await site.start()
-        cid = site.service.status(first).checkpoint_context["checkpointId"]  # type: ignore[index]
-        second, status = await site.resume(first, **{cid: "deny"})
+        run_id, status = await site.start(no)
         assert status == "completed"
         assert not site.made
         (output,) = site.outputs()
         assert "rejected by user" in output and "RAN-BY-CODEX" not in output
-        (resolved,) = site.events(second, "checkpoint.resolved")
-        assert (resolved.payload["decision"], resolved.payload["source"]) == ("deny", "reply")
+        (resolved,) = site.events(run_id, "checkpoint.resolved")
+        assert (resolved.payload["decision"], resolved.payload["source"]) == ("deny", "elicitation")
 
     arun(scenario())
 
@@ -260,3 +263,25 @@ def test_a_patch_the_sandbox_refused_is_refused_by_the_policy_without_asking(cod
 
     arun(scenario())
     assert not (outside / "o.txt").exists()
+
+
+def test_a_call_without_a_checkpoint_to_ask_refuses_the_command(codex: CodexSetup) -> None:
+    # A provider used on its own (no run, so no human checkpoint): fail closed.
+    site = Site(codex)
+
+    async def scenario() -> None:
+        provider = CodexProvider.create(codex.settings, policy=ASK, source="test")
+        try:
+            result, events = await call_provider(
+                provider, AgentRequest(prompt="make the file", label="maker", cwd=str(codex.cwd))
+            )
+        finally:
+            await provider.aclose()
+        assert "rejected by user" in result.text
+        (said,) = [e for e in events if e.text.startswith("permission ")]
+        assert said.text.startswith("permission denied: execute make the file")
+        assert said.text.endswith("but nobody can be asked here)")
+        assert said.data == {"permission": "execute", "allowed": False, "paths": []}
+
+    arun(scenario())
+    assert not site.made
