@@ -8,6 +8,8 @@ against a loopback model server (``tests/mocks/``), behind one small scripting s
 - ``acp``: codex-acp (``@zed-industries/codex-acp``, installed by npm on first use) against the
   mock Responses API.
 - ``openai``: the official ``openai`` SDK against the mock Chat Completions API.
+- ``cli``: the generic command-line provider running ``tests/mocks/agent_cli.py`` (a small agent
+  program that prints JSON) against the mock Chat Completions API.
 
 A backend whose extra is not installed skips, saying which extra.
 """
@@ -33,7 +35,7 @@ from mocks.base import UNSET  # noqa: E402
 from workflow_mcp.providers.base import AgentContext, AgentProvider, AgentRequest, AgentResult  # noqa: E402
 from workflow_mcp.providers.fake import FakeProvider  # noqa: E402
 
-PROVIDERS = ("fake", "codex", "claude", "acp", "openai")
+PROVIDERS = ("fake", "codex", "claude", "acp", "openai", "cli")
 FAKE_TOKENS: Final = {"input": 10, "output": 5, "cacheRead": 1, "cacheWrite": 2}
 
 
@@ -265,6 +267,27 @@ def backend_for(name: str, tmp_path: Path, cwd: Path, monkeypatch: pytest.Monkey
                 tokens=(10, 5),
                 usage={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
             )
+    elif name == "cli":
+        from mocks.mock_chat import MockChat
+        from mocks.mock_chat import Reply as ChatReply
+        from workflow_mcp.providers.cli import CLIProvider
+        from workflow_mcp.providers.policy import DEFAULT_POLICY
+
+        monkeypatch.setenv("MOCK_CHAT_KEY", "sk-mock-key")
+        with MockChat() as mock:
+            cli_settings = cli_agent_settings(mock.base_url)
+            yield MockBackend(
+                "cli",
+                cwd,
+                mock,
+                ChatReply,
+                lambda: CLIProvider.create(cli_settings, policy=DEFAULT_POLICY, source="test"),
+                backend="agent_cli",
+                login_hint="agent_cli login",
+                secret="sk-mock-key",
+                tokens=(12, 4, 2),
+                usage={"input": 10, "output": 4, "cacheRead": 2, "cacheWrite": 0},
+            )
     else:
         pytest.importorskip("openai", reason="the openai extra is not installed")
         from mocks.mock_chat import MockChat
@@ -291,3 +314,28 @@ def backend_for(name: str, tmp_path: Path, cwd: Path, monkeypatch: pytest.Monkey
                 tokens=(12, 4, 2),  # prompt 12 of which 2 cached, completion 4
                 usage={"input": 10, "output": 4, "cacheRead": 2, "cacheWrite": 0},
             )
+
+
+AGENT_CLI: Final = str(_TESTS / "mocks" / "agent_cli.py")
+
+
+def cli_agent_settings(base_url: str, **more: Any) -> dict[str, Any]:
+    """``[providers.cli]`` settings running ``tests/mocks/agent_cli.py`` against ``base_url``: the
+    prompt as a file, its JSON output read at ``result`` with its usage, 401s as a login."""
+    return {
+        "command": [sys.executable, AGENT_CLI, "--base-url", base_url, "{prompt_file}"],
+        "args": {"model": ["--model", "{model}"], "image": ["--image", "{image_file}"]},
+        "output": "json",
+        "answer_path": "result",
+        "session_path": "session_id",
+        "usage": {
+            "input": "usage.input_tokens",
+            "output": "usage.output_tokens",
+            "cache_read": "usage.cache_read_input_tokens",
+        },
+        "env": ["MOCK_CHAT_KEY"],
+        "name": "agent_cli",
+        "login_hint": "agent_cli login",
+        "kill_grace_s": 2.0,
+        **more,
+    }
