@@ -10,6 +10,9 @@ against a loopback model server (``tests/mocks/``), behind one small scripting s
 - ``openai``: the official ``openai`` SDK against the mock Chat Completions API.
 - ``cli``: the generic command-line provider running ``tests/mocks/agent_cli.py`` (a small agent
   program that prints JSON) against the mock Chat Completions API.
+- ``claude-cli``: the generic command-line provider running a real agent program, the Claude Code
+  CLI the Claude Agent SDK bundles (``claude -p --output-format json --json-schema …``), against
+  the mock Messages API.
 
 A backend whose extra is not installed skips, saying which extra.
 """
@@ -35,7 +38,7 @@ from mocks.base import UNSET  # noqa: E402
 from workflow_mcp.providers.base import AgentContext, AgentProvider, AgentRequest, AgentResult  # noqa: E402
 from workflow_mcp.providers.fake import FakeProvider  # noqa: E402
 
-PROVIDERS = ("fake", "codex", "claude", "acp", "openai", "cli")
+PROVIDERS = ("fake", "codex", "claude", "acp", "openai", "cli", "claude-cli")
 FAKE_TOKENS: Final = {"input": 10, "output": 5, "cacheRead": 1, "cacheWrite": 2}
 
 
@@ -288,6 +291,29 @@ def backend_for(name: str, tmp_path: Path, cwd: Path, monkeypatch: pytest.Monkey
                 tokens=(12, 4, 2),
                 usage={"input": 10, "output": 4, "cacheRead": 2, "cacheWrite": 0},
             )
+    elif name == "claude-cli":
+        sdk = pytest.importorskip("claude_agent_sdk", reason="the claude extra is not installed")
+        from mocks.mock_messages import Reply as MessagesReply
+        from workflow_mcp.providers.cli import CLIProvider
+        from workflow_mcp.providers.policy import DEFAULT_POLICY
+
+        from claude_kit import claude_setup
+
+        program = Path(sdk.__file__).parent / "_bundled" / "claude"
+        with claude_setup(tmp_path, monkeypatch) as setup:
+            claude_settings = claude_cli_settings(str(program), setup.settings["config_dir"])
+            yield MockBackend(
+                "cli",
+                setup.cwd,
+                setup.mock,
+                MessagesReply,
+                lambda: CLIProvider.create(claude_settings, policy=DEFAULT_POLICY, source="test"),
+                backend="claude-cli",
+                login_hint="claude /login",
+                secret="dummy",
+                tokens=(10, 5, 3, 2),
+                usage={"input": 10, "output": 5, "cacheRead": 3, "cacheWrite": 2},
+            )
     else:
         pytest.importorskip("openai", reason="the openai extra is not installed")
         from mocks.mock_chat import MockChat
@@ -338,4 +364,37 @@ def cli_agent_settings(base_url: str, **more: Any) -> dict[str, Any]:
         "login_hint": "agent_cli login",
         "kill_grace_s": 2.0,
         **more,
+    }
+
+
+def claude_cli_settings(program: str, config_dir: str) -> dict[str, Any]:
+    """``[providers.cli]`` settings running the Claude Code CLI in print mode: the prompt on standard
+    input, the JSON result document read at its paths, the schema through ``--json-schema``."""
+    return {
+        "command": [program, "-p", "--bare", "--no-session-persistence", "--output-format", "json"],
+        "args": {"model": ["--model", "{model}"], "schema": ["--json-schema", "{schema}"]},
+        "output": "json",
+        "answer_path": "result",
+        "structured_path": "structured_output",
+        "session_path": "session_id",
+        "error_path": "is_error",
+        "status_path": "api_error_status",
+        "usage": {
+            "input": "usage.input_tokens",
+            "output": "usage.output_tokens",
+            "cache_read": "usage.cache_read_input_tokens",
+            "cache_write": "usage.cache_creation_input_tokens",
+        },
+        "schema_in_prompt": False,
+        "env": [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "CLAUDE_CODE_*",
+            "DISABLE_AUTOUPDATER",
+            "IS_SANDBOX",
+        ],
+        "set_env": {"CLAUDE_CONFIG_DIR": config_dir},
+        "name": "claude-cli",
+        "login_hint": "claude /login",
+        "kill_grace_s": 2.0,
     }

@@ -22,16 +22,21 @@ Each agent() call runs the configured ``command`` once (a format re-ask runs it 
   (``result``, ``choices.0.message.content``; default ``result``); ``structured_path`` names a
   JSON value to take as a schema call's answer as is (e.g. ``structured_output``); ``usage`` maps
   ``input``, ``output``, ``cache_read`` and ``cache_write`` to dotted paths of token counts;
-  ``session_path`` the session id reported as ``AgentResult.session``.
+  ``session_path`` the session id reported as ``AgentResult.session``; ``error_path`` a flag that
+  marks the document a failure even at exit status 0 (Claude Code's ``is_error``) and
+  ``status_path`` the upstream HTTP status it reports (``api_error_status``).
 - **Structured output.** The answer text is read by :func:`~.schema.parse_answer` (the whole text
   as JSON, else its last ```json fence). A reply without JSON is asked again (the program runs
   again with the reply and the re-ask) up to ``json_retries`` times
   (:func:`~._kit.ask_again`), then returned with ``has_structured=False``; the engine validates
   the value and re-asks with its feedback, which is appended to the prompt of a new run.
-- **Outcomes.** Exit status 0 is an answer. Otherwise the failure's kind is the ``exit_codes``
-  entry of the status, else the first ``patterns`` entry (``auth``, ``usage_limit``,
-  ``rate_limit``, ``overloaded``, ``api``; regular expressions, case-insensitive) found in
-  standard error or output, else ``execution`` (agent() rejects with the end of standard error).
+- **Outcomes.** Exit status 0 is an answer (unless ``error_path`` says it failed). Otherwise the
+  failure's kind is the ``exit_codes`` entry of the status, else the upstream HTTP status at
+  ``status_path`` (401/403 a login, 429 a rate limit, 503/529 an overload, other 5xx an API
+  failure), else the first ``patterns`` entry (``auth``, ``usage_limit``, ``rate_limit``,
+  ``overloaded``, ``api``; regular expressions, case-insensitive) found in what the program said
+  (standard error; else, for JSON output, the text at ``answer_path``; else standard output), else
+  ``execution`` (agent() rejects with what it said).
   ``auth`` pauses the run for a login (``login_hint`` says how), ``usage_limit`` pauses it until
   the limit resets, ``rate_limit``/``overloaded``/``api`` resolve ``null`` (the engine retries load
   with backoff) (:func:`~._kit.failure_outcome`). Default patterns: :data:`DEFAULT_PATTERNS`.
@@ -54,7 +59,7 @@ Each agent() call runs the configured ``command`` once (a format re-ask runs it 
 
 Settings (``[providers.cli]``): ``command`` (required; only the user's own configuration may set
 it, as ``args`` and ``set_env``), ``args`` (table, above), ``output``, ``answer_path``,
-``structured_path``, ``usage``, ``session_path``, ``model``, ``cwd``, ``env``, ``set_env``,
+``structured_path``, ``usage``, ``session_path``, ``error_path``, ``status_path``, ``model``, ``cwd``, ``env``, ``set_env``,
 ``schema_in_prompt``, ``exit_codes`` (table: status → kind), ``patterns`` (table: kind → regular
 expression, replacing that kind's default), ``name`` (the backend name in messages and pauses;
 default the program's file name), ``login_hint``, ``images``, ``structured_output``,
@@ -76,7 +81,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from ._kit import (
+    HTTP_STATUSES,
     FailureKind,
+    FailureTable,
     ProviderBase,
     ask_again,
     at_least,
@@ -142,6 +149,8 @@ AGENT_PREAMBLE: Final = (
     "they are your system prompt, not part of the task.\n"
     "<agent-instructions>\n{instructions}\n</agent-instructions>\n\nThe task:\n{prompt}"
 )
+_STATUS_TABLE: Final = FailureTable("cli", kinds={}, statuses={**HTTP_STATUSES, 403: "auth"})
+"""An upstream HTTP status a program reports (``status_path``) as ours; any other 5xx is ``api``."""
 _STDERR_KEPT: Final = 64 * 1024
 _READ_CHUNK: Final = 64 * 1024
 _MESSAGE_TAIL: Final = 2000
@@ -158,6 +167,8 @@ class CLISettings:
     structured_path: str | None = None
     usage: dict[str, str] = field(default_factory=dict)
     session_path: str | None = None
+    error_path: str | None = None
+    status_path: str | None = None
     model: str | None = None
     cwd: str | None = None
     env: list[str] = field(default_factory=list)
@@ -451,8 +462,12 @@ class CLIProvider(ProviderBase[CLISettings]):
         if out.overflowed:
             raise AgentExecutionError(self._overflow())
         stdout = out.text()
-        if proc.returncode != 0:
-            return _Run(failed=self._failure(proc.returncode, stdout, err.text()))
+        document = self._parsed(stdout)
+        failed = proc.returncode != 0 or bool(
+            self.settings.error_path and _at(document, self.settings.error_path)
+        )
+        if failed:
+            return _Run(failed=self._failure(proc.returncode, stdout, err.text(), document))
         return self._answer(stdout)
 
     def _overflow(self) -> str:
@@ -461,16 +476,30 @@ class CLIProvider(ProviderBase[CLISettings]):
             "bytes (providers.cli.max_output_bytes); it was stopped"
         )
 
-    def _failure(self, status: int | None, stdout: str, stderr: str) -> AgentResult:
+    def _parsed(self, stdout: str) -> Any:
+        """The output's JSON document (``None`` for text output or output that is not JSON)."""
+        if self.settings.output == "text":
+            return None
+        try:
+            return self._document(stdout)
+        except AgentExecutionError:
+            return None
+
+    def _failure(self, status: int | None, stdout: str, stderr: str, document: Any) -> AgentResult:
         """A failed run as the engine's outcome (raises for ``auth``, ``usage_limit``, ``execution``)."""
         code = status if status is not None else -1
-        said = stderr.strip() or stdout.strip()
+        answer = _at(document, self.settings.answer_path) if document is not None else None
+        said = stderr.strip() or (answer.strip() if isinstance(answer, str) else stdout.strip())
+        upstream = _at(document, self.settings.status_path) if self.settings.status_path else None
         kind: FailureKind = "execution"
         if code in self.exit_kinds:
             kind = self.exit_kinds[code]
+        elif isinstance(upstream, int) and _STATUS_TABLE.kind(status=upstream) != "execution":
+            kind = _STATUS_TABLE.kind(status=upstream)
         else:
             kind = next((k for k, pattern in self.patterns if pattern.search(said)), kind)
-        detail = f"exited with status {code}" + (f": {said[-_MESSAGE_TAIL:]}" if said else "")
+        how = f"exited with status {code}" if code != 0 else "reported a failure"
+        detail = how + (f": {said[-_MESSAGE_TAIL:]}" if said else "")
         failed = failure_outcome(
             kind, backend=self.backend, detail=detail, login_hint=self.settings.login_hint
         )

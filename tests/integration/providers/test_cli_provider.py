@@ -308,3 +308,36 @@ def test_a_program_that_answers_and_leaves_a_grandchild_holding_its_output_retur
     result, _ = arun(scenario())
     assert (result.outcome, result.text) == ("completed", "answer")
     assert [pid_alive(pid) for pid in _pids(pids)] == [False, False]
+
+
+def test_a_json_document_can_report_the_failure_and_the_upstream_status_itself(tmp_path: Path) -> None:
+    def reporting(document: dict[str, Any], status: int) -> CLIProvider:
+        body = f"print(json.dumps({document!r})); sys.exit({status})"
+        path = program(tmp_path, body, f"doc{status}{len(tmp_path.name)}{len(document)}.py")
+        return provider(
+            [sys.executable, path],
+            output="json",
+            error_path="is_error",
+            status_path="api_error_status",
+            name="agy",
+        )
+
+    with pytest.raises(ProviderAuthError, match="Invalid API key"):
+        ask(reporting({"is_error": True, "result": "Invalid API key", "api_error_status": 401}, 0))
+    busy = reporting({"is_error": True, "result": "API Error: busy", "api_error_status": 529, "n": 1}, 1)
+    result, _ = ask(busy)
+    assert (result.outcome, result.failure) == ("provider_failed", "overloaded")
+    assert result.message == "agy: exited with status 1: API Error: busy"
+    with pytest.raises(AgentExecutionError, match="reported a failure: API Error: 400 disk full"):
+        ask(
+            reporting(
+                {
+                    "is_error": True,
+                    "result": "API Error: 400 disk full",
+                    "api_error_status": 400,
+                    "a": 1,
+                    "b": 2,
+                },
+                0,
+            )
+        )
