@@ -54,7 +54,8 @@ Each agent() call runs the configured ``command`` once (a format re-ask runs it 
   program this provider knows nothing of (its capabilities say ``sandbox_control = false``); give
   it its own sandbox flags in ``command`` or wrap it (e.g. ``bwrap``).
 - **Capabilities.** Declared in the settings (the program's abilities are not discoverable):
-  ``images`` (default false: a call with an image attachment is refused, naming the capability)
+  ``images`` (default false: a call with an image attachment is refused, naming the capability;
+  true needs ``args.image``, where each image is a file of its type's suffix)
   and ``structured_output`` (default true).
 
 Settings (``[providers.cli]``): ``command`` (required; only the user's own configuration may set
@@ -100,6 +101,7 @@ from .base import (
     AgentResult,
     ProviderCapabilities,
     ProviderEvent,
+    ProviderSetupError,
     TokenUsage,
 )
 from .config import ProviderConfigError
@@ -220,6 +222,12 @@ class CLIProvider(ProviderBase[CLISettings]):
                 known = ", ".join(k for k in PLACEHOLDERS if k != "command")
                 raise ProviderConfigError(source, where, f"unknown argument group; expected one of {known}")
             _check_placeholders(items, PLACEHOLDERS[group], where, source)
+        if settings.get("images") and "image" not in (settings.get("args") or {}):
+            raise ProviderConfigError(
+                source,
+                "providers.cli.images",
+                'needs args.image, the arguments that hand the program one image file, e.g. ["--image", "{image_file}"]',
+            )
         for key in settings.get("usage") or {}:
             if key not in ("input", "output", "cache_read", "cache_write"):
                 raise ProviderConfigError(
@@ -378,11 +386,11 @@ class CLIProvider(ProviderBase[CLISettings]):
             text = json.dumps(dict(request.schema), ensure_ascii=False)
             path = _write(scratch, "schema.json", text.encode())
             argv += [_fill(item, {"schema_file": path, "schema": text}) for item in groups["schema"]]
-        images = getattr(request, "images", ())
-        if images and "image" not in groups:
-            raise AgentExecutionError(
-                f"{self.backend}: this call has image attachments and providers.cli.args.image is not set "
-                '(e.g. args.image = ["--image", "{image_file}"])'
+        images = request.images
+        if images and (not self.capabilities.images or "image" not in groups):
+            raise ProviderSetupError(
+                f"{self.backend}: this call has image attachments and the provider declares no image input "
+                '(capability images: set providers.cli.images = true and args.image = ["--image", "{image_file}"])'
             )
         for i, image in enumerate(images):
             path = _write(scratch, f"image-{i + 1}{_suffix(image.mime_type)}", image.data)
