@@ -43,7 +43,9 @@ Each agent() call runs the configured ``command`` once (a format re-ask runs it 
 - **Limits.** Standard output is bounded by ``max_output_bytes`` (default 16 MiB; passing it kills
   the program and rejects the call naming the setting); standard error keeps its last 64 KiB. A
   call is bounded by ``timeout_s`` (default 600): then the program is killed and the call resolves
-  ``null`` (``provider_failed``, saying so).
+  ``null`` (``provider_failed``, saying so). Whatever it writes (standard output or error) is a
+  sign of life for the engine's stall window; the last line of each standard-error chunk is a
+  ``progress`` event.
 - **Cancellation and cleanup.** The program runs in a process group of its own. Cancelling a call
   (its signal, or its task), a timeout, the output limit and the program's own exit all end the
   *whole group*: ``SIGTERM``, then ``SIGKILL`` after ``kill_grace_s`` (default 5 s), so no child or
@@ -437,8 +439,8 @@ class CLIProvider(ProviderBase[CLISettings]):
         err = _Capture(_STDERR_KEPT, keep_tail=True)
         tasks = [
             asyncio.ensure_future(_feed(proc, stdin)),
-            reading := asyncio.ensure_future(out.read(proc.stdout)),
-            asyncio.ensure_future(err.read(proc.stderr, context=context)),
+            reading := asyncio.ensure_future(out.read(proc.stdout, context=context)),
+            asyncio.ensure_future(err.read(proc.stderr, context=context, quote=True)),
             ended := asyncio.ensure_future(_exited(proc)),
             cancelled := asyncio.ensure_future(context.signal.wait()),
         ]
@@ -588,7 +590,11 @@ class _Capture:
         self.data = bytearray()
         self.overflowed = False
 
-    async def read(self, stream: asyncio.StreamReader, *, context: AgentContext | None = None) -> None:
+    async def read(
+        self, stream: asyncio.StreamReader, *, context: AgentContext | None = None, quote: bool = False
+    ) -> None:
+        """Read ``stream`` to its end (or the limit); each chunk is a ``progress`` event on
+        ``context``, carrying its last line when ``quote``."""
         while chunk := await stream.read(_READ_CHUNK):
             self.data += chunk
             if len(self.data) > self.limit:
@@ -596,10 +602,9 @@ class _Capture:
                     self.overflowed = True
                     return
                 del self.data[: len(self.data) - self.limit]
-            if context is not None:  # standard error is the program's progress: a sign of life
-                line = chunk.decode("utf-8", "replace").strip().splitlines()
-                if line:
-                    await context.emit(ProviderEvent(kind="progress", text=line[-1][:500]))
+            if context is not None:  # what the program writes is a sign of life for the stall window
+                lines = chunk.decode("utf-8", "replace").strip().splitlines() if quote else []
+                await context.emit(ProviderEvent(kind="progress", text=lines[-1][:500] if lines else ""))
 
     def text(self) -> str:
         return self.data.decode("utf-8", "replace")

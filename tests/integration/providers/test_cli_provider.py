@@ -117,8 +117,10 @@ def test_the_probe_finds_the_program_or_says_what_to_configure(tmp_path: Path) -
 def test_the_capabilities_are_the_ones_its_settings_declare() -> None:
     plain = provider(["agy"])
     assert (plain.capabilities.images, plain.capabilities.structured_output) == (False, True)
-    seeing = provider(["agy"], images=True, structured_output=False)
+    seeing = provider(["agy"], images=True, args={"image": ["-i", "{image_file}"]}, structured_output=False)
     assert (seeing.capabilities.images, seeing.capabilities.structured_output) == (True, False)
+    with pytest.raises(ProviderConfigError, match=r"providers\.cli\.images: needs args\.image"):
+        provider(["agy"], images=True)
 
 
 # -- prompt and answer -------------------------------------------------------------------------
@@ -341,3 +343,29 @@ def test_a_json_document_can_report_the_failure_and_the_upstream_status_itself(t
                 0,
             )
         )
+
+
+def test_the_cli_name_is_registered_like_every_provider_and_builds_this_provider(tmp_path: Path) -> None:
+    import tomllib
+
+    from workflow_mcp.providers.registry import (
+        available,
+        get_provider,
+        register_provider,
+        unregister_provider,
+    )
+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    entry_points = tomllib.loads(pyproject.read_text())["project"]["entry-points"]["workflow_mcp.providers"]
+    assert entry_points["cli"] == "workflow_mcp.providers.cli:CLIProvider"
+    register_provider("cli", CLIProvider)  # what the entry point names, in a stale development install
+    try:
+        unconfigured = available("cli", {})
+        assert not unconfigured.availability.available
+        assert "set [providers.cli] command" in (unconfigured.availability.problem or "")
+        built = get_provider("cli", {"command": [sys.executable, "-c", "print('hi')"]}, source="config.toml")
+        assert isinstance(built, CLIProvider)
+        result, _ = ask(built)
+        assert result.text == "hi"
+    finally:
+        unregister_provider("cli")
