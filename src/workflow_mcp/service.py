@@ -1372,6 +1372,19 @@ class WorkflowService:
         if images:
             _refuse_imageless(agent, prompt, options or {})
             args["attachments"] = [_attachment_ref(run_id, i, image) for i, image in enumerate(images)]
+            if idempotency_key is not None and idempotency_params is None:
+                # The stored args name this run's id; the request is the same whichever run it makes.
+                idempotency_params = request_fingerprint(
+                    {
+                        "tool": "run_agent",
+                        "prompt": prompt,
+                        "options": options or {},
+                        "provider": choice.to_json(),
+                        "limits": dataclasses.asdict(limits or RunLimits()),
+                        "cwd": self.cwd,
+                        "attachments": [ref["sha256"] for ref in args["attachments"]],
+                    }
+                )
         run_options = (limits or RunLimits()).options(profile=None, cwd=self.cwd, home=self.home)
         handle = self.start_run(
             self.agent_workflow(),

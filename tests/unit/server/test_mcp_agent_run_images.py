@@ -160,3 +160,26 @@ async def test_images_for_a_provider_without_image_input_are_refused_naming_the_
     assert caught.value.error.code == INVALID_PARAMS
     assert "provider 'fake' has no image input (capability images)" in caught.value.error.message
     assert env.service.list_runs() == []
+
+
+async def test_an_idempotency_key_returns_the_same_run_for_the_same_images_and_refuses_others(
+    env: Env, chat: MockChat
+) -> None:
+    from workflow_mcp.errors import IdempotencyKeyReusedError
+    from workflow_mcp.service import ProviderChoice
+
+    chat.on("look", ChatReply(hold=True))
+    image = [{"type": "image", "data": base64.b64encode(PNG).decode(), "mimeType": "image/png"}]
+    other = [{"type": "image", "data": base64.b64encode(PNG + b"\x00").decode(), "mimeType": "image/png"}]
+    choice = ProviderChoice(name="openai")
+    try:
+        with anyio.fail_after(BOUND_S):
+            first = env.service.run_agent("look", provider=choice, attachments=image, idempotency_key="k1")
+            again = env.service.run_agent("look", provider=choice, attachments=image, idempotency_key="k1")
+            assert again.run_id == first.run_id
+            with pytest.raises(IdempotencyKeyReusedError):
+                env.service.run_agent("look", provider=choice, attachments=other, idempotency_key="k1")
+    finally:
+        chat.release()
+    with anyio.fail_after(BOUND_S):
+        assert await first.result() == "mock final answer"
