@@ -18,7 +18,8 @@ Each agent() call runs the configured ``command`` once (a format re-ask runs it 
   ``agentType``'s instructions come first, framed as its system prompt.
 - **Answer.** ``output = "text"`` (default): the whole standard output, trimmed. ``output =
   "json"``: standard output is one JSON document; ``output = "jsonl"``: one JSON value per line,
-  the *last* line holding ``answer_path`` answers. ``answer_path`` is a dotted path into it
+  the *last* line holding ``answer_path`` answers (nothing there: agent() rejects naming the
+  setting). ``answer_path`` is a dotted path into it
   (``result``, ``choices.0.message.content``; default ``result``); ``structured_path`` names a
   JSON value to take as a schema call's answer as is (e.g. ``structured_output``); ``usage`` maps
   ``input``, ``output``, ``cache_read`` and ``cache_write`` to dotted paths of token counts;
@@ -531,6 +532,11 @@ class CLIProvider(ProviderBase[CLISettings]):
             value = _at(document, self.settings.structured_path)
             if value is not None:
                 run.structured, run.has_structured = value, True
+        if answer is None and not run.has_structured:
+            raise AgentExecutionError(
+                f"{self.backend}: its output has nothing at {self.settings.answer_path!r} "
+                f"(providers.cli.answer_path); it began: {stdout[:200]!r}"
+            )
         return run
 
     def _document(self, stdout: str) -> Any:

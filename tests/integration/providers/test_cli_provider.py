@@ -150,8 +150,10 @@ def test_argument_groups_are_added_only_when_the_call_has_the_value(tmp_path: Pa
         output="json",
         answer_path="0",
     )
-    plain, _ = ask(cli)
-    assert plain.text == ""  # no argument at all: the answer path finds nothing
+    with pytest.raises(
+        AgentExecutionError, match=r"nothing at '0' \(providers.cli.answer_path\); it began: '\[\]"
+    ):
+        ask(cli)  # no argument at all was added: the answer path finds nothing
     cli = provider(
         [sys.executable, argv], args={"model": ["--model", "{model}"], "effort": ["-e", "{effort}"]}
     )
