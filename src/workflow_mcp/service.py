@@ -31,7 +31,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -70,7 +70,8 @@ from .errors import (
 )
 from .events import Event, utc_now
 from .library import Library, parse_draft_ref
-from .providers.base import AgentProvider
+from .providers.attachments import AttachmentError, read_attachments
+from .providers.base import AgentProvider, AgentRequest, ImageInput
 from .providers.pool import ProviderPool
 from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
 from .realm.sandbox import Sandbox, check_sandbox
@@ -87,7 +88,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DATABASE_URL_ENV",
     "MISSING",
+    "AttachmentError",
     "ChildCheck",
+    "ImageInputRefusedError",
     "PlanReport",
     "PreparedRun",
     "ProviderChoice",
@@ -633,7 +636,8 @@ class WorkflowService:
                 k: v
                 for k, v in opts.__dict__.items()
                 if v is not None
-                and k not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies", "sandbox")
+                and k
+                not in ("cwd", "home", "worktree_root", "retry", "checkpoint_replies", "sandbox", "images")
             }
             | {"providerConfig": (provider_choice or ProviderChoice.of_provider(provider)).to_json()},
             provider=getattr(provider, "name", ""),
@@ -853,6 +857,15 @@ class WorkflowService:
         )
         prepared.options = dataclasses.replace(prepared.options, checkpoint_replies={**journaled, **replies})
         prepared.continues = True
+        # An agent-run with image attachments: the same images, and a provider that takes them.
+        images = self._stored_images(prepared.args) if record.workflow_path == AGENT_RUN_PATH else ()
+        if images:
+            try:
+                _refuse_imageless(prepared.provider, "", (prepared.args or {}).get("options") or {})
+            except BaseException:
+                await prepared.discard()
+                raise
+            prepared.options = dataclasses.replace(prepared.options, images=images)
         return prepared
 
     def launch(
@@ -1316,7 +1329,7 @@ class WorkflowService:
     def agent_workflow(self) -> Workflow:
         """The built-in one-call workflow (loaded once)."""
         if self._agent_workflow is None:
-            self._agent_workflow = load_workflow(source=self.AGENT_RUN_SOURCE, path="<agent_run>")
+            self._agent_workflow = load_workflow(source=self.AGENT_RUN_SOURCE, path=AGENT_RUN_PATH)
         return self._agent_workflow
 
     def run_agent(
@@ -1330,29 +1343,88 @@ class WorkflowService:
         owner: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         idempotency_params: str | None = None,
+        attachments: Sequence[Mapping[str, Any] | ImageInput] | None = None,
+        resolve_path: Callable[[str, str], str] | None = None,
     ) -> RunHandle:
         """One agent call (``options`` as agent()'s: label, schema, model, effort, agentType, …)
         through ``provider`` (as for :meth:`start`) — routing, schema validation and re-asks, events and
         the journal exactly as inside a workflow — under ``limits``. The handle's ``result()`` is the
         agent's answer (``None`` on a provider failure or skip).
 
+        ``attachments`` are image attachments (``{"type": "image", "path"}`` relative to the service's
+        directory, or ``{"type": "image", "data": <base64>, "mimeType"}``; rules and limits in
+        :mod:`~workflow_mcp.providers.attachments`; ``resolve_path(raw, base)`` may refuse a path, as
+        the MCP server's file scope does). They are stored with the run (its artifacts
+        ``attachment-1`` …), so a resume hands the call the same images.
+
         Raises:
             InvalidInputError: ``options`` is not a JSON object, or the provider cannot be built.
+            AttachmentError: an attachment breaks a rule (naming ``attachments[i].KEY``).
+            ImageInputRefusedError: the call is routed to a provider without image input.
+            PathRefusedError: ``resolve_path`` refused an attachment's path.
         """
         if options is not None and not isinstance(options, dict):
             raise InvalidInputError('agent options must be a JSON object, e.g. {"label": "triage"}')
+        images = read_attachments(attachments, base=self.cwd, resolve=resolve_path)
         agent, choice = self._provider_of(provider or ProviderChoice(), self.cwd)
-        return self.start_run(
+        run_id = new_run_id()
+        args: dict[str, Any] = {"prompt": prompt, "options": options or {}}
+        if images:
+            _refuse_imageless(agent, prompt, options or {})
+            args["attachments"] = [_attachment_ref(run_id, i, image) for i, image in enumerate(images)]
+            if idempotency_key is not None and idempotency_params is None:
+                # The stored args name this run's id; the request is the same whichever run it makes.
+                idempotency_params = request_fingerprint(
+                    {
+                        "tool": "run_agent",
+                        "prompt": prompt,
+                        "options": options or {},
+                        "provider": choice.to_json(),
+                        "limits": dataclasses.asdict(limits or RunLimits()),
+                        "cwd": self.cwd,
+                        "attachments": [ref["sha256"] for ref in args["attachments"]],
+                    }
+                )
+        run_options = (limits or RunLimits()).options(profile=None, cwd=self.cwd, home=self.home)
+        handle = self.start_run(
             self.agent_workflow(),
             provider=agent,
-            args={"prompt": prompt, "options": options or {}},
-            options=(limits or RunLimits()).options(profile=None, cwd=self.cwd, home=self.home),
+            args=args,
+            options=replace(run_options, images=images),
             idempotency_key=idempotency_key,
             owner=owner,
             on_event=on_event,
             provider_choice=choice,
             idempotency_params=idempotency_params,
+            run_id=run_id,
         )
+        if handle.run_id == run_id:  # a new run, not the one an idempotency key found
+            for i, image in enumerate(images):
+                self.store.put_artifact(
+                    run_id, f"attachment-{i + 1}", image.name, image.mime_type, image.data
+                )
+        return handle
+
+    def _stored_images(self, args: Any) -> tuple[ImageInput, ...]:
+        """The image attachments a stored agent-run's ``args`` refer to, read back from the artifacts
+        of the run that received them (``()`` for any other args).
+
+        Raises:
+            InvalidInputError: an attachment's artifact is missing or does not match its checksum.
+        """
+        refs = args.get("attachments") if isinstance(args, dict) else None
+        if not isinstance(refs, list):
+            return ()
+        images: list[ImageInput] = []
+        for ref in refs:
+            found = self.store.get_artifact(str(ref.get("runId")), str(ref.get("artifactId")))
+            if found is None or hashlib.sha256(found[2]).hexdigest() != ref.get("sha256"):
+                raise InvalidInputError(
+                    f"image attachment {ref.get('artifactId')} of run {ref.get('runId')} is missing or damaged "
+                    "in the store; start the call again with its attachments"
+                )
+            images.append(ImageInput(data=found[2], mime_type=found[1], name=found[0]))
+        return tuple(images)
 
     def _refuse_resuming_a_live_run(self, run_id: str) -> None:
         """Resuming a run that is still going would run its in-flight calls twice."""
@@ -2213,3 +2285,54 @@ def _recovery_notice(marked: list[str], here: set[str], kept: list[str]) -> str:
 
 #: How many run ids a recovery notice names.
 _NOTICE_IDS = 10
+
+
+# -- image attachments of the one-call run ------------------------------------------------------
+
+AGENT_RUN_PATH = "<agent_run>"
+"""The path of the built-in one-call workflow behind ``run_agent`` and ``agent_run``."""
+
+
+class ImageInputRefusedError(InvalidInputError):
+    """Raised before a run starts when a call with image attachments is routed to a provider without
+    image input (capability ``images``); the message names the provider and those that have it."""
+
+
+def _refuse_imageless(agent: AgentProvider, prompt: str, options: Mapping[str, Any]) -> None:
+    """Refuse (:class:`ImageInputRefusedError`) image attachments for a call whose route certainly
+    ends at a provider without image input; a route only known at call time is checked then (the
+    call rejects with the same words)."""
+    label = options.get("label")
+    agent_type = options.get("agentType")
+    # Only the image check may fire: no schema and no model (a rule on the model leaves it open).
+    request = AgentRequest(
+        prompt=prompt,
+        label=label if isinstance(label, str) else "",
+        agent_type=agent_type if isinstance(agent_type, str) else None,
+        images=(ImageInput(data=b"", mime_type="image/png"),),
+    )
+    refusal = getattr(agent, "refusal", None)
+    if callable(refusal):
+        unknown = ["model"] if isinstance(label, str) else ["model", "label"]
+        found = refusal(request, unknown)
+        if found is not None:
+            raise ImageInputRefusedError(str(found))
+        return
+    if not agent.capabilities.images:
+        raise ImageInputRefusedError(
+            f"the call has image attachments but provider {getattr(agent, 'name', '?')!r} has no image input "
+            "(capability images); use a provider that has it (openai, claude, acp; cli with images = true)"
+        )
+
+
+def _attachment_ref(run_id: str, index: int, image: ImageInput) -> dict[str, Any]:
+    """What the run's args keep of an attachment: where its bytes are stored, and their checksum."""
+    return {
+        "type": "image",
+        "mimeType": image.mime_type,
+        "name": image.name,
+        "bytes": len(image.data),
+        "sha256": hashlib.sha256(image.data).hexdigest(),
+        "runId": run_id,
+        "artifactId": f"attachment-{index + 1}",
+    }

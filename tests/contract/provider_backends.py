@@ -8,6 +8,11 @@ against a loopback model server (``tests/mocks/``), behind one small scripting s
 - ``acp``: codex-acp (``@zed-industries/codex-acp``, installed by npm on first use) against the
   mock Responses API.
 - ``openai``: the official ``openai`` SDK against the mock Chat Completions API.
+- ``cli``: the generic command-line provider running ``tests/mocks/agent_cli.py`` (a small agent
+  program that prints JSON) against the mock Chat Completions API.
+- ``claude-cli``: the generic command-line provider running a real agent program, the Claude Code
+  CLI the Claude Agent SDK bundles (``claude -p --output-format json --json-schema …``), against
+  the mock Messages API.
 
 A backend whose extra is not installed skips, saying which extra.
 """
@@ -33,7 +38,7 @@ from mocks.base import UNSET  # noqa: E402
 from workflow_mcp.providers.base import AgentContext, AgentProvider, AgentRequest, AgentResult  # noqa: E402
 from workflow_mcp.providers.fake import FakeProvider  # noqa: E402
 
-PROVIDERS = ("fake", "codex", "claude", "acp", "openai")
+PROVIDERS = ("fake", "codex", "claude", "acp", "openai", "cli", "claude-cli")
 FAKE_TOKENS: Final = {"input": 10, "output": 5, "cacheRead": 1, "cacheWrite": 2}
 
 
@@ -265,6 +270,50 @@ def backend_for(name: str, tmp_path: Path, cwd: Path, monkeypatch: pytest.Monkey
                 tokens=(10, 5),
                 usage={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
             )
+    elif name == "cli":
+        from mocks.mock_chat import MockChat
+        from mocks.mock_chat import Reply as ChatReply
+        from workflow_mcp.providers.cli import CLIProvider
+        from workflow_mcp.providers.policy import DEFAULT_POLICY
+
+        monkeypatch.setenv("MOCK_CHAT_KEY", "sk-mock-key")
+        with MockChat() as mock:
+            cli_settings = cli_agent_settings(mock.base_url)
+            yield MockBackend(
+                "cli",
+                cwd,
+                mock,
+                ChatReply,
+                lambda: CLIProvider.create(cli_settings, policy=DEFAULT_POLICY, source="test"),
+                backend="agent_cli",
+                login_hint="agent_cli login",
+                secret="sk-mock-key",
+                tokens=(12, 4, 2),
+                usage={"input": 10, "output": 4, "cacheRead": 2, "cacheWrite": 0},
+            )
+    elif name == "claude-cli":
+        sdk = pytest.importorskip("claude_agent_sdk", reason="the claude extra is not installed")
+        from mocks.mock_messages import Reply as MessagesReply
+        from workflow_mcp.providers.cli import CLIProvider
+        from workflow_mcp.providers.policy import DEFAULT_POLICY
+
+        from claude_kit import claude_setup
+
+        program = Path(sdk.__file__).parent / "_bundled" / "claude"
+        with claude_setup(tmp_path, monkeypatch) as setup:
+            claude_settings = claude_cli_settings(str(program), setup.settings["config_dir"])
+            yield MockBackend(
+                "cli",
+                setup.cwd,
+                setup.mock,
+                MessagesReply,
+                lambda: CLIProvider.create(claude_settings, policy=DEFAULT_POLICY, source="test"),
+                backend="claude-cli",
+                login_hint="claude /login",
+                secret="dummy",
+                tokens=(10, 5, 3, 2),
+                usage={"input": 10, "output": 5, "cacheRead": 3, "cacheWrite": 2},
+            )
     else:
         pytest.importorskip("openai", reason="the openai extra is not installed")
         from mocks.mock_chat import MockChat
@@ -291,3 +340,61 @@ def backend_for(name: str, tmp_path: Path, cwd: Path, monkeypatch: pytest.Monkey
                 tokens=(12, 4, 2),  # prompt 12 of which 2 cached, completion 4
                 usage={"input": 10, "output": 4, "cacheRead": 2, "cacheWrite": 0},
             )
+
+
+AGENT_CLI: Final = str(_TESTS / "mocks" / "agent_cli.py")
+
+
+def cli_agent_settings(base_url: str, **more: Any) -> dict[str, Any]:
+    """``[providers.cli]`` settings running ``tests/mocks/agent_cli.py`` against ``base_url``: the
+    prompt as a file, its JSON output read at ``result`` with its usage, 401s as a login."""
+    return {
+        "command": [sys.executable, AGENT_CLI, "--base-url", base_url, "{prompt_file}"],
+        "args": {"model": ["--model", "{model}"], "image": ["--image", "{image_file}"]},
+        "output": "json",
+        "answer_path": "result",
+        "session_path": "session_id",
+        "usage": {
+            "input": "usage.input_tokens",
+            "output": "usage.output_tokens",
+            "cache_read": "usage.cache_read_input_tokens",
+        },
+        "env": ["MOCK_CHAT_KEY"],
+        "name": "agent_cli",
+        "login_hint": "agent_cli login",
+        "kill_grace_s": 2.0,
+        **more,
+    }
+
+
+def claude_cli_settings(program: str, config_dir: str) -> dict[str, Any]:
+    """``[providers.cli]`` settings running the Claude Code CLI in print mode: the prompt on standard
+    input, the JSON result document read at its paths, the schema through ``--json-schema``."""
+    return {
+        "command": [program, "-p", "--bare", "--no-session-persistence", "--output-format", "json"],
+        "args": {"model": ["--model", "{model}"], "schema": ["--json-schema", "{schema}"]},
+        "output": "json",
+        "answer_path": "result",
+        "structured_path": "structured_output",
+        "session_path": "session_id",
+        "error_path": "is_error",
+        "status_path": "api_error_status",
+        "usage": {
+            "input": "usage.input_tokens",
+            "output": "usage.output_tokens",
+            "cache_read": "usage.cache_read_input_tokens",
+            "cache_write": "usage.cache_creation_input_tokens",
+        },
+        "schema_in_prompt": False,
+        "env": [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "CLAUDE_CODE_*",
+            "DISABLE_AUTOUPDATER",
+            "IS_SANDBOX",
+        ],
+        "set_env": {"CLAUDE_CONFIG_DIR": config_dir},
+        "name": "claude-cli",
+        "login_hint": "claude /login",
+        "kill_grace_s": 2.0,
+    }

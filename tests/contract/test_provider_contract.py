@@ -1,5 +1,5 @@
 """The provider contract: what every agent provider guarantees the engine, stated once and checked
-against each provider (fake, codex, claude, acp, openai) through its real SDK or program and a
+against each provider (fake, codex, claude, acp, openai, cli) through its real SDK or program and a
 loopback model server (``conftest.py``). What only one provider has (Codex thread resume, ACP
 permission requests, OpenAI's Responses API …) stays in ``tests/integration/providers/``.
 """

@@ -51,6 +51,7 @@ from ..providers.base import (
     CancelSignal,
     Checkpoint,
     CheckpointAsk,
+    ImageInput,
     ProviderAuthError,
     ProviderEvent,
     ProviderSetupError,
@@ -128,6 +129,8 @@ class RunOptions:
     ``checkpoint_replies`` answers human checkpoints by id before they are reached (replies given on
     resume and decisions journaled by the resumed run; :mod:`.checkpoint`). ``sandbox`` is the OS
     sandbox of the run's realm worker (``"bwrap"``: bubblewrap, :mod:`workflow_mcp.realm.sandbox`).
+    ``images`` are handed to every agent call of the run (``AgentRequest.images``): the image
+    attachments of the one-call run of ``run_agent``; never part of a call's journal key.
     """
 
     concurrency: int | None = None
@@ -145,6 +148,7 @@ class RunOptions:
     dry_run: bool = False
     checkpoint_replies: Mapping[str, CheckpointReply] = field(default_factory=dict[str, CheckpointReply])
     sandbox: Sandbox = "none"
+    images: tuple[ImageInput, ...] = ()
 
 
 @dataclass
@@ -1241,6 +1245,7 @@ class _Run:
                     options={k: v for k, v in opts.items() if k not in ("label", "phase")},
                     attempt=attempt,
                     feedback=feedback,
+                    images=self.options.images,
                 )
                 try:
                     result = await self._call_provider(request, signal, agent_id, phase)

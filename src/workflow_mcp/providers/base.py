@@ -32,6 +32,7 @@ __all__ = [
     "CancelSignal",
     "Checkpoint",
     "CheckpointAsk",
+    "ImageInput",
     "ProviderAuthError",
     "ProviderCapabilities",
     "ProviderEvent",
@@ -76,6 +77,30 @@ class TokenUsage:
 
 
 @dataclass(frozen=True)
+class ImageInput:
+    """One image attached to an agent call: its bytes, their ``mime_type`` (``image/png``,
+    ``image/jpeg``, ``image/gif`` or ``image/webp``; checked against the bytes by
+    :func:`~workflow_mcp.providers.attachments.read_attachments`) and a ``name`` for messages and
+    file names. Each provider passes it through its own image input (module of each provider)."""
+
+    data: bytes = field(repr=False)
+    mime_type: str
+    name: str = "image"
+
+    @property
+    def base64(self) -> str:
+        """The bytes in standard base64 (no line breaks), as the vendor APIs take them."""
+        import base64
+
+        return base64.b64encode(self.data).decode("ascii")
+
+    @property
+    def data_url(self) -> str:
+        """``data:<mime type>;base64,<data>`` (OpenAI's ``image_url``)."""
+        return f"data:{self.mime_type};base64,{self.base64}"
+
+
+@dataclass(frozen=True)
 class AgentRequest:
     """One agent() call as a provider sees it.
 
@@ -95,6 +120,9 @@ class AgentRequest:
     ``()``: none); ``disallowed_tools`` the names the definition and the ``disallowedTools`` option
     remove. Each provider maps these through its own SDK (system prompt, developer instructions, tool
     lists, a narrower sandbox when no tool may edit files).
+
+    ``images`` are the call's image attachments (``run_agent``/``agent_run``); only a provider whose
+    ``capabilities.images`` is true is handed any.
     """
 
     prompt: str
@@ -116,6 +144,7 @@ class AgentRequest:
     attempt: int = 1
     feedback: str | None = None
     session: str | None = None
+    images: tuple[ImageInput, ...] = ()
 
     @property
     def read_only(self) -> bool:

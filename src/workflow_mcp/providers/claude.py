@@ -19,6 +19,9 @@ Each agent() call is one ``ClaudeSDKClient`` query: one CLI process, one Claude 
 - **Events.** Streamed text deltas (``include_partial_messages``) of the main conversation →
   ``output.delta``; tool calls and the CLI's system messages → ``progress``, except ``api_retry``
   (the CLI retrying an API error) → ``retry``, which the stall window does not count as progress.
+- **Images.** Image attachments are ``image`` content blocks (``source: {"type": "base64",
+  "media_type", "data"}``) after the prompt's text, in one user message sent as the SDK's
+  streaming input; a re-ask that resumes the session sends its feedback alone.
 - **Usage.** ``ResultMessage.usage``: input, output, cache reads and cache writes.
 - **Session.** The Claude Code session id is ``AgentResult.session``; a request with ``session``
   resumes that session (``--resume``).
@@ -62,7 +65,7 @@ import os
 import shutil
 import sys
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -88,6 +91,7 @@ from .base import (
     AgentRequest,
     AgentResult,
     CheckpointAsk,
+    ImageInput,
     ProviderCapabilities,
     ProviderEvent,
     TokenUsage,
@@ -190,7 +194,9 @@ class ClaudeProvider(ProviderBase[ClaudeSettings]):
     name = "claude"
     settings_type = ClaudeSettings
     install_hint = INSTALL
-    capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
+    capabilities: Final = ProviderCapabilities(
+        images=True, sandbox_control=True, session_resume=True, streaming=True
+    )
     accepts_claude_models: Final = True
 
     def setup(self) -> None:
@@ -251,7 +257,8 @@ class ClaudeProvider(ProviderBase[ClaudeSettings]):
         )
         turn = _Turn()
         clients: list[Any] = []
-        consumer = asyncio.ensure_future(self._consume(sdk, prompt, options, turn, context, clients))
+        images = request.images if resume is None or resume == request.session else ()
+        consumer = asyncio.ensure_future(self._consume(sdk, prompt, options, turn, context, clients, images))
         cancel_wait = asyncio.ensure_future(context.signal.wait())
         try:
             finished, _ = await asyncio.wait({consumer, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
@@ -371,11 +378,18 @@ class ClaudeProvider(ProviderBase[ClaudeSettings]):
         return env
 
     async def _consume(
-        self, sdk: Any, prompt: str, options: Any, turn: _Turn, context: AgentContext, clients: list[Any]
+        self,
+        sdk: Any,
+        prompt: str,
+        options: Any,
+        turn: _Turn,
+        context: AgentContext,
+        clients: list[Any],
+        images: tuple[ImageInput, ...] = (),
     ) -> None:
         async with sdk.ClaudeSDKClient(options) as client:
             clients.append(client)
-            await client.query(prompt)
+            await client.query(_with_images(prompt, images) if images else prompt)
             # Closed here even when the call is cancelled mid-stream, not later by the garbage
             # collector, whose finalizer would need this (by then closed) event loop.
             async with contextlib.aclosing(client.receive_response()) as messages:
@@ -606,3 +620,14 @@ def _login_state(settings: Mapping[str, Any]) -> tuple[bool | None, str | None, 
     if sys.platform == "darwin":  # the login lives in the keychain, which we do not read
         return None, None, None
     return False, None, f"installed but not logged in: run `{LOGIN_HINT}` or set ANTHROPIC_API_KEY"
+
+
+async def _with_images(prompt: str, images: tuple[ImageInput, ...]) -> AsyncIterator[dict[str, Any]]:
+    """The prompt and its images as the one user message of the SDK's streaming input (the
+    Messages API's ``text`` and ``image`` content blocks)."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+    content += [
+        {"type": "image", "source": {"type": "base64", "media_type": image.mime_type, "data": image.base64}}
+        for image in images
+    ]
+    yield {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None}

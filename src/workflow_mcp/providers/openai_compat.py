@@ -19,6 +19,9 @@ one request:
   (servers that ignore ``response_format``) is asked again up to ``json_retries`` times, then
   returned with ``has_structured=False``. The engine validates the value and re-asks with its
   feedback, which continues the same conversation.
+- **Images.** Image attachments are ``image_url`` content parts of the user message (``data:``
+  URLs; Responses: ``input_image``) after its text. Whether the model sees them is the endpoint's
+  business: a text-only model's refusal is its HTTP error.
 - **Agent definitions.** An ``agentType``'s instructions are a system message after the
   ``system_prompt`` setting (Responses: joined into ``instructions``); its model and effort arrive as
   the request's. A model has no tools, so tool lists change nothing.
@@ -143,7 +146,7 @@ class OpenAIProvider(ProviderBase[OpenAISettings]):
     name = "openai"
     settings_type = OpenAISettings
     install_hint = INSTALL
-    capabilities: Final = ProviderCapabilities()
+    capabilities: Final = ProviderCapabilities(images=True)
     accepts_claude_models: Final = False
 
     def setup(self) -> None:
@@ -151,7 +154,7 @@ class OpenAIProvider(ProviderBase[OpenAISettings]):
         self.model: str = self.settings.model or ""  # check_more: never empty
         self.backend = self.settings.backend or "openai"
         self._client: Any = None
-        self._conversations: OrderedDict[tuple[str, str], list[dict[str, str]]] = OrderedDict()
+        self._conversations: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
         self._closed = False
 
     # -- registry ------------------------------------------------------------------------------
@@ -285,21 +288,27 @@ class OpenAIProvider(ProviderBase[OpenAISettings]):
         )
         return self._client
 
-    def _messages(self, request: AgentRequest, key: tuple[str, str]) -> list[dict[str, str]]:
+    def _messages(self, request: AgentRequest, key: tuple[str, str]) -> list[dict[str, Any]]:
         """The conversation to send: on a schema re-ask, the remembered one plus the feedback."""
         if request.attempt > 1 and request.feedback and request.agent_id:
             known = self._conversations.pop(key, None)
             if known is not None:
                 return [*known, {"role": "user", "content": request.feedback}]
         prompt = request.prompt if not request.feedback else f"{request.prompt}\n\n{request.feedback}"
-        system = [
+        system: list[dict[str, Any]] = [
             {"role": "system", "content": text}
             for text in (self.settings.system_prompt, request.instructions)
             if text
         ]
-        return [*system, {"role": "user", "content": prompt}]
+        content: Any = prompt
+        if request.images:  # Chat Completions content parts; _send rewrites them for Responses
+            content = [
+                {"type": "text", "text": prompt},
+                *({"type": "image_url", "image_url": {"url": image.data_url}} for image in request.images),
+            ]
+        return [*system, {"role": "user", "content": content}]
 
-    def _remember(self, key: tuple[str, str], messages: list[dict[str, str]], request: AgentRequest) -> None:
+    def _remember(self, key: tuple[str, str], messages: list[dict[str, Any]], request: AgentRequest) -> None:
         if request.schema is None or not request.agent_id:
             return
         self._conversations[key] = messages
@@ -328,7 +337,7 @@ class OpenAIProvider(ProviderBase[OpenAISettings]):
         self,
         client: Any,
         request: AgentRequest,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         strict: StrictSchema | None,
         previous: str | None,
     ) -> _Reply:
@@ -355,9 +364,9 @@ class OpenAIProvider(ProviderBase[OpenAISettings]):
             params: dict[str, Any] = {"model": model, **extra}
             if previous is not None:
                 params["previous_response_id"] = previous
-                params["input"] = messages[-1:]
+                params["input"] = [_responses_item(m) for m in messages[-1:]]
             else:
-                params["input"] = [m for m in messages if m["role"] != "system"]
+                params["input"] = [_responses_item(m) for m in messages if m["role"] != "system"]
                 system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
                 if system:
                     params["instructions"] = system
@@ -414,6 +423,21 @@ class _Reply:
         self.usage = usage or TokenUsage()
         self.response_id = response_id
         self.failed = failed
+
+
+def _responses_item(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions message as a Responses API input item: content parts become
+    ``input_text`` and ``input_image`` (a ``data:`` URL)."""
+    content = message["content"]
+    if isinstance(content, str):
+        return dict(message)
+    parts = [
+        {"type": "input_text", "text": part["text"]}
+        if part["type"] == "text"
+        else {"type": "input_image", "image_url": part["image_url"]["url"]}
+        for part in content
+    ]
+    return {"role": message["role"], "content": parts}
 
 
 def _chat_reply(response: Any) -> _Reply:

@@ -260,7 +260,26 @@ class RoutingProvider:
                 f"agent() asked for structured output (a schema) but provider {name!r} (chosen by {key} in "
                 f"{self.config.where}) cannot produce structured output; route schema calls to a provider that can"
             )
+        if request.images and not route.provider.capabilities.images:
+            raise CapabilityError(self.image_refusal(name, key))
         self.map_model(name, request.model)
+
+    def image_refusal(self, name: str, key: str) -> str:
+        """Why a call with image attachments cannot go to provider ``name`` (chosen by ``key``),
+        naming the capability and the configured providers that have it."""
+        able = [n for n, r in self._routes.items() if r.provider.capabilities.images]
+        where = (
+            f"route it to one that has: {', '.join(able)}"
+            if able
+            else (
+                "none of the configured providers has it (openai, claude and acp take images; cli when "
+                "[providers.cli] images = true)"
+            )
+        )
+        return (
+            f"the call has image attachments but provider {name!r} (chosen by {key} in {self.config.where}) "
+            f"has no image input (capability images); {where}"
+        )
 
     async def aclose(self) -> None:
         """Close every provider that holds a process (idempotent)."""

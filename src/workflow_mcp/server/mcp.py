@@ -97,6 +97,8 @@ from ..errors import (
 from ..events import Event
 from ..service import (
     MISSING,
+    AttachmentError,
+    ImageInputRefusedError,
     ProviderChoice,
     ProviderNotLoggedInError,
     RunLimits,
@@ -1389,6 +1391,15 @@ class WorkflowMcpServer(MCPServer[Any]):
             int,
             Field(ge=0, le=25_000, description="0: return the run id at once; else wait up to this long."),
         ] = 25_000,
+        attachments: Annotated[
+            list[dict[str, Any]] | None,
+            Field(
+                max_length=20,
+                description='Image attachments: {"type": "image", "path": "<file in the project>"} or '
+                '{"type": "image", "data": "<base64>", "mimeType": "image/png"}; PNG, JPEG, GIF or WebP, '
+                "5 MiB each, 20 at most, for a provider with image input (providers_list: images).",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         principal = self._principal()
         choice = self._provider(provider, fakeScript, self.service.cwd)
@@ -1405,6 +1416,7 @@ class WorkflowMcpServer(MCPServer[Any]):
         }
         params = request_fingerprint(
             {"tool": "agent_run", "prompt": prompt, "provider": provider, "fakeScript": fakeScript, **options}
+            | ({"attachments": attachments} if attachments else {})
         )
         existing = self._idempotent(idempotencyKey, principal.owner, params) if idempotencyKey else None
         if existing is not None:
@@ -1421,9 +1433,15 @@ class WorkflowMcpServer(MCPServer[Any]):
                 idempotency_params=params,
                 owner=principal.owner,
                 on_event=self._events_of(principal.owner),
+                attachments=attachments,
+                resolve_path=self.scope.resolve,  # an attachment's path obeys the file scope
             )
         except IdempotencyKeyReusedError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+        except (AttachmentError, ImageInputRefusedError) as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+        except PathRefusedError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=f"attachments: {exc}") from exc
         except WorkflowMcpError as exc:
             return _error_result(f"The agent call could not start: {exc}")
         self._publish_later(None, principal.owner)

@@ -23,6 +23,9 @@ Each agent() call is one ACP *session* and one prompt turn (protocol version 1):
   the first prompt (``<agent-instructions>`` … ``</agent-instructions>``, then the task). Its model
   and effort arrive as the request's. Tool lists are each agent's own business, but an agent whose
   tools include none that edits files has its edit, delete and move permission requests refused.
+- **Images.** Image attachments are ``image`` content blocks (base64, with their MIME type) after
+  the prompt's text block, for an agent whose ``initialize`` says ``promptCapabilities.image``; an
+  agent that does not take them refuses such a call (a setup error naming the capability).
 - **Events.** ``agent_message_chunk`` → ``output.delta``; tool calls, their updates, plans and
   thoughts → ``progress`` (the engine's stall watchdog counts them). The answer is the agent's
   *last* message: the text streamed after its last tool call, thought or plan.

@@ -183,6 +183,7 @@ class AgentProcess:
         self.broken = False
         self.agent_name: str | None = None
         self.can_resume = False
+        self.takes_images = False
         self.can_load = False
         self.can_close = False
         self.conn: Any = None
@@ -261,6 +262,7 @@ class AgentProcess:
         self.can_load = bool(getattr(caps, "load_session", False))
         self.can_resume = getattr(sessions, "resume", None) is not None
         self.can_close = getattr(sessions, "close", None) is not None
+        self.takes_images = bool(getattr(getattr(caps, "prompt_capabilities", None), "image", False))
 
     async def _drain_stderr(self) -> None:
         """Keep the last few KiB of the agent's stderr (for failure messages); never let the pipe

@@ -32,9 +32,11 @@ from ..base import (
     AgentExecutionError,
     AgentRequest,
     AgentResult,
+    ImageInput,
     ProviderAuthError,
     ProviderCapabilities,
     ProviderEvent,
+    ProviderSetupError,
     TokenUsage,
 )
 from ..config import ProviderConfigError
@@ -138,7 +140,7 @@ class ACPProvider(ProviderBase[ACPSettings]):
     name = "acp"
     settings_type = ACPSettings
     install_hint = INSTALL
-    capabilities: Final = ProviderCapabilities(session_resume=True, streaming=True)
+    capabilities: Final = ProviderCapabilities(images=True, session_resume=True, streaming=True)
     accepts_claude_models: Final = False
 
     def setup(self) -> None:
@@ -284,13 +286,15 @@ class ACPProvider(ProviderBase[ACPSettings]):
         if request.session:
             idle = self._pool.take_idle(request.session)
             if idle is not None:
-                return _Lease(idle, request.session, prompt)
+                return _Lease(idle, request.session, prompt, request.images)
         proc = await self._pool.acquire()
         try:
             resumed = await self._resume(proc, request.session, cwd, context) if request.session else None
             if resumed is not None:
-                return _Lease(proc, resumed, prompt)
-            return _Lease(proc, await self._new_session(sdk, proc, request, cwd, context), prompt)
+                return _Lease(proc, resumed, prompt, request.images)
+            return _Lease(
+                proc, await self._new_session(sdk, proc, request, cwd, context), prompt, request.images
+            )
         except BaseException:
             self._pool.release(proc, "", key, remember=False)
             raise
@@ -440,9 +444,16 @@ class ACPProvider(ProviderBase[ACPSettings]):
         """One prompt turn, plus up to ``json_retries`` format re-asks for a schema call."""
         usage = TokenUsage()
         prompt = lease.prompt
+        images = lease.images
+        if images and not lease.proc.takes_images:
+            raise ProviderSetupError(
+                f"{self._label()} takes no images (its initialize says promptCapabilities.image is false), "
+                "and this call has image attachments; route it to a provider with image input"
+            )
         asks = 0
         while True:
-            outcome = await self._turn(sdk, lease.proc, lease.session_id, prompt, context)
+            outcome = await self._turn(sdk, lease.proc, lease.session_id, prompt, context, images)
+            images = ()  # a format re-ask continues the same session: the images are there
             usage += outcome.usage
             if isinstance(outcome.result, AgentResult):
                 return replace(outcome.result, usage=usage, session=lease.session_id)
@@ -467,14 +478,26 @@ class ACPProvider(ProviderBase[ACPSettings]):
             prompt = JSON_REASK.format(problem=problem)
 
     async def _turn(
-        self, sdk: Any, proc: AgentProcess, session_id: str, prompt: str, context: AgentContext
+        self,
+        sdk: Any,
+        proc: AgentProcess,
+        session_id: str,
+        prompt: str,
+        context: AgentContext,
+        images: tuple[ImageInput, ...] = (),
     ) -> _TurnOutcome:
         """Send ``prompt`` and follow the turn to its end, forwarding its events in order."""
         turn = Turn(session_id)
         turn.checkpoint = context.checkpoint
         proc.turns[session_id] = turn
         prompt_task = asyncio.ensure_future(
-            proc.conn.prompt(session_id=session_id, prompt=[sdk.text_block(prompt)])
+            proc.conn.prompt(
+                session_id=session_id,
+                prompt=[
+                    sdk.text_block(prompt),
+                    *(sdk.image_block(data=image.base64, mime_type=image.mime_type) for image in images),
+                ],
+            )
         )
         cancel_wait = asyncio.ensure_future(context.signal.wait())
         ours = False
@@ -620,6 +643,7 @@ class _Lease:
     proc: AgentProcess
     session_id: str
     prompt: str
+    images: tuple[ImageInput, ...] = ()
 
 
 @dataclass
