@@ -1755,6 +1755,9 @@ class WorkflowService:
     # -- additions for the MCP server: lookups, owner scoping, bounded waits ------------------
     #: How often a wait on a run owned by another process re-reads the store.
     STORE_POLL_S = 0.1
+    #: How often :meth:`wait_events` looks whether the log of a run owned by another process has grown
+    #: (one indexed lookup of its newest sequence; the events are read once it has).
+    EVENT_POLL_S = 0.02
 
     def load_source(
         self, source: str, *, profile: str | None = None, label: str | None = None, check_syntax: bool = True
@@ -1884,8 +1887,9 @@ class WorkflowService:
 
         Events always come from the store (persisted before published), so a cursor taken from one
         answer never skips or repeats an event in the next, whichever process owns the run. A run this
-        service executes wakes the wait as soon as its next batch is committed; a run owned by another
-        process is polled every ``STORE_POLL_S``. Cancelling the wait never affects the run.
+        service executes wakes the wait as soon as its next batch is committed; for a run owned by another
+        process the newest stored sequence is looked up every ``EVENT_POLL_S`` (20 ms) and the events
+        are read once it has grown. Cancelling the wait never affects the run.
 
         Raises:
             RunNotFoundError: unknown run id.
@@ -1909,7 +1913,10 @@ class WorkflowService:
             remaining = deadline - loop.time()
             if events or remaining <= 0 or self._has_ended(run_id):
                 return events
-            await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+            # Every change a waiter can see, the run's end included, is a new event: until the log grows,
+            # an indexed lookup of its newest sequence is all a poll costs.
+            while self.store.last_sequence(run_id) <= after and (remaining := deadline - loop.time()) > 0:
+                await asyncio.sleep(min(self.EVENT_POLL_S, remaining))
 
     def answer_checkpoints(self, run_id: str, asker: CheckpointAsker | None) -> bool:
         """Let ``asker`` answer the human checkpoints of live run ``run_id`` from now on (``None``:

@@ -59,8 +59,11 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
         build1.wait_for(timeout=WAIT_MS)
         playwright_sync.expect(build1).to_have_attribute("data-state", "running", timeout=WAIT_MS)
         assert build1.locator(".state").inner_text() == "running"  # the state is text, not colour alone
+        # The moving "now" of the time axis is set on the rows of unfinished calls alone.
+        playwright_sync.expect(build1).to_have_attribute("style", re.compile("--now"), timeout=WAIT_MS)
         page.screenshot(path=str(artifacts / "running.png"), full_page=True)
         playwright_sync.expect(build1).to_have_attribute("data-state", "completed", timeout=WAIT_MS)
+        playwright_sync.expect(build1).not_to_have_attribute("style", re.compile("--now"), timeout=WAIT_MS)
         failed = page.locator("li.agent:has(button:text-is('build:2'))")
         playwright_sync.expect(failed).to_have_attribute("data-state", "failed", timeout=WAIT_MS)
         assert failed.locator(".state").inner_text() == "failed"
@@ -90,6 +93,7 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
             ("last", "completed"),
         ]:
             assert _state(page, label) == state
+        assert page.locator("li.agent[style*='--now']").count() == 0
         page.locator("li.agent button:text-is('build:2')").focus()
         page.keyboard.press("Enter")  # keyboard-usable
         playwright_sync.expect(page.locator("#details")).to_contain_text("compiler crashed", timeout=WAIT_MS)
