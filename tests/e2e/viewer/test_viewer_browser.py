@@ -97,6 +97,8 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
         page.locator("li.agent button:text-is('build:2')").focus()
         page.keyboard.press("Enter")  # keyboard-usable
         playwright_sync.expect(page.locator("#details")).to_contain_text("compiler crashed", timeout=WAIT_MS)
+        details = page.locator("#details dl").inner_text()
+        assert "Prompt preview\nbuild part 2" in details and "Provider\nfake" in details
         assert "built 2 of 3" in page.locator("#logs").inner_text()
         page.screenshot(path=str(artifacts / "completed.png"), full_page=True)
         page.locator("header a").click()  # the runs page

@@ -51,6 +51,20 @@ def test_an_agent_bar_keeps_its_queue_time_apart_from_its_run_time() -> None:
     assert epoch_ms("2026-01-01T00:00:04.000Z") == agent["endedAt"] and epoch_ms("not a time") is None
 
 
+def test_an_agent_shows_its_stored_prompt_preview_and_the_provider_and_model_it_was_routed_to() -> None:
+    events = log_of(
+        started(),
+        ("agent.queued", {"label": "a", "promptPreview": "Review [redacted] please"}, "ag_1", "2026-01-01T00:00:01.000Z"),
+        ("agent.started", {"label": "a", "model": "gpt-5", "provider": "codex"}, "ag_1", "2026-01-01T00:00:02.000Z"),
+        ("agent.completed", {"label": "a", "result": "ok", "provider": "claude"}, "ag_1", "2026-01-01T00:00:03.000Z"),
+        ("agent.queued", {"label": "b"}, "ag_2", "2026-01-01T00:00:04.000Z"),  # stored before previews
+        ("agent.started", {"label": "b", "model": "sonnet"}, "ag_2", "2026-01-01T00:00:05.000Z"),
+    )  # fmt: skip
+    a, b = run_view(project_state(events, RUN), events)["agents"]
+    assert (a["promptPreview"], a["provider"], a["model"]) == ("Review [redacted] please", "codex", "gpt-5")
+    assert (b["promptPreview"], b["provider"], b["model"]) == (None, "fake", "sonnet")  # the run's provider
+
+
 def test_a_paused_run_shows_why_and_the_command_that_resumes_it() -> None:
     events = log_of(
         started(),

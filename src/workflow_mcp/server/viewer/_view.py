@@ -8,8 +8,9 @@ its model, and its error text. So a page and the events after its ``lastSequence
 never leave a gap.
 
 Bounded and redacted like ``workflow_run_status`` (:mod:`workflow_mcp.server._render`): no script,
-prompt, args, credential or provider session id ever appears (the state holds none, and only named
-payload fields of an event are kept); every string is clipped (labels 200 characters, previews 300,
+args, credential or provider session id ever appears (the state holds none, and only named payload
+fields of an event are kept); of a prompt, only the bounded, masked preview its ``agent.queued`` event
+stored, in one agent's details; every string is clipped (labels 200 characters, previews 300,
 errors 2,000, log lines 500), the page keeps the newest :data:`MAX_LOG_LINES` log lines, and the
 result is shown to :data:`MAX_RESULT_BYTES` of JSON.
 """
@@ -49,7 +50,10 @@ def _phase_of(phase: str | None) -> str:
 
 def agent_view(agent: Any, times: AgentTimes | None, run_provider: str | None) -> dict[str, Any]:
     """One agent call as the run page shows it: ``{agentId, label, phase, state, cached, tokens,
-    preview, model, provider, queuedAt, startedAt, endedAt, error}`` (times in epoch ms or ``None``)."""
+    preview, promptPreview, model, provider, queuedAt, startedAt, endedAt, error}`` (times in epoch ms
+    or ``None``). ``promptPreview`` is the one its ``agent.queued`` event stored (the prompt's first
+    300 characters, credential-shaped text masked; ``None`` when not stored); ``provider`` and
+    ``model`` are those its ``agent.started`` event names as routed, else the run's provider."""
     t = times or AgentTimes()
     return {
         "agentId": agent.agent_id,
@@ -59,6 +63,7 @@ def agent_view(agent: Any, times: AgentTimes | None, run_provider: str | None) -
         "cached": agent.cached,
         "tokens": {k: int(v) for k, v in agent.tokens.items()},
         "preview": clip(agent.preview, 300),
+        "promptPreview": clip(t.prompt_preview, 300),
         "model": clip(t.model, 200),
         "provider": t.provider or run_provider,
         "queuedAt": t.queued,

@@ -392,6 +392,7 @@
       ["Queued for", secs(a.queuedAt, a.startedAt)],
       ["Ran for", secs(a.startedAt, a.endedAt)],
       ["Tokens", (a.tokens.input || 0) + " in / " + (a.tokens.output || 0) + " out"],
+      ["Prompt preview", a.promptPreview || "—"],
       ["Result preview", a.preview || "—"],
       ["Error", a.error || "—"],
     ];
