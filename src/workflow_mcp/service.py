@@ -40,6 +40,7 @@ from ._ended_runs import CANCELLABLE_ENDED, cancel_ended, mark_continued, note_s
 from ._index import DiscoveryIndex
 from ._plan import PlanReport, TokenEstimator, build_report, read_history
 from ._preflight import refuse_unservable
+from ._prices import PriceTable, load_prices, prices_path
 from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
 from .definitions.agents import AgentTypesReport, check_agent_types
 from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
@@ -1579,6 +1580,29 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         self._stored_status(run_id)  # a run whose owner is gone is recorded interrupted before projecting
         return project_state(self._all_events(run_id), run_id=run_id)
+
+    # -- what calls cost: the user's price table (_prices) -----------------------------------------
+    _price_table: tuple[tuple[str, int, int] | None, PriceTable] | None = None
+
+    def prices(self) -> PriceTable:
+        """The user's price table, ``$WORKFLOW_MCP_HOME/prices.toml`` (:mod:`workflow_mcp._prices`;
+        empty, pricing nothing, without the file), read again whenever the file changes. Never fetched.
+
+        Raises:
+            PriceTableError: the file is unreadable or a key in it is not a price (file and key named).
+        """
+        path = prices_path()
+        try:
+            info = path.stat()
+            stamp: tuple[str, int, int] | None = (str(path), info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = None
+        kept = self._price_table
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        table = load_prices(path)
+        self._price_table = (stamp, table)
+        return table
 
     # -- the run viewer's reads ---------------------------------------------------------------------
     FOLLOWED_RUNS = 64

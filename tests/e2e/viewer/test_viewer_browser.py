@@ -50,6 +50,9 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
     script = fake_script(
         tmp_path / "fake.json", slow_ms=4000, build_ms=5000
     )  # slower than a page load under load
+    home.mkdir()
+    # 35 input and 17 output tokens in all (viewer_kit.fake_script): 0.035 + 0.034
+    (home / "prices.toml").write_text('[fake."*"]\ninput = 1000\noutput = 2000\n')
     with ui_server(home) as url, started_run(home, tmp_path, script) as (run_id, proc):
         page = browser.new_page(viewport={"width": 1200, "height": 900})  # type: ignore[attr-defined]
         page.goto(url)
@@ -94,6 +97,8 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
         ]:
             assert _state(page, label) == state
         assert page.locator("li.agent[style*='--now']").count() == 0
+        playwright_sync.expect(page.locator("#cost")).to_have_text("0.0690 USD", timeout=WAIT_MS)
+        assert "Build\t3\t20\t10\t0.0400 USD" in page.locator("#tokens-phase").inner_text()
         page.locator("li.agent button:text-is('build:2')").focus()
         page.keyboard.press("Enter")  # keyboard-usable
         playwright_sync.expect(page.locator("#details")).to_contain_text("compiler crashed", timeout=WAIT_MS)
@@ -105,6 +110,7 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
         row = page.locator(f"tr:has(a:text-is('{run_id}'))")
         assert row.locator(".status").inner_text() == "completed"
         assert "watch-me" in row.inner_text() and "fake" in row.inner_text() and "6/6" in row.inner_text()
+        assert row.locator("td").last.inner_text() == "0.0690 USD"
         page.screenshot(path=str(artifacts / "runs.png"), full_page=True)
 
 

@@ -241,7 +241,11 @@
     }, delay);
   }
 
-  function tokensRows(id, rows) {
+  function money(amount, currency) {
+    return amount == null ? "—" : amount.toLocaleString("en-US", { minimumFractionDigits: 4, maximumFractionDigits: 4 }) + " " + currency;
+  }
+
+  function tokensRows(id, rows, currency) {
     const body = document.querySelector("#" + id + " tbody");
     body.replaceChildren();
     for (const r of rows) {
@@ -250,7 +254,7 @@
       th.scope = "row";
       th.textContent = r.name;
       tr.appendChild(th);
-      for (const v of [r.agents, r.input, r.output]) {
+      for (const v of [r.agents, r.input, r.output, money(r.cost, currency)]) {
         const td = document.createElement("td");
         td.textContent = String(v);
         tr.appendChild(td);
@@ -277,8 +281,9 @@
     text(document.getElementById("agents-failed"), String(c.failed));
     const u = view.tokenUsage;
     text(document.getElementById("tokens"), u.input + " in / " + u.output + " out (+" + u.replayedOutput + " replayed)");
-    tokensRows("tokens-phase", view.tokensByPhase);
-    tokensRows("tokens-provider", view.tokensByProvider);
+    text(document.getElementById("cost"), money(view.cost, view.currency));
+    tokensRows("tokens-phase", view.tokensByPhase, view.currency);
+    tokensRows("tokens-provider", view.tokensByProvider, view.currency);
     if (view.lastSequence >= lastSeq && view.agents.length) {
       // The service's projection is authoritative: it also cancels calls left open by the run's end.
       for (const v of view.agents) {
@@ -392,6 +397,7 @@
       ["Queued for", secs(a.queuedAt, a.startedAt)],
       ["Ran for", secs(a.startedAt, a.endedAt)],
       ["Tokens", (a.tokens.input || 0) + " in / " + (a.tokens.output || 0) + " out"],
+      ["Cost", money(a.cost, boot.currency)],
       ["Prompt preview", a.promptPreview || "—"],
       ["Result preview", a.preview || "—"],
       ["Error", a.error || "—"],
