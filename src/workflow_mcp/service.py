@@ -1675,20 +1675,33 @@ class WorkflowService:
         return self.store.events(run_id, after, limit)
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        out = []
-        for r in self.store.list_runs(limit):
-            out.append(
-                RunSummary(
-                    run_id=r.run_id,
-                    workflow=r.workflow_name,
-                    status=self._stored_status(r.run_id),
-                    created_at=r.created_at,
-                    provider=r.provider,
-                    resumed_from=r.resumed_from,
-                    damaged=r.damaged,
-                )
+        """The newest ``limit`` runs, newest first, each with its stored status, truthful about dead
+        owners as :meth:`run_status` is: the statuses of the whole list are one batched read
+        (:meth:`RunStore.last_run_events`), and a second one for the unfinished runs not executed here
+        when a recovery pass ran (at most one per :attr:`READ_RECOVERY_S`)."""
+        return self._summaries(self.store.list_runs(limit))
+
+    def _summaries(self, records: list[RunRecord]) -> list[RunSummary]:
+        """:class:`RunSummary` of each of ``records``, in order, their statuses read in one batch."""
+        statuses = {
+            rid: status_of(t) for rid, t in self.store.last_run_events([r.run_id for r in records]).items()
+        }
+        active = self._active()
+        unsure = [rid for rid, status in statuses.items() if status not in TERMINAL and rid not in active]
+        if unsure and self._recover_for_read():
+            statuses.update({rid: status_of(t) for rid, t in self.store.last_run_events(unsure).items()})
+        return [
+            RunSummary(
+                run_id=r.run_id,
+                workflow=r.workflow_name,
+                status=statuses[r.run_id],
+                created_at=r.created_at,
+                provider=r.provider,
+                resumed_from=r.resumed_from,
+                damaged=r.damaged,
             )
-        return out
+            for r in records
+        ]
 
     def damaged_columns(self, run_id: str) -> tuple[str, ...]:
         """The columns of ``run_id``'s stored record that are damaged (``()``: none; ``store repair``
@@ -1846,9 +1859,7 @@ class WorkflowService:
     def list_runs_of(self, owner: str | None, limit: int = 50) -> list[RunSummary]:
         """Recent runs started by ``owner`` (exactly; ``None`` is the local user), newest first."""
         scan = min(max(limit * 20, 200), 5000)  # the store has no owner index yet: scan a bounded window
-        ids = [r.run_id for r in self.store.list_runs(scan) if r.owner == owner][:limit]
-        by_id = {s.run_id: s for s in self.list_runs(scan)}
-        return [by_id[i] for i in ids if i in by_id]
+        return self._summaries([r for r in self.store.list_runs(scan) if r.owner == owner][:limit])
 
     def run_status(self, run_id: str) -> RunStatus:
         """The run's status from its newest ``run.*`` event (cheaper than :meth:`status`; for a run
