@@ -11,6 +11,9 @@ failed|cached``, ``log``, ``warning``, ``artifact.created``. Provider-specific n
 here: adapters translate them. Status is always a projection of these events (see ``state.py``, which
 also says which ``run.*`` events end a run).
 
+An ``agent.queued`` event carries ``promptPreview``: the prompt's first 300 characters with
+credential-shaped text masked (:func:`workflow_mcp._redact.prompt_preview`), never the whole prompt.
+
 An agent call that ends without a result emits one ``agent.failed`` whose ``payload.reason`` says why:
 ``cancelled`` (its run was cancelled or paused; projections count the call as cancelled, not failed),
 ``error``, ``provider_failed``, ``stalled``, ``no_structured_output``, ``schema_validation`` or

@@ -40,6 +40,7 @@ from ._ended_runs import CANCELLABLE_ENDED, cancel_ended, mark_continued, note_s
 from ._index import DiscoveryIndex
 from ._plan import PlanReport, TokenEstimator, build_report, read_history
 from ._preflight import refuse_unservable
+from ._prices import PriceTable, load_prices, prices_path
 from ._run_request import PreparedRun, ProviderChoice, RunLimits, RunOverrides
 from .definitions.agents import AgentTypesReport, check_agent_types
 from .definitions.discover import DiscoveredWorkflow, Discovery, Reachable, find_workflows, resolve_workflow
@@ -1652,6 +1653,29 @@ class WorkflowService:
         self._stored_status(run_id)  # a run whose owner is gone is recorded interrupted before projecting
         return project_state(self._all_events(run_id), run_id=run_id)
 
+    # -- what calls cost: the user's price table (_prices) -----------------------------------------
+    _price_table: tuple[tuple[str, int, int] | None, PriceTable] | None = None
+
+    def prices(self) -> PriceTable:
+        """The user's price table, ``$WORKFLOW_MCP_HOME/prices.toml`` (:mod:`workflow_mcp._prices`;
+        empty, pricing nothing, without the file), read again whenever the file changes. Never fetched.
+
+        Raises:
+            PriceTableError: the file is unreadable or a key in it is not a price (file and key named).
+        """
+        path = prices_path()
+        try:
+            info = path.stat()
+            stamp: tuple[str, int, int] | None = (str(path), info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = None
+        kept = self._price_table
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        table = load_prices(path)
+        self._price_table = (stamp, table)
+        return table
+
     # -- the run viewer's reads ---------------------------------------------------------------------
     FOLLOWED_RUNS = 64
     """Runs executed elsewhere whose projections :meth:`current_status` keeps between calls."""
@@ -1723,20 +1747,33 @@ class WorkflowService:
         return self.store.events(run_id, after, limit)
 
     def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        out = []
-        for r in self.store.list_runs(limit):
-            out.append(
-                RunSummary(
-                    run_id=r.run_id,
-                    workflow=r.workflow_name,
-                    status=self._stored_status(r.run_id),
-                    created_at=r.created_at,
-                    provider=r.provider,
-                    resumed_from=r.resumed_from,
-                    damaged=r.damaged,
-                )
+        """The newest ``limit`` runs, newest first, each with its stored status, truthful about dead
+        owners as :meth:`run_status` is: the statuses of the whole list are one batched read
+        (:meth:`RunStore.last_run_events`), and a second one for the unfinished runs not executed here
+        when a recovery pass ran (at most one per :attr:`READ_RECOVERY_S`)."""
+        return self._summaries(self.store.list_runs(limit))
+
+    def _summaries(self, records: list[RunRecord]) -> list[RunSummary]:
+        """:class:`RunSummary` of each of ``records``, in order, their statuses read in one batch."""
+        statuses = {
+            rid: status_of(t) for rid, t in self.store.last_run_events([r.run_id for r in records]).items()
+        }
+        active = self._active()
+        unsure = [rid for rid, status in statuses.items() if status not in TERMINAL and rid not in active]
+        if unsure and self._recover_for_read():
+            statuses.update({rid: status_of(t) for rid, t in self.store.last_run_events(unsure).items()})
+        return [
+            RunSummary(
+                run_id=r.run_id,
+                workflow=r.workflow_name,
+                status=statuses[r.run_id],
+                created_at=r.created_at,
+                provider=r.provider,
+                resumed_from=r.resumed_from,
+                damaged=r.damaged,
             )
-        return out
+            for r in records
+        ]
 
     def damaged_columns(self, run_id: str) -> tuple[str, ...]:
         """The columns of ``run_id``'s stored record that are damaged (``()``: none; ``store repair``
@@ -1827,6 +1864,9 @@ class WorkflowService:
     # -- additions for the MCP server: lookups, owner scoping, bounded waits ------------------
     #: How often a wait on a run owned by another process re-reads the store.
     STORE_POLL_S = 0.1
+    #: How often :meth:`wait_events` looks whether the log of a run owned by another process has grown
+    #: (one indexed lookup of its newest sequence; the events are read once it has).
+    EVENT_POLL_S = 0.02
 
     def load_source(
         self, source: str, *, profile: str | None = None, label: str | None = None, check_syntax: bool = True
@@ -1891,9 +1931,7 @@ class WorkflowService:
     def list_runs_of(self, owner: str | None, limit: int = 50) -> list[RunSummary]:
         """Recent runs started by ``owner`` (exactly; ``None`` is the local user), newest first."""
         scan = min(max(limit * 20, 200), 5000)  # the store has no owner index yet: scan a bounded window
-        ids = [r.run_id for r in self.store.list_runs(scan) if r.owner == owner][:limit]
-        by_id = {s.run_id: s for s in self.list_runs(scan)}
-        return [by_id[i] for i in ids if i in by_id]
+        return self._summaries([r for r in self.store.list_runs(scan) if r.owner == owner][:limit])
 
     def run_status(self, run_id: str) -> RunStatus:
         """The run's status from its newest ``run.*`` event (cheaper than :meth:`status`; for a run
@@ -1956,8 +1994,9 @@ class WorkflowService:
 
         Events always come from the store (persisted before published), so a cursor taken from one
         answer never skips or repeats an event in the next, whichever process owns the run. A run this
-        service executes wakes the wait as soon as its next batch is committed; a run owned by another
-        process is polled every ``STORE_POLL_S``. Cancelling the wait never affects the run.
+        service executes wakes the wait as soon as its next batch is committed; for a run owned by another
+        process the newest stored sequence is looked up every ``EVENT_POLL_S`` (20 ms) and the events
+        are read once it has grown. Cancelling the wait never affects the run.
 
         Raises:
             RunNotFoundError: unknown run id.
@@ -1981,7 +2020,10 @@ class WorkflowService:
             remaining = deadline - loop.time()
             if events or remaining <= 0 or self._has_ended(run_id):
                 return events
-            await asyncio.sleep(min(self.STORE_POLL_S, remaining))
+            # Every change a waiter can see, the run's end included, is a new event: until the log grows,
+            # an indexed lookup of its newest sequence is all a poll costs.
+            while self.store.last_sequence(run_id) <= after and (remaining := deadline - loop.time()) > 0:
+                await asyncio.sleep(min(self.EVENT_POLL_S, remaining))
 
     def answer_checkpoints(self, run_id: str, asker: CheckpointAsker | None) -> bool:
         """Let ``asker`` answer the human checkpoints of live run ``run_id`` from now on (``None``:

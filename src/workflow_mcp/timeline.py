@@ -32,7 +32,11 @@ def epoch_ms(timestamp: str | None) -> int | None:
 
 @dataclass(slots=True)
 class AgentTimes:
-    """When one agent call was queued, started and ended (epoch ms), as its events say."""
+    """When one agent call was queued, started and ended (epoch ms), as its events say, and what they
+    say of it beside its state: ``model`` and ``provider`` as routed (``agent.started``; a provider
+    named by the call's end is kept when its start named none), ``prompt_preview`` (``agent.queued``'s
+    ``promptPreview``: bounded and masked, :func:`workflow_mcp._redact.prompt_preview`; ``None`` for a
+    call stored before events carried one) and the ``error`` text of a failed call."""
 
     queued: int | None = None
     started: int | None = None
@@ -40,6 +44,7 @@ class AgentTimes:
     model: str | None = None
     provider: str | None = None
     error: str | None = None
+    prompt_preview: str | None = None
 
 
 @dataclass
@@ -79,12 +84,16 @@ class Timeline:
         payload = event.payload
         if kind == "agent.queued":
             times.queued = at
+            preview = payload.get("promptPreview")
+            times.prompt_preview = preview if isinstance(preview, str) else times.prompt_preview
         elif kind == "agent.started":
             times.started = at
             if times.queued is None:
                 times.queued = at
             model = payload.get("model")
             times.model = model if isinstance(model, str) else times.model
+            provider = payload.get("provider")
+            times.provider = provider if isinstance(provider, str) else times.provider
         elif kind in ("agent.completed", "agent.failed", "agent.cached"):
             times.ended = at
             if times.queued is None:
@@ -92,7 +101,8 @@ class Timeline:
             if kind == "agent.cached" and times.started is None:
                 times.started = at
             provider = payload.get("provider")
-            times.provider = provider if isinstance(provider, str) else times.provider
+            if times.provider is None and isinstance(provider, str):
+                times.provider = provider
             if kind == "agent.failed":
                 message = payload.get("message") or payload.get("error") or payload.get("reason")
                 times.error = str(message) if message is not None else None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_mcp.cli_progress import ProgressView
+from workflow_mcp.cli_watch import LiveRunView
 from workflow_mcp.events import Event
 
 from helpers import STOPPED, STOPPED_SCRIPT
@@ -90,11 +90,11 @@ def test_the_progress_view_counts_calls_stopped_by_a_cancellation_as_cancelled(
 ) -> None:
     run_id, _ = asyncio.run(cancelled_run(tmp_path))
     stored = cli("runs", "events", run_id, "--json", cwd=tmp_path)
-    view = ProgressView("stopped")
+    view = LiveRunView("stopped")
     view.start()
     for line in stored.stdout.splitlines():
         view.update(Event.from_json(json.loads(line)))
     view.stop()
     shown = capsys.readouterr().err
-    assert "agents: 0 running, 0 done, 0 replayed, 1 failed, 3 cancelled" in shown
-    assert "·  cancelled" in shown
+    assert "queued: 0  running: 0  done: 0  failed: 1  cancelled: 3  replayed: 0" in shown
+    assert "run cancelled" in shown

@@ -214,3 +214,60 @@ def test_progress_while_awaiting_another_processes_run_reads_each_new_event_once
     assert final.status == "completed" and final.result == 6
     assert final.to_json() == project_state(stored).to_json()
     assert seen and seen == sorted(set(seen)) and seen[-1] == stored[-1].sequence
+
+
+class CountingStore(SqliteStore):
+    """A SQLite store that counts the reads a waiter makes, and says when it has looked up the newest
+    sequence ``looks`` times."""
+
+    def __init__(self, path: Path, looks: int) -> None:
+        super().__init__(path)
+        self.reads = 0
+        self.lookups = 0
+        self.looks = looks
+        self.looked = asyncio.Event()
+
+    def events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        self.reads += 1
+        return super().events(run_id, after, limit)
+
+    def last_sequence(self, run_id: str) -> int:
+        self.lookups += 1
+        if self.lookups >= self.looks:
+            self.looked.set()
+        return super().last_sequence(run_id)
+
+
+def test_waiting_for_events_of_another_processes_run_looks_up_its_newest_sequence_and_reads_once_it_grew(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "state" / "state.db"
+
+    async def go() -> None:
+        owner = WorkflowService(SqliteStore(db), cwd=str(tmp_path))
+        provider = FakeProvider({"default": {"delayMs": 120_000}})
+        handle = owner.start_run(
+            load_workflow(source=PARKED), provider=provider, options=RunOptions(cwd=str(tmp_path))
+        )
+        follow = handle.events()
+        async for event in follow:
+            if event.type == "agent.started":
+                break
+        await follow.aclose()  # type: ignore[attr-defined]  # an async generator underneath
+        store = CountingStore(db, looks=5)
+        reader = WorkflowService(store, cwd=str(tmp_path))
+        after = owner.event_count(handle.run_id)
+        waiting = asyncio.create_task(reader.wait_events(handle.run_id, after, None, WAIT_MS))
+        await asyncio.wait_for(store.looked.wait(), BOUND_S)  # idle: only lookups so far
+        reads_while_idle = store.reads
+        handle.cancel("stop")
+        cancelled_at = time.perf_counter()
+        events = await asyncio.wait_for(waiting, BOUND_S)
+        woke_after = time.perf_counter() - cancelled_at
+        assert events and events[0].sequence == after + 1
+        assert reads_while_idle <= 2, f"{reads_while_idle} event reads before the log grew"
+        assert store.reads == reads_while_idle + 1
+        assert woke_after < AT_ONCE_S, woke_after
+        assert await asyncio.wait_for(handle.wait(), BOUND_S) == "cancelled"
+
+    run(go())

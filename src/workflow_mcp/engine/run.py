@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._redact import prompt_preview
 from ..definitions.agents import AgentCatalog, AgentDefinition, find_agents
 from ..definitions.models import is_numeric_effort, js_string, normalize_effort, normalize_model
 from ..definitions.profile import MAX_VALUE_DEPTH, Profile, default_concurrency, get_profile
@@ -1128,7 +1129,12 @@ class _Run:
         agent_id = f"ag_{self.agent_seq:04d}"
         side_effects = opts.get("isolation") == "worktree"
         base = {"label": label, "phase": phase}
-        self.emit("agent.queued", {**base, "key": key, "contentKey": ckey}, agent_id=agent_id, phase_id=phase)
+        self.emit(
+            "agent.queued",
+            {**base, "key": key, "contentKey": ckey, "promptPreview": prompt_preview(prompt)},
+            agent_id=agent_id,
+            phase_id=phase,
+        )
         if self.replay is not None:
             record = self.replay.take(key, ckey, label)
             problem = _replay_problem(record.result, schema) if record is not None else None

@@ -23,6 +23,7 @@ from ..state import TERMINAL_EVENTS
 __all__ = [
     "JOURNAL_COLUMNS",
     "RELEASING_TYPES",
+    "STATUS_BATCH",
     "DeleteConfirmation",
     "InterruptedEvent",
     "JournalDamage",
@@ -41,6 +42,10 @@ __all__ = [
 #: The run events after which a run has no executor (its status is ``state.TERMINAL``): storing one
 #: releases the claims its run holds.
 RELEASING_TYPES = TERMINAL_EVENTS
+
+#: Runs whose statuses :meth:`RunStore.last_run_events` reads in one query (a page of listed runs is
+#: one query; a longer list one per this many, within SQLite's 999 bound parameters).
+STATUS_BATCH = 500
 
 #: ``(record, sequence, reason) -> the run.interrupted event`` that ``recover`` stores for an orphan.
 InterruptedEvent = Callable[["RunRecord", int, str], Event]
@@ -333,6 +338,11 @@ class RunStore(Protocol):
     def last_run_event(self, run_id: str) -> str | None:
         """Type of the run's newest event of :data:`~workflow_mcp.state.STATUS_OF_EVENT` (``None``
         before its first); ``state.status_of`` turns it into the run's status."""
+        ...
+
+    def last_run_events(self, run_ids: Collection[str]) -> dict[str, str | None]:
+        """:meth:`last_run_event` of each of ``run_ids`` (an unknown run: ``None``), read in one query
+        per :data:`STATUS_BATCH` runs — what a page of listed runs costs, whatever its length."""
         ...
 
     def unfinished_runs(self) -> list[RunRecord]:

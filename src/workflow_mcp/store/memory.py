@@ -166,6 +166,11 @@ class MemoryStore:
                 return e.type
         return None
 
+    def last_run_events(self, run_ids: Collection[str]) -> dict[str, str | None]:
+        """:meth:`last_run_event` of each of ``run_ids`` (``None`` for an unknown run)."""
+        with self._lock:
+            return {run_id: self.last_run_event(run_id) for run_id in run_ids}
+
     def unfinished_runs(self) -> list[RunRecord]:
         """Runs whose status is not ``state.TERMINAL`` (queued or running)."""
         return [r for r in self._runs.values() if status_of(self.last_run_event(r.run_id)) not in TERMINAL]

@@ -44,6 +44,7 @@ from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import (
     JOURNAL_COLUMNS,
     RELEASING_TYPES,
+    STATUS_BATCH,
     InterruptedEvent,
     JournalDamage,
     JournalRow,
@@ -684,6 +685,24 @@ class PostgresStore:
     def last_run_event(self, run_id: str) -> str | None:
         rows = self._read(f"reading run {run_id}", _LAST_RUN_EVENT, (run_id,))
         return str(rows[0][0]) if rows else None
+
+    def last_run_events(self, run_ids: Collection[str]) -> dict[str, str | None]:
+        """:meth:`last_run_event` of each of ``run_ids`` (``None`` for an unknown run): one query per
+        :data:`~workflow_mcp.store.base.STATUS_BATCH` runs, each run's newest status event found as
+        :meth:`last_run_event` finds it (a lateral lookup per run)."""
+        ids = list(dict.fromkeys(run_ids))
+        out: dict[str, str | None] = {}
+        for start in range(0, len(ids), STATUS_BATCH):
+            chunk = ids[start : start + STATUS_BATCH]
+            rows = self._read(
+                "reading the status of runs",
+                "SELECT ids.run_id, e.type FROM unnest(%s::text[]) AS ids(run_id) LEFT JOIN LATERAL "
+                f"(SELECT type FROM events WHERE run_id = ids.run_id AND type IN {_STATUS_EVENTS} "
+                "ORDER BY sequence DESC LIMIT 1) e ON true",
+                (chunk,),
+            )
+            out.update({str(r[0]): None if r[1] is None else str(r[1]) for r in rows})
+        return out
 
     def unfinished_runs(self) -> list[RunRecord]:
         rows = self._read("listing unfinished runs", f"SELECT {_R_COLUMNS} FROM runs r WHERE {_UNFINISHED}")

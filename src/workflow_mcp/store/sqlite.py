@@ -50,6 +50,7 @@ from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import (
     JOURNAL_COLUMNS,
     RELEASING_TYPES,
+    STATUS_BATCH,
     InterruptedEvent,
     JournalDamage,
     JournalRow,
@@ -339,6 +340,15 @@ _NEWEST_RUN_EVENT = (
     f"(SELECT type FROM events e INDEXED BY events_type WHERE e.run_id = r.run_id AND e.type IN {_STATUS_EVENTS} "
     "ORDER BY e.sequence DESC LIMIT 1)"
 )
+
+
+def _newest_status_of(run: str, column: str) -> str:
+    """A scalar subquery: ``column`` of the newest status event of the run ``run`` (a SQL expression),
+    found through the ``events_type`` index as :data:`_LAST_RUN_EVENT` finds it."""
+    return (
+        f"(SELECT e.{column} FROM events e INDEXED BY events_type WHERE e.run_id = {run} "
+        f"AND e.type IN {_STATUS_EVENTS} ORDER BY e.sequence DESC LIMIT 1)"
+    )
 
 
 def _odd_type(run: str) -> str:
@@ -1001,6 +1011,46 @@ class SqliteStore:
         is; ``None`` before its first). An index lookup, whatever the size of the run's log."""
         with self._lock, self._guard(f"reading run {run_id}"):
             return _newest_status(self._db, run_id)
+
+    def last_run_events(self, run_ids: Collection[str]) -> dict[str, str | None]:
+        """:meth:`last_run_event` of each of ``run_ids`` (``None`` for an unknown run): per
+        :data:`~workflow_mcp.store.base.STATUS_BATCH` runs, one query for their newest status events
+        through the ``events_type`` index and one for their rows with a damaged ``type`` cell (one
+        seek per gap between type names per run), which decide as in :meth:`last_run_event`."""
+        ids = list(dict.fromkeys(run_ids))
+        out: dict[str, str | None] = {}
+        with self._lock, self._guard("reading the status of runs"):
+            for start in range(0, len(ids), STATUS_BATCH):
+                chunk = ids[start : start + STATUS_BATCH]
+                numbered = [f"?{i}" for i in range(1, len(chunk) + 1)]  # each bound once, used twice
+                marks = ",".join(f"({n})" for n in numbered)
+                found = {
+                    str(row[0]): (int(row[1] or 0), None if row[2] is None else str(row[2]))
+                    for row in self._db.execute(
+                        f"WITH ids(run_id) AS (VALUES {marks}) SELECT ids.run_id, "
+                        f"{_newest_status_of('ids.run_id', 'sequence')}, {_newest_status_of('ids.run_id', 'type')} "
+                        "FROM ids",
+                        chunk,
+                    )
+                }
+                odd: dict[str, list[Any]] = {}
+                held = "run_id IN (" + ",".join(numbered) + ")"
+                for row in self._db.execute(
+                    f"SELECT run_id, {EVENT_READ} FROM events WHERE {_odd_type(held)} ORDER BY run_id, sequence DESC",
+                    chunk,
+                ):
+                    odd.setdefault(str(row[0]), []).append(row[1:])
+                for run_id in chunk:
+                    sequence, newest = found.get(run_id, (0, None))
+                    for cells in odd.get(run_id, ()):
+                        if int(cells[0]) <= sequence:
+                            break
+                        event, _ = event_from_cells(run_id, cells)
+                        if event.type in STATUS_OF_EVENT:
+                            newest = event.type
+                            break
+                    out[run_id] = newest
+        return out
 
     def unfinished_runs(self) -> list[RunRecord]:
         """Runs whose newest ``run.*`` event says they are still going (queued or running)."""

@@ -50,6 +50,9 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
     script = fake_script(
         tmp_path / "fake.json", slow_ms=4000, build_ms=5000
     )  # slower than a page load under load
+    home.mkdir()
+    # 35 input and 17 output tokens in all (viewer_kit.fake_script): 0.035 + 0.034
+    (home / "prices.toml").write_text('[fake."*"]\ninput = 1000\noutput = 2000\n')
     with ui_server(home) as url, started_run(home, tmp_path, script) as (run_id, proc):
         page = browser.new_page(viewport={"width": 1200, "height": 900})  # type: ignore[attr-defined]
         page.goto(url)
@@ -59,8 +62,11 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
         build1.wait_for(timeout=WAIT_MS)
         playwright_sync.expect(build1).to_have_attribute("data-state", "running", timeout=WAIT_MS)
         assert build1.locator(".state").inner_text() == "running"  # the state is text, not colour alone
+        # The moving "now" of the time axis is set on the rows of unfinished calls alone.
+        playwright_sync.expect(build1).to_have_attribute("style", re.compile("--now"), timeout=WAIT_MS)
         page.screenshot(path=str(artifacts / "running.png"), full_page=True)
         playwright_sync.expect(build1).to_have_attribute("data-state", "completed", timeout=WAIT_MS)
+        playwright_sync.expect(build1).not_to_have_attribute("style", re.compile("--now"), timeout=WAIT_MS)
         failed = page.locator("li.agent:has(button:text-is('build:2'))")
         playwright_sync.expect(failed).to_have_attribute("data-state", "failed", timeout=WAIT_MS)
         assert failed.locator(".state").inner_text() == "failed"
@@ -90,15 +96,21 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
             ("last", "completed"),
         ]:
             assert _state(page, label) == state
+        assert page.locator("li.agent[style*='--now']").count() == 0
+        playwright_sync.expect(page.locator("#cost")).to_have_text("0.0690 USD", timeout=WAIT_MS)
+        assert "Build\t3\t20\t10\t0.0400 USD" in page.locator("#tokens-phase").inner_text()
         page.locator("li.agent button:text-is('build:2')").focus()
         page.keyboard.press("Enter")  # keyboard-usable
         playwright_sync.expect(page.locator("#details")).to_contain_text("compiler crashed", timeout=WAIT_MS)
+        details = page.locator("#details dl").inner_text()
+        assert "Prompt preview\nbuild part 2" in details and "Provider\nfake" in details
         assert "built 2 of 3" in page.locator("#logs").inner_text()
         page.screenshot(path=str(artifacts / "completed.png"), full_page=True)
         page.locator("header a").click()  # the runs page
         row = page.locator(f"tr:has(a:text-is('{run_id}'))")
         assert row.locator(".status").inner_text() == "completed"
         assert "watch-me" in row.inner_text() and "fake" in row.inner_text() and "6/6" in row.inner_text()
+        assert row.locator("td").last.inner_text() == "0.0690 USD"
         page.screenshot(path=str(artifacts / "runs.png"), full_page=True)
 
 

@@ -465,3 +465,18 @@ def test_the_backoff_doubles_up_to_its_bound_with_jitter_in_the_upper_half() -> 
             assert wait is not None and step / 2 <= wait <= step
     assert policy.delay(11, None) is None
     assert 2.0 <= (policy.delay(1, 2.0) or 0) <= 2.2
+
+
+def test_the_queued_event_carries_a_bounded_masked_preview_of_the_prompt() -> None:
+    provider = FakeProvider({"default": {"text": "ok"}})
+    prompt = "Deploy with token=abcd1234secret then report. " + "detail " * 200
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        return await realm.agent(prompt, label="deploy")
+
+    outcome = run_scripted(script, provider=provider)
+    (queued,) = outcome.of("agent.queued")
+    preview = queued.payload["promptPreview"]
+    assert preview.startswith("Deploy with token=[redacted] then report. detail")
+    assert len(preview) == 300 and preview.endswith("…")
+    assert provider.calls[0].prompt == prompt  # the provider still gets the prompt as written

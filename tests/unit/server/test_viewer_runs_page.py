@@ -80,3 +80,43 @@ async def test_runs_are_listed_newest_first_filtered_and_paginated(
         row = re.search(rf"{ids[1]}</a></td>(.*?)</tr>", failed.text)
         assert row is not None and "beta" in row[1] and "fake" in row[1] and "0/0" in row[1]
     await service.shutdown()
+
+
+async def test_a_price_table_that_does_not_read_shows_no_cost_and_says_why_on_both_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_MCP_HOME", str(tmp_path))
+    service = WorkflowService(SqliteStore(tmp_path / "state.db"), cwd=str(tmp_path))
+    provider = FakeProvider({"default": {"text": "x", "tokens": {"input": 1000, "output": 10}}})
+    handle = service.start_run(load_workflow(source=source("priced")), provider=provider)
+    await handle.result()
+    tokens = TokenSet({hashlib.sha256(TOKEN.encode()).hexdigest(): "local"}, "test", local=True)
+
+    async def nothing(scope: object, receive: object, send: object) -> None:
+        raise AssertionError("only the viewer is asked")
+
+    guard = HttpGuard(
+        with_viewer(nothing, viewer_app(service, LocalControl(service))),  # type: ignore[arg-type]
+        tokens,
+        host="127.0.0.1",
+        port=8766,
+        viewer_base="/ui",
+    )
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=guard),
+        base_url="http://127.0.0.1:8766",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as h:
+        (tmp_path / "prices.toml").write_text('[fake."*"]\ninput = 2000\noutput = 100000\n')
+        runs = (await h.get("/ui/")).text
+        assert re.search(rf"{handle.run_id}</a></td>.*<td>3.0000 USD</td></tr>", runs)  # 2 + 1
+        view = (await h.get(f"/ui/api/runs/{handle.run_id}")).json()
+        assert view["cost"] == 3.0 and view["pricesProblem"] is None and view["agents"][0]["cost"] == 3.0
+
+        (tmp_path / "prices.toml").write_text('[fake."*"]\ninput = "cheap"\n')
+        runs = (await h.get("/ui/")).text
+        assert 'id="prices-problem"' in runs and "fake.*.input: must be a non-negative number" not in runs
+        assert 'fake."*".input: must be a non-negative number' in runs.replace("&quot;", '"')
+        assert re.search(rf"{handle.run_id}</a></td>.*<td>—</td></tr>", runs)
+        page = (await h.get(f"/ui/runs/{handle.run_id}")).text
+        assert '<dd id="cost">—</dd>' in page and 'id="prices-problem"' in page

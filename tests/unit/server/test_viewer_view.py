@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from workflow_mcp._prices import parse_prices
 from workflow_mcp.events import Event
 from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
 from workflow_mcp.server.viewer import event_view, run_view
@@ -46,9 +47,78 @@ def test_an_agent_bar_keeps_its_queue_time_apart_from_its_run_time() -> None:
     assert agent["startedAt"] - agent["queuedAt"] == 2500 and agent["endedAt"] - agent["startedAt"] == 500
     assert agent["model"] == "sonnet" and agent["provider"] == "fake" and agent["state"] == "completed"
     assert [(lane["title"], lane["agentIds"]) for lane in view["lanes"]] == [("P", ["ag_1"])]
-    assert view["tokensByPhase"] == [{"name": "P", "input": 5, "output": 2, "agents": 1}]
-    assert view["tokensByProvider"] == [{"name": "fake", "input": 5, "output": 2, "agents": 1}]
+    assert view["tokensByPhase"] == [{"name": "P", "input": 5, "output": 2, "agents": 1, "cost": None}]
+    assert view["tokensByProvider"] == [{"name": "fake", "input": 5, "output": 2, "agents": 1, "cost": None}]
+    assert view["cost"] is None  # no price table: no cost, not a guess
     assert epoch_ms("2026-01-01T00:00:04.000Z") == agent["endedAt"] and epoch_ms("not a time") is None
+
+
+def test_an_agent_shows_its_stored_prompt_preview_and_the_provider_and_model_it_was_routed_to() -> None:
+    events = log_of(
+        started(),
+        ("agent.queued", {"label": "a", "promptPreview": "Review [redacted] please"}, "ag_1", "2026-01-01T00:00:01.000Z"),
+        ("agent.started", {"label": "a", "model": "gpt-5", "provider": "codex"}, "ag_1", "2026-01-01T00:00:02.000Z"),
+        ("agent.completed", {"label": "a", "result": "ok", "provider": "claude"}, "ag_1", "2026-01-01T00:00:03.000Z"),
+        ("agent.queued", {"label": "b"}, "ag_2", "2026-01-01T00:00:04.000Z"),  # stored before previews
+        ("agent.started", {"label": "b", "model": "sonnet"}, "ag_2", "2026-01-01T00:00:05.000Z"),
+    )  # fmt: skip
+    a, b = run_view(project_state(events, RUN), events)["agents"]
+    assert (a["promptPreview"], a["provider"], a["model"]) == ("Review [redacted] please", "codex", "gpt-5")
+    assert (b["promptPreview"], b["provider"], b["model"]) == (None, "fake", "sonnet")  # the run's provider
+
+
+def test_cost_is_known_per_call_phase_provider_and_run_only_where_every_call_is_priced() -> None:
+    prices = parse_prices(
+        {
+            "currency": "EUR",
+            "codex": {"gpt-5": {"input": 2.0, "output": 10.0}},
+            "claude": {"*": {"input": 3.0, "output": 15.0}},
+        },
+        "prices.toml",
+    )
+
+    def call(n: int, phase: str, provider: str, model: str | None, tokens: dict[str, int]) -> list[Any]:
+        agent, t = f"ag_{n}", f"2026-01-01T00:00:0{n}.000Z"
+        return [
+            ("agent.queued", {"label": agent, "phase": phase}, agent, t),
+            (
+                "agent.started",
+                {"label": agent, "phase": phase, "model": model, "provider": provider},
+                agent,
+                t,
+            ),
+            (
+                "agent.completed",
+                {"label": agent, "phase": phase, "result": "ok", "tokenUsage": tokens},
+                agent,
+                t,
+            ),
+        ]
+
+    items = [
+        started(),
+        *call(1, "Plan", "codex", "gpt-5", {"input": 1_000_000, "output": 100_000}),  # 2 + 1
+        *call(2, "Plan", "claude", "opus", {"input": 100_000, "output": 0}),  # 0.3, by claude's "*"
+        *call(3, "Build", "claude", None, {"input": 0, "output": 10_000}),  # 0.15
+    ]
+    priced = log_of(*items)
+    view = run_view(project_state(priced, RUN), priced, prices=prices)
+    assert view["currency"] == "EUR" and view["cost"] == 3.45
+    assert [a["cost"] for a in view["agents"]] == [3.0, 0.3, 0.15]
+    assert {r["name"]: r["cost"] for r in view["tokensByPhase"]} == {"Plan": 3.3, "Build": 0.15}
+    assert {r["name"]: r["cost"] for r in view["tokensByProvider"]} == {"codex": 3.0, "claude": 0.45}
+
+    unpriced = log_of(
+        *items,
+        *call(4, "Build", "codex", "gpt-4", {"input": 10, "output": 1}),  # no price for gpt-4
+        *call(5, "Build", "codex", "gpt-5", {"input": 10, "cacheRead": 5}),  # no cache_read price
+    )
+    view = run_view(project_state(unpriced, RUN), unpriced, prices=prices)
+    assert view["cost"] is None and [a["cost"] for a in view["agents"]][3:] == [None, None]
+    assert {r["name"]: r["cost"] for r in view["tokensByPhase"]} == {"Plan": 3.3, "Build": None}
+    assert {r["name"]: r["cost"] for r in view["tokensByProvider"]} == {"codex": None, "claude": 0.45}
+    page = run_page(view, base="/ui", stream=False)
+    assert '<dd id="cost">—</dd>' in page and "<td>3.3000 EUR</td>" in page
 
 
 def test_a_paused_run_shows_why_and_the_command_that_resumes_it() -> None:

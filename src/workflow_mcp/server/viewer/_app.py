@@ -38,6 +38,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..._prices import PriceTable
 from ...errors import WorkflowMcpError, WorkflowNotFoundError
 from ...service import WorkflowService
 from ...state import RUN_STATUSES, TERMINAL
@@ -190,13 +191,23 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
 
     timelines = _Timelines(service)
 
+    def prices() -> tuple[PriceTable | None, str | None]:
+        # A price table that does not read prices nothing, and the page says why.
+        try:
+            return service.prices(), None
+        except WorkflowMcpError as exc:
+            return None, str(exc)
+
     def page_of(run_id: str, agents: bool = True) -> dict[str, Any]:
         state = service.current_status(run_id)
-        return run_view(state, timelines.upto(run_id, state.last_sequence), agents=agents)
+        table, problem = prices()
+        view = run_view(state, timelines.upto(run_id, state.last_sequence), agents=agents, prices=table)
+        view["pricesProblem"] = problem
+        return view
 
-    def summary_row(run_id: str) -> dict[str, Any]:
+    def summary_row(run_id: str, table: PriceTable | None) -> dict[str, Any]:
         state = service.current_status(run_id)
-        return summary_view(state, timelines.upto(run_id, state.last_sequence))
+        return summary_view(state, timelines.upto(run_id, state.last_sequence), table)
 
     async def runs(request: Request, principal: Principal) -> Response:
         status = request.query_params.get("status") or None
@@ -217,6 +228,8 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
         # all it takes; a filter looks through the newest _SCAN runs.
         scan = _SCAN if status is not None or workflow is not None else min(_SCAN, page * PAGE_SIZE + 1)
 
+        problem: list[str | None] = [None]
+
         def read() -> tuple[list[dict[str, Any]], bool]:
             listed = (
                 service.list_runs_of(principal.owner, scan) if principal.scoped else service.list_runs(scan)
@@ -229,8 +242,9 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
             start = (page - 1) * PAGE_SIZE
             window = chosen[start : start + PAGE_SIZE]
             rows = []
+            table, problem[0] = prices()
             for r in window:
-                row = summary_row(r.run_id)
+                row = summary_row(r.run_id, table)
                 row["provider"] = row["provider"] or r.provider
                 row["workflow"] = row["workflow"] or r.workflow
                 rows.append(row)
@@ -239,7 +253,14 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
         rows, more = await anyio.to_thread.run_sync(read)
         return html(
             _pages.runs_page(
-                rows, base=base, status=status, workflow=workflow, page=page, more=more, statuses=RUN_STATUSES
+                rows,
+                base=base,
+                status=status,
+                workflow=workflow,
+                page=page,
+                more=more,
+                statuses=RUN_STATUSES,
+                prices_problem=problem[0],
             )
         )
 
@@ -261,7 +282,7 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
             if agent is None:
                 return None
             timeline = timelines.upto(run_id, state.last_sequence)
-            return agent_view(agent, timeline.agents.get(agent_id), timeline.provider)
+            return agent_view(agent, timeline.agents.get(agent_id), timeline.provider, prices()[0])
 
         found = await anyio.to_thread.run_sync(read)
         if found is None:

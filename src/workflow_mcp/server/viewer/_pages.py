@@ -63,10 +63,12 @@ def runs_page(
     page: int,
     more: bool,
     statuses: tuple[str, ...],
+    prices_problem: str | None = None,
 ) -> str:
     """The runs page: a filter form (status, workflow), a table of ``rows`` (newest first; each
-    ``{runId, status, workflow, provider, startedAt, endedAt, done, total, tokenUsage}``) and
-    previous/next links."""
+    ``{runId, status, workflow, provider, startedAt, endedAt, done, total, tokenUsage, cost,
+    currency}``; a cost the price table does not know is shown as "—") and previous/next links;
+    ``prices_problem`` says why no cost is known (a price table that does not read)."""
     options = "".join(
         f'<option value="{_e(s)}"{" selected" if s == status else ""}>{_e(s or "any")}</option>'
         for s in ("", *statuses)
@@ -89,14 +91,15 @@ def runs_page(
             f"<td>{_e(_when(r['startedAt']))}</td><td>{_e(_duration(r['startedAt'], r['endedAt']))}</td>"
             f"<td>{r['done']}/{r['total']}</td>"
             f"<td>{tokens.get('input', 0)} in / {tokens.get('output', 0)} out</td>"
+            f"<td>{_e(money(r.get('cost'), r.get('currency', '')))}</td>"
             "</tr>"
         )
     table = (
         '<table class="runs"><caption>Runs, newest first</caption><thead><tr>'
         '<th scope="col">Run</th><th scope="col">Status</th><th scope="col">Workflow</th>'
         '<th scope="col">Provider</th><th scope="col">Started</th><th scope="col">Duration</th>'
-        '<th scope="col">Agents done</th><th scope="col">Tokens</th></tr></thead>'
-        f"<tbody>{''.join(body_rows) or '<tr><td colspan=8>No runs.</td></tr>'}</tbody></table>"
+        '<th scope="col">Agents done</th><th scope="col">Tokens</th><th scope="col">Cost</th></tr></thead>'
+        f"<tbody>{''.join(body_rows) or '<tr><td colspan=9>No runs.</td></tr>'}</tbody></table>"
     )
 
     def link(to: int, text: str) -> str:
@@ -113,7 +116,21 @@ def runs_page(
         if part
     )
     nav = f'<nav class="pager" aria-label="Pages">{pager}</nav>' if pager else ""
-    return _doc("Runs", f"<h1>Runs</h1>{form}{table}{nav}", base=base, script=False)
+    notice = _prices_notice(prices_problem)
+    return _doc("Runs", f"<h1>Runs</h1>{form}{notice}{table}{nav}", base=base, script=False)
+
+
+def money(amount: float | None, currency: str) -> str:
+    """An amount as the pages show it (``0.0123 USD``), or "—" when it is not known."""
+    if amount is None:
+        return "—"
+    return f"{amount:,.4f} {currency}".strip()
+
+
+def _prices_notice(problem: str | None) -> str:
+    if problem is None:
+        return ""
+    return f'<p class="error" id="prices-problem">No cost is shown: the price table {_e(problem)}</p>'
 
 
 def _lane(lane: dict[str, Any], agents: dict[str, dict[str, Any]], index: int) -> str:
@@ -149,16 +166,17 @@ def _bar(agent: dict[str, Any]) -> str:
     )
 
 
-def _tokens_table(caption: str, rows: list[dict[str, Any]], ident: str) -> str:
+def _tokens_table(caption: str, rows: list[dict[str, Any]], ident: str, currency: str) -> str:
     body = "".join(
         f'<tr><th scope="row">{_e(r["name"])}</th><td>{r["agents"]}</td><td>{r["input"]}</td>'
-        f"<td>{r['output']}</td></tr>"
+        f"<td>{r['output']}</td><td>{_e(money(r.get('cost'), currency))}</td></tr>"
         for r in rows
     )
     return (
         f'<table class="tokens" id="{ident}"><caption>{_e(caption)}</caption><thead><tr>'
         '<th scope="col">Name</th><th scope="col">Agents</th><th scope="col">Input tokens</th>'
-        f'<th scope="col">Output tokens</th></tr></thead><tbody>{body}</tbody></table>'
+        '<th scope="col">Output tokens</th><th scope="col">Cost</th></tr></thead>'
+        f"<tbody>{body}</tbody></table>"
     )
 
 
@@ -205,6 +223,7 @@ def run_page(view: dict[str, Any], *, base: str, stream: bool) -> str:
             "terminal": view["terminal"],
             "stream": stream,
             "base": base,
+            "currency": view.get("currency", ""),
         }
     )
     body = (
@@ -221,7 +240,9 @@ def run_page(view: dict[str, Any], *, base: str, stream: bool) -> str:
         f'<dt>Queued</dt><dd id="agents-queued">{view["counts"]["queued"]}</dd>'
         f'<dt>Failed</dt><dd id="agents-failed">{view["counts"]["failed"]}</dd>'
         f'<dt>Tokens</dt><dd id="tokens">{usage.get("input", 0)} in / {usage.get("output", 0)} out'
-        f" (+{usage.get('replayedOutput', 0)} replayed)</dd></dl>"
+        f" (+{usage.get('replayedOutput', 0)} replayed)</dd>"
+        f'<dt>Cost</dt><dd id="cost">{_e(money(view.get("cost"), view.get("currency", "")))}</dd></dl>'
+        f"{_prices_notice(view.get('pricesProblem'))}"
         '<div class="actions">'
         f'<button type="button" id="cancel"{"" if not view["terminal"] else " hidden"}>Cancel run</button>'
         f'<button type="button" id="resume"{"" if view["resumable"] else " hidden"}>Resume run</button>'
@@ -238,8 +259,9 @@ def run_page(view: dict[str, Any], *, base: str, stream: bool) -> str:
         '<section aria-labelledby="details-h"><h2 id="details-h">Agent details</h2>'
         '<div id="details" aria-live="polite"><p>Choose an agent above.</p></div></section>'
         '<section aria-labelledby="tokens-h"><h2 id="tokens-h">Tokens</h2>'
-        f"{_tokens_table('By phase', view['tokensByPhase'], 'tokens-phase')}"
-        f"{_tokens_table('By provider', view['tokensByProvider'], 'tokens-provider')}</section>"
+        f"{_tokens_table('By phase', view['tokensByPhase'], 'tokens-phase', view.get('currency', ''))}"
+        f"{_tokens_table('By provider', view['tokensByProvider'], 'tokens-provider', view.get('currency', ''))}"
+        "</section>"
         f'<section aria-labelledby="logs-h"><h2 id="logs-h">Log</h2>{dropped}'
         f'<ol id="logs" class="logs">{logs}</ol></section>'
         f'<section aria-labelledby="result-h"><h2 id="result-h">Final result</h2>{result}</section></div>'

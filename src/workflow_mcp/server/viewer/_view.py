@@ -8,8 +8,9 @@ its model, and its error text. So a page and the events after its ``lastSequence
 never leave a gap.
 
 Bounded and redacted like ``workflow_run_status`` (:mod:`workflow_mcp.server._render`): no script,
-prompt, args, credential or provider session id ever appears (the state holds none, and only named
-payload fields of an event are kept); every string is clipped (labels 200 characters, previews 300,
+args, credential or provider session id ever appears (the state holds none, and only named payload
+fields of an event are kept); of a prompt, only the bounded, masked preview its ``agent.queued`` event
+stored, in one agent's details; every string is clipped (labels 200 characters, previews 300,
 errors 2,000, log lines 500), the page keeps the newest :data:`MAX_LOG_LINES` log lines, and the
 result is shown to :data:`MAX_RESULT_BYTES` of JSON.
 """
@@ -20,6 +21,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..._prices import PriceTable
 from ...events import Event
 from ...state import RESUMABLE, TERMINAL, RunState
 from ...timeline import AgentTimes, Timeline, epoch_ms
@@ -47,9 +49,29 @@ def _phase_of(phase: str | None) -> str:
     return phase if isinstance(phase, str) and phase else "(no phase)"
 
 
-def agent_view(agent: Any, times: AgentTimes | None, run_provider: str | None) -> dict[str, Any]:
+def _call_cost(
+    agent: Any, times: AgentTimes | None, run_provider: str | None, prices: PriceTable
+) -> float | None:
+    """What one call cost (a replayed one: nothing new), ``None`` when the table does not price it."""
+    if agent.cached:
+        return 0.0
+    provider = (times.provider if times is not None else None) or run_provider
+    return prices.cost(provider, times.model if times is not None else None, agent.tokens)
+
+
+def _money(amount: float | None) -> float | None:
+    return None if amount is None else round(amount, 6)
+
+
+def agent_view(
+    agent: Any, times: AgentTimes | None, run_provider: str | None, prices: PriceTable | None = None
+) -> dict[str, Any]:
     """One agent call as the run page shows it: ``{agentId, label, phase, state, cached, tokens,
-    preview, model, provider, queuedAt, startedAt, endedAt, error}`` (times in epoch ms or ``None``)."""
+    preview, promptPreview, model, provider, queuedAt, startedAt, endedAt, error}`` (times in epoch ms
+    or ``None``). ``promptPreview`` is the one its ``agent.queued`` event stored (the prompt's first
+    300 characters, credential-shaped text masked; ``None`` when not stored); ``provider`` and
+    ``model`` are those its ``agent.started`` event names as routed, else the run's provider. ``cost``
+    (in the table's currency) is ``None`` when ``prices`` does not price the call."""
     t = times or AgentTimes()
     return {
         "agentId": agent.agent_id,
@@ -59,25 +81,53 @@ def agent_view(agent: Any, times: AgentTimes | None, run_provider: str | None) -
         "cached": agent.cached,
         "tokens": {k: int(v) for k, v in agent.tokens.items()},
         "preview": clip(agent.preview, 300),
+        "promptPreview": clip(t.prompt_preview, 300),
         "model": clip(t.model, 200),
         "provider": t.provider or run_provider,
         "queuedAt": t.queued,
         "startedAt": t.started,
         "endedAt": t.ended,
         "error": clip(t.error, MAX_ERROR),
+        "cost": _money(_call_cost(agent, times, run_provider, prices or PriceTable())),
     }
 
 
-def _tokens_by(calls: list[tuple[str, str, str | None, dict[str, int]]], index: int) -> list[dict[str, Any]]:
-    """Token totals of ``calls`` (``(agentId, phase, provider, tokens)``) grouped by field ``index``."""
-    totals: dict[str, dict[str, int]] = {}
+_Call = tuple[str, str, str | None, dict[str, int], float | None]
+"""``(agentId, phase, provider, tokens, cost)`` of one call."""
+
+
+def _tokens_by(calls: list[_Call], index: int) -> list[dict[str, Any]]:
+    """Token totals and cost of ``calls`` grouped by field ``index`` (a group's cost is ``None`` when
+    one of its calls' is)."""
+    totals: dict[str, dict[str, Any]] = {}
+    costs: dict[str, list[float | None]] = {}
     for call in calls:
-        name = call[index] or "(unknown)"
-        row = totals.setdefault(str(name), {"input": 0, "output": 0, "agents": 0})
+        name = str(call[index] or "(unknown)")
+        row = totals.setdefault(name, {"input": 0, "output": 0, "agents": 0})
         row["input"] += int(call[3].get("input", 0))
         row["output"] += int(call[3].get("output", 0))
         row["agents"] += 1
-    return [{"name": name, **row} for name, row in totals.items()]
+        costs.setdefault(name, []).append(call[4])
+    return [
+        {"name": name, **row, "cost": _money(PriceTable.total(costs[name]))} for name, row in totals.items()
+    ]
+
+
+def _calls(state: RunState, timeline: Timeline, prices: PriceTable) -> list[_Call]:
+    out = []
+    for a in state.agents.values():
+        times = timeline.agents.get(a.agent_id)
+        provider = (times.provider if times is not None else None) or timeline.provider
+        out.append(
+            (
+                a.agent_id,
+                _phase_of(a.phase),
+                provider,
+                a.tokens,
+                _call_cost(a, times, timeline.provider, prices),
+            )
+        )
+    return out
 
 
 def _result_text(state: RunState) -> tuple[str | None, bool]:
@@ -89,10 +139,16 @@ def _result_text(state: RunState) -> tuple[str | None, bool]:
     return text.encode()[:MAX_RESULT_BYTES].decode("utf-8", "ignore"), True
 
 
-def summary_view(state: RunState, timeline: Timeline) -> dict[str, Any]:
+def summary_view(
+    state: RunState, timeline: Timeline, prices: PriceTable | None = None, calls: list[_Call] | None = None
+) -> dict[str, Any]:
     """The run-level part of a page: ``{runId, status, workflow, provider, startedAt, endedAt,
-    counts, done, total, tokenUsage, currentPhase, phases, pausedReason?, resetsAt?, error?,
-    resumable, terminal, lastSequence}``."""
+    counts, done, total, tokenUsage, cost, currency, currentPhase, phases, pausedReason?, resetsAt?,
+    error?, resumable, terminal, lastSequence}``. ``cost`` is what the run's calls cost so far by
+    ``prices`` (in ``currency``), ``None`` unless every call is priced."""
+    table = prices or PriceTable()
+    if calls is None:
+        calls = _calls(state, timeline, table)
     counts = state.counts()
     out: dict[str, Any] = {
         "runId": state.run_id,
@@ -105,6 +161,8 @@ def summary_view(state: RunState, timeline: Timeline) -> dict[str, Any]:
         "done": sum(counts[k] for k in ("completed", "failed", "cancelled", "cached")),
         "total": sum(counts.values()),
         "tokenUsage": dict(state.token_usage),
+        "cost": _money(PriceTable.total(call[4] for call in calls)),
+        "currency": table.currency,
         "currentPhase": clip(state.current_phase, 200),
         "phases": [{"title": clip(p["title"], 200) or "", "status": p["status"]} for p in state.phases],
         "terminal": state.status in TERMINAL,
@@ -123,31 +181,38 @@ def summary_view(state: RunState, timeline: Timeline) -> dict[str, Any]:
     return out
 
 
-def run_view(state: RunState, events: Iterable[Event] | Timeline, *, agents: bool = True) -> dict[str, Any]:
+def run_view(
+    state: RunState,
+    events: Iterable[Event] | Timeline,
+    *,
+    agents: bool = True,
+    prices: PriceTable | None = None,
+) -> dict[str, Any]:
     """The whole run page: :func:`summary_view` plus ``agents`` (:func:`agent_view`, in call order),
     ``lanes`` (``[{title, status, agentIds}]``, the run's phases in order and any phase an agent names),
-    ``tokensByPhase``/``tokensByProvider`` (``[{name, input, output, agents}]``), ``logs`` (the newest
+    ``tokensByPhase``/``tokensByProvider`` (``[{name, input, output, agents, cost}]``, ``cost`` as
+    :func:`summary_view`'s, by ``prices``), ``logs`` (the newest
     :data:`MAX_LOG_LINES`, each clipped), ``logsDropped``, ``result`` (pretty JSON text or ``None``) and
     ``resultTruncated``. ``events`` are the run's events in order (only those up to the state's
     ``lastSequence`` count), or their :class:`Timeline` folded up to it. Without ``agents``: the page's
     summary only, ``agents`` and each lane's ``agentIds`` empty (what the live page re-reads)."""
     timeline = events if isinstance(events, Timeline) else Timeline().fold(events, until=state.last_sequence)
-    out = summary_view(state, timeline)
-    calls = []
-    for a in state.agents.values():
-        times = timeline.agents.get(a.agent_id)
-        provider = (times.provider if times is not None else None) or timeline.provider
-        calls.append((a.agent_id, _phase_of(a.phase), provider, a.tokens))
+    table = prices or PriceTable()
+    calls = _calls(state, timeline, table)
+    out = summary_view(state, timeline, table, calls)
     lanes: dict[str, dict[str, Any]] = {
         p["title"]: {"title": p["title"], "status": p["status"], "agentIds": []} for p in out["phases"]
     }
-    for agent_id, phase, _, _ in calls:
+    for agent_id, phase, *_ in calls:
         lane = lanes.setdefault(phase, {"title": phase, "status": "", "agentIds": []})
         if agents:
             lane["agentIds"].append(agent_id)
     # The summary alone (what a live page re-reads) builds no per-call view.
     every = (
-        [agent_view(a, timeline.agents.get(a.agent_id), timeline.provider) for a in state.agents.values()]
+        [
+            agent_view(a, timeline.agents.get(a.agent_id), timeline.provider, table)
+            for a in state.agents.values()
+        ]
         if agents
         else []
     )

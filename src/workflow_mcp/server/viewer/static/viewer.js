@@ -32,6 +32,11 @@
   let gaps = 0;
   let dups = 0;
   let applied = 0;
+  // The time axis: "--span" (ms, on the lanes) changes only in steps, and "--now" is set on the rows
+  // of unfinished calls alone, so a new event restyles the rows it changes, not every bar on the page.
+  let span = 0;
+  const open = new Set();
+  let frame = 0;
 
   function text(el, value) {
     if (el && el.textContent !== value) el.textContent = value;
@@ -47,6 +52,9 @@
   }
 
   function setState(a, state) {
+    if (FINISHED.has(state)) {
+      if (open.delete(a)) a.el.style.removeProperty("--now");
+    } else open.add(a);
     if (a.state === state) return;
     const lane = lanes.get(a.phase);
     if (lane) lane.done += (FINISHED.has(state) ? 1 : 0) - (FINISHED.has(a.state) ? 1 : 0);
@@ -102,6 +110,7 @@
       ended: num(li.dataset.ended),
     };
     a.button.addEventListener("click", () => showDetails(a.id));
+    if (!FINISHED.has(a.state)) open.add(a);
     agents.set(a.id, a);
     return a;
   }
@@ -137,9 +146,25 @@
     if (t0 == null) return;
     let now = terminal && tEnd != null ? tEnd - t0 : Math.max(Date.now() - t0, latest == null ? 0 : latest - t0);
     now = Math.max(now, 1);
-    lanesEl.style.setProperty("--now", String(now));
-    lanesEl.style.setProperty("--span", String(now));
+    // The axis ends at the run's end once it has ended; while it runs, a quarter past now, grown only
+    // when now reaches it (every bar is rescaled then, a few times in a run's life).
+    const wanted = terminal ? now : now > span ? Math.ceil(now * 1.25) : span;
+    if (wanted !== span) {
+      span = wanted;
+      lanesEl.style.setProperty("--span", String(span));
+    }
+    const value = String(now);
+    for (const a of open) a.el.style.setProperty("--now", value);
     if (!terminal) text(document.getElementById("duration"), (now / 1000).toFixed(1) + " s");
+  }
+
+  // Events that arrive together are drawn together: one clock update per frame.
+  function clockSoon() {
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      clock();
+    });
   }
 
   function apply(ev) {
@@ -216,7 +241,11 @@
     }, delay);
   }
 
-  function tokensRows(id, rows) {
+  function money(amount, currency) {
+    return amount == null ? "—" : amount.toLocaleString("en-US", { minimumFractionDigits: 4, maximumFractionDigits: 4 }) + " " + currency;
+  }
+
+  function tokensRows(id, rows, currency) {
     const body = document.querySelector("#" + id + " tbody");
     body.replaceChildren();
     for (const r of rows) {
@@ -225,7 +254,7 @@
       th.scope = "row";
       th.textContent = r.name;
       tr.appendChild(th);
-      for (const v of [r.agents, r.input, r.output]) {
+      for (const v of [r.agents, r.input, r.output, money(r.cost, currency)]) {
         const td = document.createElement("td");
         td.textContent = String(v);
         tr.appendChild(td);
@@ -252,8 +281,9 @@
     text(document.getElementById("agents-failed"), String(c.failed));
     const u = view.tokenUsage;
     text(document.getElementById("tokens"), u.input + " in / " + u.output + " out (+" + u.replayedOutput + " replayed)");
-    tokensRows("tokens-phase", view.tokensByPhase);
-    tokensRows("tokens-provider", view.tokensByProvider);
+    text(document.getElementById("cost"), money(view.cost, view.currency));
+    tokensRows("tokens-phase", view.tokensByPhase, view.currency);
+    tokensRows("tokens-provider", view.tokensByProvider, view.currency);
     if (view.lastSequence >= lastSeq && view.agents.length) {
       // The service's projection is authoritative: it also cancels calls left open by the run's end.
       for (const v of view.agents) {
@@ -306,7 +336,7 @@
       p.append(view.error.message);
       document.querySelector(".actions").after(p);
     }
-    clock();
+    clockSoon();
     publish();
   }
 
@@ -367,6 +397,8 @@
       ["Queued for", secs(a.queuedAt, a.startedAt)],
       ["Ran for", secs(a.startedAt, a.endedAt)],
       ["Tokens", (a.tokens.input || 0) + " in / " + (a.tokens.output || 0) + " out"],
+      ["Cost", money(a.cost, boot.currency)],
+      ["Prompt preview", a.promptPreview || "—"],
       ["Result preview", a.preview || "—"],
       ["Error", a.error || "—"],
     ];
@@ -429,11 +461,12 @@
   if (boot.stream && !boot.terminal) {
     const source = new EventSource(api + "/events?after=" + boot.after);
     source.addEventListener("run-event", (message) => {
-      apply(JSON.parse(message.data));
-      clock(); // the axis reaches the newest event at once (style work is batched to the next frame)
+      const ev = JSON.parse(message.data);
+      apply(ev);
+      clockSoon(); // the axis reaches the newest event in the next frame
       publish();
       // Counts and tokens follow within a quarter of a second; a big run's summary once a second.
-      refreshSoon(TERMINAL_EVENTS.has(JSON.parse(message.data).type) ? 0 : agents.size > 200 ? 1000 : 250);
+      refreshSoon(TERMINAL_EVENTS.has(ev.type) ? 0 : agents.size > 200 ? 1000 : 250);
     });
     source.addEventListener("end", () => {
       source.close();

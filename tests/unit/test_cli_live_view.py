@@ -1,8 +1,9 @@
-"""The terminal progress view's header follows the phase the run is in, not the phases it lists."""
+"""The live terminal view of ``run`` (the ``runs watch`` screen) follows the phase the run is in, not
+the phases it lists."""
 
 from __future__ import annotations
 
-from workflow_mcp.cli_progress import ProgressView
+from workflow_mcp.cli_watch import LiveRunView
 from workflow_mcp.events import Event
 
 
@@ -11,7 +12,7 @@ def ev(seq: int, type: str, payload: dict[str, object], agent_id: str | None = N
 
 
 def test_the_header_shows_the_phase_entered_and_never_a_meta_phase_only_listed() -> None:
-    view = ProgressView("wf")
+    view = LiveRunView("wf")
     view.update(ev(1, "phase.started", {"title": "Plan", "source": "meta"}))
     view.update(ev(2, "phase.started", {"title": "Never", "source": "meta"}))
     assert view.state is not None and view.state.current_phase is None
