@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..definitions.profile import MAX_VALUE_DEPTH
 from ..events import Event
+from ..providers.base import ImageInput
 
 __all__ = [
     "MAX_VALUE_DEPTH",
@@ -139,6 +140,19 @@ def delivery_turns(events: Iterable[Event]) -> dict[str, int]:
             if turn >= 0:
                 turns[e.agent_id] = turn
     return turns
+
+
+def images_key(images: Sequence[ImageInput]) -> str:
+    """``i1:`` + hex(sha256) over each image's MIME type and bytes, in order; ``""`` for none. A run's
+    image attachments reach every call, so this suffixes each call's journal and content keys: a
+    resume with other images never takes a cached result made with these."""
+    if not images:
+        return ""
+    digest = hashlib.sha256()
+    for image in images:
+        digest.update(image.mime_type.encode("utf-8") + b"\0" + len(image.data).to_bytes(8, "big"))
+        digest.update(image.data)
+    return "i1:" + digest.hexdigest()
 
 
 def content_key(prompt: str, canon: str) -> str:

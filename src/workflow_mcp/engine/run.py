@@ -88,7 +88,7 @@ from .budget import Budget
 from .calls import AgentCall, ResolvedCall
 from .checkpoint import CheckpointAsker, CheckpointReply, checkpoint_id
 from .executor import AgentExecutor, LocalExecutor
-from .journal import Replay, content_key, json_value_problem, records_from_events
+from .journal import Replay, content_key, images_key, json_value_problem, records_from_events
 from .nested import ChildCheck, ChildResolver
 from .release import ReleaseOrder
 from .scheduler import CallRefused, Scheduler
@@ -355,6 +355,7 @@ class _Run:
         self.executor: AgentExecutor = LocalExecutor()
         self.args = args
         self.options = options
+        self.images_key = images_key(options.images)
         self.profile: Profile = get_profile(options.profile)
         self.log = EventLog(run_id, persist=persist, on_persist_error=self._persist_failed)
         self.replay = replay
@@ -1106,6 +1107,8 @@ class _Run:
         prompt = msg.prompt
         key = msg.key
         ckey = content_key(prompt, msg.canon)
+        if self.images_key:  # the same prompt with other images is another call: never its cached result
+            key, ckey = f"{key}+{self.images_key}", f"{ckey}+{self.images_key}"
         try:
             self.scheduler.admit()
         except CallRefused as exc:
