@@ -190,7 +190,9 @@ class ClaudeProvider(ProviderBase[ClaudeSettings]):
     name = "claude"
     settings_type = ClaudeSettings
     install_hint = INSTALL
-    capabilities: Final = ProviderCapabilities(sandbox_control=True, session_resume=True, streaming=True)
+    capabilities: Final = ProviderCapabilities(
+        sandbox_control=True, session_resume=True, streaming=True, network_control=True, token_usage=True
+    )
     accepts_claude_models: Final = True
 
     def setup(self) -> None:
