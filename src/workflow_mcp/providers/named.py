@@ -32,13 +32,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from typing import Any, Final
 
+from ._kit import program_version
 from .acp.agents import KNOWN_AGENTS, KnownAgent
 from .base import AgentProvider
 from .config import ProviderConfig, ProviderConfigError
 from .policy import Policy
-from .registry import ProviderInfo, UnknownProviderError, available, get_provider, provider_names
+from .registry import Origin, ProviderInfo, UnknownProviderError, available, get_provider, provider_names
 
 __all__ = [
     "PRESETS",
@@ -49,8 +50,6 @@ __all__ = [
     "probe_named",
     "resolve_provider",
 ]
-
-Origin = Literal["configured", "registered", "preset"]
 
 PRESETS: Final[Mapping[str, KnownAgent]] = {k.preset: k for k in KNOWN_AGENTS if k.preset is not None}
 """Preset name -> the known ACP agent it runs (its command, default arguments, credential
@@ -134,6 +133,12 @@ def probe_named(named: NamedProvider) -> ProviderInfo:
     """What probing ``named`` finds (:func:`~workflow_mcp.providers.registry.available` of the
     provider it uses, with its settings), under its own name; starts nothing."""
     info = available(named.use, named.settings)
+    preset = PRESETS.get(named.name) if named.origin == "preset" else None
+    if preset is not None and preset.reports_version and info.availability.location:
+        # The agent program's own version (the acp provider's probe gives its SDK's).
+        version = program_version(info.availability.location)
+        if version is not None:
+            info = replace(info, availability=replace(info.availability, version=version))
     return replace(info, name=named.name, use=named.use, origin=named.origin)
 
 

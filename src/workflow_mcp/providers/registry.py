@@ -22,7 +22,7 @@ import importlib.metadata
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from ..errors import InvalidInputError
 from .base import AgentProvider, ProviderCapabilities, ProviderSetupError
@@ -32,6 +32,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Availability",
     "FakeFactory",
+    "Origin",
     "ProviderFactory",
     "ProviderInfo",
     "ProviderNotLoggedInError",
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP: Final = "workflow_mcp.providers"
+
+Origin = Literal["registered", "configured", "preset"]
+"""Where a provider name comes from (:mod:`~workflow_mcp.providers.named`)."""
 
 
 class UnknownProviderError(InvalidInputError):
@@ -151,7 +155,7 @@ class ProviderInfo:
     accepts_claude_models: bool = False
     use: str = ""
     """The registered provider a named provider runs (``""``: the name itself)."""
-    origin: str = "registered"
+    origin: Origin = "registered"
     """``registered``, ``configured`` (a ``[providers.NAME]`` table with ``use``) or ``preset``."""
 
     def to_json(self) -> dict[str, Any]:

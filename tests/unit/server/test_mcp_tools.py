@@ -208,12 +208,13 @@ async def test_an_unknown_workflow_or_run_is_an_error_result_pointing_to_the_too
 async def test_providers_list_names_what_workflow_run_accepts(env: Env) -> None:
     async with Client(env.server()) as c:
         out = data(await call(c, "providers_list", {}))
-    from workflow_mcp.providers.registry import provider_names
-
     names = [p["name"] for p in out["providers"]]
-    assert names == provider_names() and "fake" in names
+    assert names == env.service.provider_names() and {"fake", "gemini", "qwen"} <= set(names)
     fake = next(p for p in out["providers"] if p["name"] == "fake")
-    assert fake["available"] is True
+    assert fake["available"] is True and fake["origin"] == "registered"
+    assert fake["capabilities"]["structuredOutput"] is True and fake["capabilities"]["tokenUsage"] is True
+    qwen = next(p for p in out["providers"] if p["name"] == "qwen")  # a preset: an ACP agent by name
+    assert qwen["origin"] == "preset" and qwen["use"] == "acp"
 
 
 async def test_the_author_workflow_prompt_is_generated_from_the_profile(env: Env) -> None:

@@ -31,7 +31,9 @@ class KnownAgent:
     system_prompt_meta: bool = False
     """Whether ``session/new`` takes a system prompt as ``_meta.systemPrompt`` (claude-agent-acp)."""
     preset: str | None = None
-    """The provider name it is found under when on ``PATH`` (:mod:`workflow_mcp.providers.presets`)."""
+    """The provider name it is found under when on ``PATH`` (:mod:`workflow_mcp.providers.named`)."""
+    reports_version: bool = False
+    """Whether ``<command> --version`` prints its version and exits (probed for the matrix)."""
 
 
 def codex_policy_args(policy: Policy) -> tuple[str, ...]:
@@ -94,6 +96,7 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
         login_hint="gemini (log in once interactively) or set GEMINI_API_KEY",
         install="npm install -g @google/gemini-cli",
         preset="gemini",
+        reports_version=True,
     ),
     KnownAgent(
         "opencode",
@@ -102,6 +105,7 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
         login_hint="opencode auth login",
         install="npm install -g opencode-ai",
         preset="opencode",
+        reports_version=True,
     ),
     KnownAgent(
         "qwen",
@@ -110,6 +114,7 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
         login_hint="qwen (log in once interactively) or set OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL",
         install="npm install -g @qwen-code/qwen-code",
         preset="qwen",
+        reports_version=True,
     ),
     KnownAgent(
         "goose",
@@ -118,6 +123,7 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
         login_hint="goose configure",
         install="see https://block.github.io/goose/docs/getting-started/installation",
         preset="goose",
+        reports_version=True,
     ),
 )
 """ACP agents found on PATH without configuration, in this order."""
