@@ -155,3 +155,45 @@ def test_two_stub_agents_and_the_real_qwen_cli_each_take_the_phase_their_rule_na
     assert any("review ECHO:review" in p for p in prompts)
     assert not any("ECHO:plan" in p or "ECHO:build" in p for p in prompts)
     assert not (tmp_path / "reviewer.log").exists()
+
+
+def test_the_opencode_preset_answers_through_the_mock_when_opencode_is_installed(tmp_path: Path) -> None:
+    pytest.importorskip("acp", reason=SDK_SKIP_REASON)
+    opencode = os.environ.get("WORKFLOW_MCP_TEST_OPENCODE") or shutil.which("opencode")
+    if opencode is None:
+        pytest.skip(
+            "opencode is not installed (npm install -g opencode-ai, 354 MB, so CI does not), or set "
+            "WORKFLOW_MCP_TEST_OPENCODE to an opencode binary"
+        )
+    home = tmp_path / "opencode-home"
+    (home / ".config" / "opencode").mkdir(parents=True)
+    with MockResponses() as mock:
+        # opencode's own configuration: its built-in openai provider, pointed at the mock.
+        (home / ".config" / "opencode" / "opencode.json").write_text(
+            json.dumps(
+                {
+                    "autoupdate": False,
+                    "share": "disabled",
+                    "enabled_providers": ["openai"],
+                    "provider": {
+                        "openai": {
+                            "options": {"baseURL": mock.base_url, "apiKey": "mock-key"},
+                            "models": {"mock-model": {"name": "mock"}},
+                        }
+                    },
+                    "model": "openai/mock-model",
+                }
+            )
+        )
+        extra = (
+            f"[providers.opencode]\ncommand = {json.dumps(opencode)}\n"
+            f'set_env = {{ HOME = {json.dumps(str(home))}, OPENCODE_DISABLE_MODELS_FETCH = "true" }}\n'
+        )
+        env = {"PATH": os.pathsep.join((os.path.dirname(opencode), os.environ.get("PATH", "")))}
+        result, events = run_cli(tmp_path, config(tmp_path, "opencode", extra), env)
+        prompts = mock.prompts()
+    assert result["review"] == "review-done"
+    assert started(events)[2] == ("review", "opencode")
+    assert any("review ECHO:review" in p for p in prompts)
+    (usage,) = [e["payload"]["tokenUsage"] for e in events if e["type"] == "agent.completed"][2:]
+    assert usage["output"] > 0  # opencode reports each turn's usage over ACP
