@@ -340,3 +340,20 @@ def test_a_provider_used_without_routing_is_named_by_its_own_name() -> None:
 
     outcome = run_source("return await agent('x', { label: 'one' })")
     assert [e.payload["provider"] for e in outcome.of("agent.started")] == ["fake"]
+
+
+def test_a_cost_preview_routes_to_named_providers_by_what_they_use(
+    tmp_path: Path, home: dict[str, str], registered: dict[str, EchoFactory]
+) -> None:
+    from workflow_mcp.providers.planning import planned_route
+
+    registered["alpha"].capabilities = ProviderCapabilities(structured_output=False)
+    user_file(tmp_path, TWO_NAMED + '[providers.ghost]\nuse = "nosuch"\n')
+    route = planned_route(load_config(tmp_path, home), None)
+    review = route(AgentRequest(prompt="", label="r", phase="Review", model="opus"))
+    assert (review.provider, review.model, review.problem) == ("reviewer", "alpha-large", None)
+    shaped = route(AgentRequest(prompt="", label="r", phase="Build", schema={"type": "object"}))
+    assert shaped.provider == "writer" and shaped.problem is not None
+    assert "cannot produce it" in shaped.problem
+    forced = planned_route(load_config(tmp_path, home), "ghost")(AgentRequest(prompt="", label="x"))
+    assert forced.problem == "provider 'ghost' is not installed here"
