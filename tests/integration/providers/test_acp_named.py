@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from mocks.mock_gemini import MockGemini
 from mocks.mock_responses import MockResponses
 from workflow_mcp.providers.config import parse_config
 from workflow_mcp.providers.routing import build_router
@@ -71,10 +72,18 @@ def config(tmp_path: Path, review: str, extra: str = "") -> str:
     )
 
 
-def run_cli(tmp_path: Path, toml: str, env: dict[str, str]) -> tuple[Any, list[dict[str, Any]]]:
+ONE_CALL = """export const meta = { name: 'one-agent', description: 'one call' }
+phase('Review')
+return await agent('review ECHO:review', { label: 'review' })
+"""
+
+
+def run_cli(
+    tmp_path: Path, toml: str, env: dict[str, str], workflow: str = WORKFLOW
+) -> tuple[Any, list[dict[str, Any]]]:
     (tmp_path / "state").mkdir(exist_ok=True)
     (tmp_path / "state" / "config.toml").write_text(toml)
-    (tmp_path / "wf.js").write_text(WORKFLOW)
+    (tmp_path / "wf.js").write_text(workflow)
     full = {
         **{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
         "WORKFLOW_MCP_HOME": str(tmp_path / "state"),
@@ -185,15 +194,47 @@ def test_the_opencode_preset_answers_through_the_mock_when_opencode_is_installed
                 }
             )
         )
-        extra = (
-            f"[providers.opencode]\ncommand = {json.dumps(opencode)}\n"
+        toml = (
+            f'default = "opencode"\n[providers.opencode]\ncommand = {json.dumps(opencode)}\n'
             f'set_env = {{ HOME = {json.dumps(str(home))}, OPENCODE_DISABLE_MODELS_FETCH = "true" }}\n'
         )
         env = {"PATH": os.pathsep.join((os.path.dirname(opencode), os.environ.get("PATH", "")))}
-        result, events = run_cli(tmp_path, config(tmp_path, "opencode", extra), env)
+        result, events = run_cli(tmp_path, toml, env, ONE_CALL)
         prompts = mock.prompts()
-    assert result["review"] == "review-done"
-    assert started(events)[2] == ("review", "opencode")
+    assert result == "review-done"
+    assert started(events) == [("review", "opencode")]
     assert any("review ECHO:review" in p for p in prompts)
-    (usage,) = [e["payload"]["tokenUsage"] for e in events if e["type"] == "agent.completed"][2:]
+    (usage,) = [e["payload"]["tokenUsage"] for e in events if e["type"] == "agent.completed"]
     assert usage["output"] > 0  # opencode reports each turn's usage over ACP
+
+
+def test_the_gemini_preset_answers_through_the_gemini_api_mock_when_gemini_is_installed(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("acp", reason=SDK_SKIP_REASON)
+    gemini = os.environ.get("WORKFLOW_MCP_TEST_GEMINI") or shutil.which("gemini")
+    cached = npm_prefix() / "node_modules" / ".bin" / "gemini"
+    gemini = gemini or (str(cached) if cached.exists() else None)
+    if gemini is None:
+        pytest.skip(
+            f"the Gemini CLI is not installed: npm install --prefix {npm_prefix()} @google/gemini-cli, "
+            "or set WORKFLOW_MCP_TEST_GEMINI to a gemini binary"
+        )
+    (tmp_path / "gemini-home").mkdir()
+    # The preset as it is (gemini --experimental-acp): no table but its own home; the API key and
+    # the endpoint are the agent's credential variables, passed from the environment.
+    toml = (
+        'default = "gemini"\n[providers.gemini]\n'
+        f'set_env = {{ HOME = {json.dumps(str(tmp_path / "gemini-home"))}, GEMINI_CLI_NO_RELAUNCH = "true" }}\n'
+    )
+    with MockGemini() as mock:
+        env = {
+            "PATH": os.pathsep.join((os.path.dirname(gemini), os.environ.get("PATH", ""))),
+            "GEMINI_API_KEY": "mock-key",
+            "GOOGLE_GEMINI_BASE_URL": mock.base_url,
+        }
+        result, events = run_cli(tmp_path, toml, env, ONE_CALL)
+        turns = [r for r in mock.received if r.stream]
+    assert result == "review-done"
+    assert started(events) == [("review", "gemini")]
+    assert turns and "review ECHO:review" in turns[-1].prompt and turns[-1].api_key == "mock-key"

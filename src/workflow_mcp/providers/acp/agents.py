@@ -92,6 +92,8 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
             "GOOGLE_CLOUD_LOCATION",
             "GOOGLE_APPLICATION_CREDENTIALS",
             "GOOGLE_GENAI_USE_VERTEXAI",
+            "GOOGLE_GEMINI_BASE_URL",
+            "GEMINI_MODEL",
         ),
         login_hint="gemini (log in once interactively) or set GEMINI_API_KEY",
         install="npm install -g @google/gemini-cli",
