@@ -706,7 +706,9 @@ class WorkflowService:
 
     def provider_info(self, name: str, cwd: str | None = None) -> ProviderInfo:
         """What probing provider ``name`` finds (installed, version, login, capabilities) under the
-        configuration of ``cwd`` (default: the service's directory), starting no agent.
+        configuration of ``cwd`` (default: the service's directory), starting no agent. Call it
+        outside the event loop (e.g. in a worker thread): a configured provider is built (and
+        closed) to read the capabilities its settings declare.
 
         Raises:
             UnknownProviderError: no registered, configured or preset provider is called ``name``.
@@ -715,7 +717,8 @@ class WorkflowService:
         from .providers.config import load_config
         from .providers.named import probe_named, resolve_provider
 
-        return probe_named(resolve_provider(name, load_config(cwd or self.cwd)))
+        conf = load_config(cwd or self.cwd)
+        return probe_named(resolve_provider(name, conf), built=True, source=conf.where)
 
     def provider(self, choice: ProviderChoice, *, cwd: str | None = None) -> AgentProvider:
         """The provider ``choice`` names for a run in ``cwd`` (default: the service's directory; the
@@ -2172,7 +2175,7 @@ def provider_report(cwd: str) -> dict[str, Any]:
     from .providers.routing import AUTO_PICK_ORDER
 
     conf = load_config(cwd)
-    infos = [probe_named(named) for named in named_providers(conf)]
+    infos = [probe_named(named, built=True, source=conf.where) for named in named_providers(conf)]
     auto = next(
         (i.name for n in AUTO_PICK_ORDER for i in infos if i.name == n and i.availability.ready), None
     )

@@ -29,16 +29,18 @@ another named provider, or a registered name given a different ``use``).
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
+from ..errors import InvalidInputError
 from ._kit import program_version
 from .acp.agents import KNOWN_AGENTS, KnownAgent
 from .base import AgentProvider
 from .config import ProviderConfig, ProviderConfigError
-from .policy import Policy
+from .policy import DEFAULT_POLICY, Policy
 from .registry import Origin, ProviderInfo, UnknownProviderError, available, get_provider, provider_names
 
 __all__ = [
@@ -129,10 +131,20 @@ def named_providers(conf: ProviderConfig) -> list[NamedProvider]:
     return [resolve_provider(name, conf) for name in known_names(conf)]
 
 
-def probe_named(named: NamedProvider) -> ProviderInfo:
+def probe_named(
+    named: NamedProvider, *, built: bool = False, source: str = "provider settings"
+) -> ProviderInfo:
     """What probing ``named`` finds (:func:`~workflow_mcp.providers.registry.available` of the
-    provider it uses, with its settings), under its own name; starts nothing."""
+    provider it uses, with its settings), under its own name; starts nothing.
+
+    With ``built`` (the capability matrix; called outside a running event loop), a *configured*
+    provider's capabilities are those of the provider its settings build (a ``cli`` provider
+    declares them in its table; it is closed at once), and settings it refuses make it unavailable
+    with that error (``source`` names the file). Otherwise, and for the others, they are their
+    provider's declared ones."""
     info = available(named.use, named.settings)
+    if built and named.origin == "configured" and info.availability.available:
+        info = _built_capabilities(named, info, source)
     preset = PRESETS.get(named.name) if named.origin == "preset" else None
     if preset is not None and preset.reports_version and info.availability.location:
         # The agent program's own version (the acp provider's probe gives its SDK's).
@@ -156,3 +168,28 @@ def build_named(named: NamedProvider, *, policy: Policy, source: str) -> AgentPr
         raise ProviderConfigError(
             exc.path, f"providers.{named.name}{exc.key[len(own) :]}", exc.problem
         ) from exc
+
+
+def _built_capabilities(named: NamedProvider, info: ProviderInfo, source: str) -> ProviderInfo:
+    """``info`` with the capabilities of the provider ``named`` builds (then closed: nothing was
+    started), or unavailable with the reason when it cannot be built here. Inside a running event
+    loop (where it could not be closed) ``info`` is returned as it is."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return info
+    try:
+        provider = build_named(named, policy=DEFAULT_POLICY, source=source)
+    except InvalidInputError as exc:
+        return replace(info, availability=replace(info.availability, available=False, problem=str(exc)))
+    try:
+        own = provider.capabilities
+        # What the instance leaves undeclared (None) its factory may declare.
+        undeclared = {
+            f.name: getattr(info.capabilities, f.name) for f in fields(own) if getattr(own, f.name) is None
+        }
+        return replace(info, capabilities=replace(own, **undeclared))
+    finally:
+        asyncio.run(provider.aclose())

@@ -36,11 +36,12 @@ from workflow_mcp.providers.routing import RoutingProvider, build_router
 class Echo:
     """Answers ``<name>:<model>:<prompt>``; ``fail`` makes every call a provider failure."""
 
-    def __init__(self, name: str, fail: bool) -> None:
+    def __init__(self, name: str, fail: bool, images: bool = False) -> None:
         self.name = name
-        self.capabilities = ProviderCapabilities(streaming=True)
+        self.capabilities = ProviderCapabilities(streaming=True, images=images)
         self.fail = fail
         self.calls: list[AgentRequest] = []
+        self.closed = False
 
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
         self.calls.append(request)
@@ -49,7 +50,7 @@ class Echo:
         return AgentResult(text=f"{self.name}:{request.model}:{request.prompt}")
 
     async def aclose(self) -> None:
-        return None
+        self.closed = True
 
 
 class EchoFactory:
@@ -64,9 +65,9 @@ class EchoFactory:
         return Availability(True, version="1.0")
 
     def create(self, settings: Any, *, policy: Policy, source: str) -> Echo:
-        for key in set(settings) - {"fail"}:
+        for key in set(settings) - {"fail", "images"}:
             raise ProviderConfigError(source, f"providers.{self.name}.{key}", "unknown setting")
-        self.built.append(Echo(self.name, bool(settings.get("fail"))))
+        self.built.append(Echo(self.name, bool(settings.get("fail")), bool(settings.get("images"))))
         return self.built[-1]
 
 
@@ -357,3 +358,19 @@ def test_a_cost_preview_routes_to_named_providers_by_what_they_use(
     assert "cannot produce it" in shaped.problem
     forced = planned_route(load_config(tmp_path, home), "ghost")(AgentRequest(prompt="", label="x"))
     assert forced.problem == "provider 'ghost' is not installed here"
+
+
+def test_the_matrix_shows_the_capabilities_a_configured_providers_settings_declare(
+    tmp_path: Path, home: dict[str, str], registered: dict[str, EchoFactory]
+) -> None:
+    path = user_file(
+        tmp_path,
+        '[providers.seeing]\nuse = "alpha"\nimages = true\n[providers.broken]\nuse = "alpha"\nbogus = 1\n',
+    )
+    conf = load_config(tmp_path, home)
+    seeing = probe_named(resolve_provider("seeing", conf), built=True, source=conf.where)
+    assert seeing.capabilities.images is True and registered["alpha"].built[-1].closed
+    assert probe_named(resolve_provider("seeing", conf)).capabilities.images is False  # declared only
+    broken = probe_named(resolve_provider("broken", conf), built=True, source=conf.where).availability
+    assert broken.available is False
+    assert broken.problem == f"{path}: providers.broken.bogus: unknown setting"
