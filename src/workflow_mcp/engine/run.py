@@ -1196,13 +1196,10 @@ class _Run:
         # routing reads, so each call's provider is in the event log.
         started["provider"] = provider_for(
             self.provider,
-            AgentRequest(
-                prompt="",
-                label=label,
-                phase=phase,
-                model=resolved.model,
-                agent_type=definition.name if definition is not None else None,
-            ),
+            label=label,
+            phase=phase,
+            model=resolved.model,
+            agent_type=definition.name if definition is not None else None,
         )
         self.emit("agent.started", started, agent_id=agent_id, phase_id=phase)
         self.calls_run += 1

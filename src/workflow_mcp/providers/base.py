@@ -327,13 +327,16 @@ class AgentProvider(Protocol):
     async def aclose(self) -> None: ...
 
 
-def provider_for(provider: AgentProvider, request: AgentRequest) -> str:
-    """The name of the provider that takes ``request`` first: a router's choice (a provider with a
-    ``route_of(request) -> str`` method, :class:`~workflow_mcp.providers.routing.RoutingProvider`),
-    else ``provider.name``. Starts nothing. The ``provider`` of each ``agent.started`` event."""
+def provider_for(
+    provider: AgentProvider, *, label: str, phase: str | None, model: str | None, agent_type: str | None
+) -> str:
+    """The name of the provider that takes a call with these routing fields first: a router's
+    choice (a provider with a ``route_of(request) -> str`` method,
+    :class:`~workflow_mcp.providers.routing.RoutingProvider`), else ``provider.name``. Starts
+    nothing; builds a request only for a router. The ``provider`` of each ``agent.started`` event."""
     route_of = getattr(provider, "route_of", None)
     if callable(route_of):
-        name = route_of(request)
+        name = route_of(AgentRequest(prompt="", label=label, phase=phase, model=model, agent_type=agent_type))
         if isinstance(name, str):
             return name
     return str(getattr(provider, "name", type(provider).__name__))
