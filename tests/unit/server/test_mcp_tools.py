@@ -306,3 +306,23 @@ async def test_agent_run_reports_an_answer_that_never_fits_the_schema_as_an_erro
         )
     assert result.is_error
     assert "StructuredOutput retry cap (5) exceeded" in text(result)
+
+
+async def test_workflow_run_takes_a_named_provider_and_its_events_name_it(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = env.root / "state"
+    state.mkdir()
+    (state / "config.toml").write_text('[providers.scripted]\nuse = "fake"\n')
+    monkeypatch.setenv("WORKFLOW_MCP_HOME", str(state))
+    env.workflow("hello", HELLO)
+    async with Client(env.trusted_server()) as c:
+        listed = {p["name"]: p for p in data(await call(c, "providers_list", {}))["providers"]}
+        with anyio.fail_after(BOUND_S):
+            run = data(
+                await call(c, "workflow_run", {"name": "hello", "provider": "scripted", "waitMs": 20_000})
+            )
+        events = data(await call(c, "workflow_run_events", {"runId": run["runId"]}))["events"]
+    assert listed["scripted"]["origin"] == "configured" and listed["scripted"]["use"] == "fake"
+    assert run["status"] == "completed"
+    assert {e["payload"]["provider"] for e in events if e["type"] == "agent.started"} == {"scripted"}
