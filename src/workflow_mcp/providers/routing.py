@@ -5,9 +5,12 @@ For each :class:`AgentRequest` (:meth:`RoutingProvider.execute`):
 
 1. **Choose.** The first rule of ``[[rules]]`` whose globs all match the call's phase, label,
    model and agentType names a provider; otherwise ``default``. ``--provider NAME`` (``forced``)
-   overrides both.
-2. **Check before spawning.** A schema call to a provider without structured output is refused
-   (:class:`CapabilityError`), before that provider starts anything.
+   overrides both. A name is a registered provider, a named one (``[providers.NAME] use = …``) or
+   a preset (:mod:`~workflow_mcp.providers.named`); :meth:`RoutingProvider.route_of` says which
+   name a call goes to (the ``provider`` of its ``agent.started`` event).
+2. **Check before spawning.** A call needing a capability its provider lacks (a schema call to a
+   provider without structured output) is refused (:class:`CapabilityError`) before that provider
+   starts anything, naming the capability and a configured or ready provider that has it.
 3. **Map the model.** ``[providers.NAME.models]`` maps a workflow model name to the provider's.
    Claude's aliases (``sonnet``, ``opus``, ``haiku``) are never guessed: a provider that does not
    take Claude model names needs a mapping, else :class:`ModelAliasError` names the file and the
