@@ -271,7 +271,6 @@ def test_presets_are_acp_providers_found_on_path_and_a_table_adds_settings(
     assert qwen.found is False
     executable(tmp_path / "bin", "qwen")
     assert qwen.found is True
-    assert qwen.found is True
     # A named provider may use a preset: its command, with settings of its own.
     user_file(tmp_path, '[providers.qwen-max]\nuse = "qwen"\nmodel = "qwen3-max"\n')
     conf = load_config(tmp_path, home)
