@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import click
 from click.core import ParameterSource
@@ -452,8 +452,9 @@ def _limit_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @cli.command(name="providers")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document: config, default, providers.")
 def providers_(as_json: bool) -> None:
-    """List agent providers: availability (SDK or binary found, version), capabilities, whether
-    each looks logged in (never showing a secret), and what the configuration here chooses."""
+    """List agent providers — registered, named in the configuration, and presets — with the
+    capability matrix: state (ready, not logged in, unavailable: not found or not usable), version, login, and yes/no/? for
+    structured output, images, sandbox, network control, sessions/resume, token usage, streaming."""
     from .service import provider_report
 
     try:
@@ -467,8 +468,8 @@ def providers_(as_json: bool) -> None:
     click.echo(
         f"config: {doc['config'] or 'none'}; default: {doc['default'] or (auto and f'{auto} (auto)') or 'none'}"
     )
+    click.echo("\t".join(("provider", "state", "version", "login", *_MATRIX.values(), "use")))
     for info in doc["providers"]:
-        caps = [k for k, v in info["capabilities"].items() if v]
         state = (
             "unavailable"
             if not info["available"]
@@ -477,13 +478,31 @@ def providers_(as_json: bool) -> None:
             else "ready"
         )
         login = {True: "logged in", False: "not logged in", None: "login n/a"}[info["loggedIn"]]
-        line = f"{info['name']}\t{state}\t{info['version'] or '-'}\t{login}\t{','.join(caps)}"
+        caps = info["capabilities"]
+        marks = ({True: "yes", False: "no", None: "?"}[caps[key]] for key in _MATRIX)
+        use = info["use"] if info["use"] != info["name"] else "-"
+        if info["origin"] == "preset":
+            use = f"{use} (preset)"
+        line = "\t".join((info["name"], state, info["version"] or "-", login, *marks, use))
         if info["login"]:
             line += f"\t({info['login']})"
         click.echo(line)
         if info["problem"]:
             install = f" — install: {info['install']}" if info["install"] and not info["available"] else ""
             click.echo(f"  {info['problem']}{install}")
+
+
+_MATRIX: Final = {
+    "structuredOutput": "structured",
+    "images": "images",
+    "sandboxControl": "sandbox",
+    "networkControl": "network",
+    "sessionResume": "sessions",
+    "tokenUsage": "usage",
+    "streaming": "streaming",
+}
+"""The capability columns of ``workflow-mcp providers``: JSON key -> column title (``?``: the
+provider does not declare it, or it depends on the agent program)."""
 
 
 _EVENTS_OPTION = click.option(

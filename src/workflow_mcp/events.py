@@ -13,6 +13,11 @@ also says which ``run.*`` events end a run).
 
 An ``agent.queued`` event carries ``promptPreview``: the prompt's first 300 characters with
 credential-shaped text masked (:func:`workflow_mcp._redact.prompt_preview`), never the whole prompt.
+Each live agent call emits one ``agent.started`` whose payload carries the call's ``label``,
+``phase``, ``model`` and, with an agent definition, ``agentType``, ``agentSource`` and ``agentFile``, and
+``provider``: the name of the provider routing sends it to (a configured name such as ``reviewer``,
+a preset such as ``gemini``, or a registered provider; a fallback that takes over after a failure
+is reported as the call's progress, naming it).
 
 An agent call that ends without a result emits one ``agent.failed`` whose ``payload.reason`` says why:
 ``cancelled`` (its run was cancelled or paused; projections count the call as cancelled, not failed),

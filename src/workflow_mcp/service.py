@@ -74,7 +74,7 @@ from .library import Library, parse_draft_ref
 from .providers.attachments import AttachmentError, read_attachments
 from .providers.base import AgentProvider, AgentRequest, ImageInput
 from .providers.pool import ProviderPool
-from .providers.registry import ProviderInfo, ProviderNotLoggedInError, available, provider_names
+from .providers.registry import ProviderInfo, ProviderNotLoggedInError, provider_names
 from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
@@ -696,17 +696,34 @@ class WorkflowService:
         return handle
 
     # -- run use cases -----------------------------------------------------------------------
-    def provider_names(self) -> list[str]:
-        """Every registered provider name, sorted (entry points and in-process registrations)."""
-        return provider_names()
+    def provider_names(self, cwd: str | None = None) -> list[str]:
+        """Every provider name a run in ``cwd`` (default: the service's directory) may name, sorted:
+        the registered ones (entry points and in-process registrations), the named ones its
+        configuration defines and the presets (:mod:`workflow_mcp.providers.named`). A configuration
+        that does not load adds no names (the run reports it)."""
+        from .providers.config import load_config
+        from .providers.named import known_names
 
-    def provider_info(self, name: str) -> ProviderInfo:
-        """What probing provider ``name`` finds (installed, version, login), starting no agent.
+        try:
+            return known_names(load_config(cwd or self.cwd))
+        except InvalidInputError:
+            return provider_names()
+
+    def provider_info(self, name: str, cwd: str | None = None) -> ProviderInfo:
+        """What probing provider ``name`` finds (installed, version, login, capabilities) under the
+        configuration of ``cwd`` (default: the service's directory), starting no agent. Call it
+        outside the event loop (e.g. in a worker thread): a configured provider is built (and
+        closed) to read the capabilities its settings declare.
 
         Raises:
-            UnknownProviderError: ``name`` is not registered.
+            UnknownProviderError: no registered, configured or preset provider is called ``name``.
+            ProviderConfigError: the configuration does not load, or ``name``'s ``use`` names nothing.
         """
-        return available(name)
+        from .providers.config import load_config
+        from .providers.named import probe_named, resolve_provider
+
+        conf = load_config(cwd or self.cwd)
+        return probe_named(resolve_provider(name, conf), built=True, source=conf.where)
 
     def provider(self, choice: ProviderChoice, *, cwd: str | None = None) -> AgentProvider:
         """The provider ``choice`` names for a run in ``cwd`` (default: the service's directory; the
@@ -1021,8 +1038,8 @@ class WorkflowService:
         if profile is None and isinstance(target, Workflow):
             profile = target.profile
         _profile(profile)
-        if provider is not None and provider not in provider_names():
-            raise UnknownProviderError(provider, provider_names())
+        if provider is not None and provider not in self.provider_names(run_cwd):
+            raise UnknownProviderError(provider, self.provider_names(run_cwd))
         conf = await asyncio.to_thread(load_config, run_cwd)
         auto = None
         if provider is None and not conf.configured:
@@ -2259,18 +2276,20 @@ def read_fake_script(path: str) -> dict[str, Any]:
 
 def provider_report(cwd: str) -> dict[str, Any]:
     """What ``workflow-mcp providers --json`` prints: ``{"config", "default", "autoPick", "policy",
-    "providers": [ProviderInfo.to_json() …]}`` for the configuration that applies in ``cwd``. Probing
-    starts no agent (at most a ``--version``).
+    "providers": [ProviderInfo.to_json() …]}`` for the configuration that applies in ``cwd``: every
+    registered provider, every named one the configuration defines and every preset (its ``origin``
+    says which; ``use`` the provider it runs), sorted by name, each with its capability matrix.
+    Probing starts no agent (at most a ``--version``).
 
     Raises:
         ProviderConfigError: the configuration file is malformed (file and key named).
     """
     from .providers.config import load_config
-    from .providers.registry import discover
+    from .providers.named import named_providers, probe_named
     from .providers.routing import AUTO_PICK_ORDER
 
     conf = load_config(cwd)
-    infos = discover(conf.settings)
+    infos = [probe_named(named, built=True, source=conf.where) for named in named_providers(conf)]
     auto = next(
         (i.name for n in AUTO_PICK_ORDER for i in infos if i.name == n and i.availability.ready), None
     )

@@ -58,6 +58,7 @@ from ..providers.base import (
     ProviderSetupError,
     ProviderUsageLimitError,
     TokenUsage,
+    provider_for,
 )
 from ..realm._body import run_body
 from ..realm.channel import RealmChannel
@@ -1204,6 +1205,15 @@ class _Run:
             started["agentSource"] = definition.source
             if definition.path is not None:
                 started["agentFile"] = definition.path
+        # The provider routing sends the call to (by its configured name), read from the same fields
+        # routing reads, so each call's provider is in the event log.
+        started["provider"] = provider_for(
+            self.provider,
+            label=label,
+            phase=phase,
+            model=resolved.model,
+            agent_type=definition.name if definition is not None else None,
+        )
         self.emit("agent.started", started, agent_id=agent_id, phase_id=phase)
         self.calls_run += 1
         signal = CancelSignal()

@@ -309,7 +309,14 @@ def dist_version(dist: str) -> str | None:
 def program_version(path: str, word: Literal["first", "last"] = "last") -> str | None:
     """The ``first`` or ``last`` word ``path --version`` prints (10 s at most), or ``None``."""
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
+        done = subprocess.run(
+            [path, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     words = done.stdout.strip().split()

@@ -39,6 +39,7 @@ __all__ = [
     "ProviderSetupError",
     "ProviderUsageLimitError",
     "TokenUsage",
+    "provider_for",
 ]
 
 Outcome = Literal["completed", "provider_failed", "skipped"]
@@ -242,7 +243,17 @@ class AgentContext:
 
 @dataclass(frozen=True)
 class ProviderCapabilities:
-    """What a provider can honour; routing checks these before any call is made."""
+    """What a provider can honour; routing checks these before any call is made, and
+    ``workflow-mcp providers`` prints them (the capability matrix).
+
+    ``structured_output``: answers a schema call with a JSON value; ``images``: takes image input;
+    ``sandbox_control``: enforces the policy's sandbox (read-only, workspace-write) itself;
+    ``network_control``: enforces the policy's ``network`` switch itself; ``session_resume``: a call
+    can continue an earlier call's session; ``token_usage``: reports tokens per call; ``streaming``:
+    streams output and progress while it works (the stall watchdog judges silence only then);
+    ``cancellation``: a running call can be cancelled. ``None`` (``network_control``,
+    ``token_usage``): not declared by the provider, or it depends on the agent program.
+    """
 
     structured_output: bool = True
     images: bool = False
@@ -250,6 +261,8 @@ class ProviderCapabilities:
     session_resume: bool = False
     streaming: bool = False
     cancellation: bool = True
+    network_control: bool | None = None
+    token_usage: bool | None = None
 
 
 class AgentExecutionError(WorkflowMcpError):
@@ -341,3 +354,18 @@ class AgentProvider(Protocol):
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult: ...
 
     async def aclose(self) -> None: ...
+
+
+def provider_for(
+    provider: AgentProvider, *, label: str, phase: str | None, model: str | None, agent_type: str | None
+) -> str:
+    """The name of the provider that takes a call with these routing fields first: a router's
+    choice (a provider with a ``route_of(request) -> str`` method,
+    :class:`~workflow_mcp.providers.routing.RoutingProvider`), else ``provider.name``. Starts
+    nothing; builds a request only for a router. The ``provider`` of each ``agent.started`` event."""
+    route_of = getattr(provider, "route_of", None)
+    if callable(route_of):
+        name = route_of(AgentRequest(prompt="", label=label, phase=phase, model=model, agent_type=agent_type))
+        if isinstance(name, str):
+            return name
+    return str(getattr(provider, "name", type(provider).__name__))

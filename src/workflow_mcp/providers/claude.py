@@ -195,7 +195,12 @@ class ClaudeProvider(ProviderBase[ClaudeSettings]):
     settings_type = ClaudeSettings
     install_hint = INSTALL
     capabilities: Final = ProviderCapabilities(
-        images=True, sandbox_control=True, session_resume=True, streaming=True
+        images=True,
+        sandbox_control=True,
+        session_resume=True,
+        streaming=True,
+        network_control=True,
+        token_usage=True,
     )
     accepts_claude_models: Final = True
 

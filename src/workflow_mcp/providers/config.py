@@ -56,6 +56,16 @@ Format (every key optional)::
     opus = "gpt-5.5"
     haiku = "gpt-5.5-mini"
 
+    [providers.reviewer]               # a *named* provider: any name, built by the provider `use`
+    use = "acp"                        # names (acp, cli, codex, claude, openai, fake …), with its
+    command = "gemini"                 # own settings; rules, default, fallback and --provider
+    args = ["--experimental-acp"]      # route to it by its name (named.py)
+
+A table without ``use`` configures the registered provider (or preset, :mod:`.presets`) of its
+name. ``use`` and the settings of :data:`USER_ONLY_KEYS` choose what runs on this machine, so only
+the user's own file may set them; a project file routes to the names the user file defines, and its
+``[providers.NAME]`` tables add other settings (a model, an alias map) over the user's.
+
 Errors: :class:`ProviderConfigError` names the file and the key (``rules[1].provider``), before any
 agent runs.
 """
@@ -81,6 +91,7 @@ __all__ = [
     "LIMIT_KEYS",
     "NO_CONFIG",
     "USER_CONFIG_NAME",
+    "USER_ONLY_KEYS",
     "ProviderConfig",
     "ProviderConfigError",
     "Rule",
@@ -163,7 +174,8 @@ class Rule:
 class ProviderConfig:
     """Parsed configuration. ``path`` is the file routing came from (``None``: no file);
     ``settings`` maps a provider name to the settings handed to it; ``models`` to its alias map;
-    ``policy`` is the effective server/user policy; ``limits`` the ``[limits]`` table (keys of
+    ``uses`` maps a named provider to the registered provider its ``use`` names (only tables that
+    set ``use``); ``policy`` is the effective server/user policy; ``limits`` the ``[limits]`` table (keys of
     :data:`LIMIT_KEYS`, integer values); ``estimates`` what a cost preview assumes per call
     (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`); ``auto_resume`` the ``[auto_resume]``
     table, checked (keys of :data:`AUTO_RESUME_KEYS`: ``enabled`` a boolean, ``attempts`` an integer
@@ -176,6 +188,7 @@ class ProviderConfig:
     rules: tuple[Rule, ...] = ()
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     models: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    uses: Mapping[str, str] = field(default_factory=dict)
     policy: Policy = DEFAULT_POLICY
     limits: Mapping[str, int] = field(default_factory=dict)
     estimates: Estimates = DEFAULT_ESTIMATES
@@ -216,9 +229,10 @@ def find_config(
     return user if user.is_file() else None
 
 
-#: Provider settings that pick an executable, its arguments or its environment: a project file
-#: (which arrives with a repository) may not set them; only the user's own file may.
-_USER_ONLY_KEYS = frozenset({"command", "args", "bin", "cli_path", "set_env", "base_url"})
+USER_ONLY_KEYS: Final = frozenset({"use", "command", "args", "bin", "cli_path", "set_env", "base_url"})
+"""Provider settings that pick a provider, an executable, its arguments, its environment or an
+endpoint: a project file (which arrives with a repository) may not set them; only the user's own
+file may."""
 
 
 def load_config(
@@ -249,12 +263,27 @@ def load_config(
         return parse_config(user_data, str(user), ceiling=DEFAULT_POLICY, narrow=False)
     project = _read(chosen)
     conf = parse_config(project, str(chosen), ceiling=ceiling, narrow=True)
+    if user_data is not None and "providers" in user_data:
+        conf = _over_user_providers(conf, parse_config(user_data, str(user), narrow=False))
     if "estimates" not in project and user_data is not None and "estimates" in user_data:
         # Prices are the user's business: a project file that says nothing about them keeps theirs.
         conf = replace(conf, estimates=parse_config(user_data, str(user), narrow=False).estimates)
     if user_sandbox != "none":  # a repository may add the sandbox, never take the user's away
         conf = replace(conf, sandbox=user_sandbox)
     return conf
+
+
+def _over_user_providers(project: ProviderConfig, user: ProviderConfig) -> ProviderConfig:
+    """``project`` with the user file's provider tables underneath: the user's named providers and
+    settings (programs, endpoints) stay, and each project table's keys replace the user's same keys
+    (an alias map merges key by key)."""
+    settings = {name: dict(table) for name, table in user.settings.items()}
+    models = {name: dict(table) for name, table in user.models.items()}
+    for name, table in project.settings.items():
+        settings[name] = {**settings.get(name, {}), **table}
+    for name, table in project.models.items():
+        models[name] = {**models.get(name, {}), **table}
+    return replace(project, settings=settings, models=models, uses=dict(user.uses))
 
 
 def parse_config(
@@ -288,6 +317,7 @@ def parse_config(
         )
     settings: dict[str, dict[str, Any]] = {}
     models: dict[str, dict[str, str]] = {}
+    uses: dict[str, str] = {}
     for name, table in providers.items():
         key = f"providers.{name}"
         _name(name, source, key)
@@ -295,14 +325,18 @@ def parse_config(
             raise ProviderConfigError(source, key, f"must be a table, got {_kind(table)}")
         body = dict(table)
         if narrow:
-            for risky in sorted(_USER_ONLY_KEYS & set(body)):
+            for risky in sorted(USER_ONLY_KEYS & set(body)):
                 raise ProviderConfigError(
                     source,
                     f"{key}.{risky}",
-                    "chooses a program or its environment, so it may be set only in the user "
+                    "chooses a provider, a program or its environment, so it may be set only in the user "
                     f"configuration ({user_config_path()}): a repository must not decide what runs "
                     "on this machine",
                 )
+        use = body.pop("use", None)
+        if use is not None:
+            _name(use, source, f"{key}.use")
+            uses[name] = use
         aliases = body.pop("models", {})
         if not isinstance(aliases, Mapping):
             raise ProviderConfigError(
@@ -330,6 +364,7 @@ def parse_config(
         rules=rules,
         settings=settings,
         models=models,
+        uses=uses,
         policy=policy,
         limits=limits,
         estimates=estimates,

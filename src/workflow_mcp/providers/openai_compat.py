@@ -146,7 +146,8 @@ class OpenAIProvider(ProviderBase[OpenAISettings]):
     name = "openai"
     settings_type = OpenAISettings
     install_hint = INSTALL
-    capabilities: Final = ProviderCapabilities(images=True)
+    # It runs no tools (the model only answers), so network control does not apply: None.
+    capabilities: Final = ProviderCapabilities(images=True, token_usage=True)
     accepts_claude_models: Final = False
 
     def setup(self) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from .base import AgentContext, AgentRequest, AgentResult, TokenUsage
 from .config import ProviderConfig
 from .fake import FakeProvider
+from .named import resolve_provider
 from .registry import load_factory
 from .routing import CLAUDE_ALIASES, ModelAliasError
 
@@ -58,11 +59,12 @@ class _Traits:
     accepts_claude_models: bool
 
 
-def _traits(name: str) -> _Traits | None:
-    """What provider ``name`` can do, from its registered factory (``None``: not registered or not
-    importable here; nothing is probed or started)."""
+def _traits(name: str, config: ProviderConfig) -> _Traits | None:
+    """What provider ``name`` (a registered, named or preset provider under ``config``) can do, from
+    the factory of the provider it uses (``None``: not known or not importable here; nothing is
+    probed or started)."""
     try:
-        factory = load_factory(name)
+        factory = load_factory(resolve_provider(name, config).use)
     except Exception:  # an unknown or uninstalled provider: the preview says so, it does not fail
         return None
     caps = getattr(factory, "capabilities", None)
@@ -93,7 +95,7 @@ def planned_route(
                     break
         name = name or config.default or auto or "auto"
         if name not in traits:
-            traits[name] = None if name == "auto" else _traits(name)
+            traits[name] = None if name == "auto" else _traits(name, config)
         known = traits[name]
         problem: str | None = None
         if name != "auto" and known is None:
@@ -136,6 +138,10 @@ class PlanningProvider:
         self.route = route
         self.estimate = estimate
         self.calls: list[PlannedCall] = []
+
+    def route_of(self, request: AgentRequest) -> str:
+        """The provider ``request`` would be routed to (the ``provider`` of its ``agent.started``)."""
+        return self.route(request).provider
 
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult:
         route = self.route(request)

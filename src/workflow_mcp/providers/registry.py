@@ -22,7 +22,7 @@ import importlib.metadata
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from ..errors import InvalidInputError
 from .base import AgentProvider, ProviderCapabilities, ProviderSetupError
@@ -32,6 +32,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Availability",
     "FakeFactory",
+    "Origin",
     "ProviderFactory",
     "ProviderInfo",
     "ProviderNotLoggedInError",
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP: Final = "workflow_mcp.providers"
+
+Origin = Literal["registered", "configured", "preset"]
+"""Where a provider name comes from (:mod:`~workflow_mcp.providers.named`)."""
 
 
 class UnknownProviderError(InvalidInputError):
@@ -149,14 +153,23 @@ class ProviderInfo:
     capabilities: ProviderCapabilities
     availability: Availability
     accepts_claude_models: bool = False
+    use: str = ""
+    """The registered provider a named provider runs (``""``: the name itself)."""
+    origin: Origin = "registered"
+    """``registered``, ``configured`` (a ``[providers.NAME]`` table with ``use``) or ``preset``."""
 
     def to_json(self) -> dict[str, Any]:
-        """``{"name", "target", "available", "ready", "version", "location", "loggedIn", "login",
-        "problem", "install", "capabilities": {...}}`` (``workflow-mcp providers --json``)."""
+        """``{"name", "use", "origin", "target", "available", "ready", "version", "location",
+        "loggedIn", "login", "problem", "install", "capabilities": {"structuredOutput", "images",
+        "sandboxControl", "networkControl", "sessionResume", "tokenUsage", "streaming",
+        "cancellation"}}`` (``workflow-mcp providers --json``; a capability is ``true``, ``false`` or
+        ``null`` when the provider does not declare it)."""
         a = self.availability
         caps = self.capabilities
         return {
             "name": self.name,
+            "use": self.use or self.name,
+            "origin": self.origin,
             "target": self.target,
             "available": a.available,
             "ready": a.ready,
@@ -170,7 +183,9 @@ class ProviderInfo:
                 "structuredOutput": caps.structured_output,
                 "images": caps.images,
                 "sandboxControl": caps.sandbox_control,
+                "networkControl": caps.network_control,
                 "sessionResume": caps.session_resume,
+                "tokenUsage": caps.token_usage,
                 "streaming": caps.streaming,
                 "cancellation": caps.cancellation,
             },
@@ -328,7 +343,9 @@ class FakeFactory:
     """
 
     name: Final = "fake"
-    capabilities: Final = ProviderCapabilities(structured_output=True, streaming=True, cancellation=True)
+    capabilities: Final = ProviderCapabilities(
+        structured_output=True, streaming=True, cancellation=True, network_control=True, token_usage=True
+    )
     accepts_claude_models: Final = True
 
     @classmethod

@@ -5,9 +5,12 @@ For each :class:`AgentRequest` (:meth:`RoutingProvider.execute`):
 
 1. **Choose.** The first rule of ``[[rules]]`` whose globs all match the call's phase, label,
    model and agentType names a provider; otherwise ``default``. ``--provider NAME`` (``forced``)
-   overrides both.
-2. **Check before spawning.** A schema call to a provider without structured output is refused
-   (:class:`CapabilityError`), before that provider starts anything.
+   overrides both. A name is a registered provider, a named one (``[providers.NAME] use = …``) or
+   a preset (:mod:`~workflow_mcp.providers.named`); :meth:`RoutingProvider.route_of` says which
+   name a call goes to (the ``provider`` of its ``agent.started`` event).
+2. **Check before spawning.** A call needing a capability its provider lacks (a schema call to a
+   provider without structured output) is refused (:class:`CapabilityError`) before that provider
+   starts anything, naming the capability and a configured or ready provider that has it.
 3. **Map the model.** ``[providers.NAME.models]`` maps a workflow model name to the provider's.
    Claude's aliases (``sonnet``, ``opus``, ``haiku``) are never guessed: a provider that does not
    take Claude model names needs a mapping, else :class:`ModelAliasError` names the file and the
@@ -51,15 +54,15 @@ from .config import (
     load_config,
     user_config_path,
 )
+from .named import build_named, probe_named, resolve_provider
 from .policy import Policy
 from .registry import (
     ProviderInfo,
     ProviderNotLoggedInError,
     ProviderStartError,
     ProviderUnavailableError,
-    UnknownProviderError,
     available,
-    get_provider,
+    load_factory,
     provider_names,
 )
 
@@ -154,6 +157,14 @@ class RoutingProvider:
     def providers(self) -> dict[str, AgentProvider]:
         """The built providers by name."""
         return {name: r.provider for name, r in self._routes.items()}
+
+    def route_of(self, request: AgentRequest) -> str:
+        """The name of the provider :meth:`execute` first sends ``request`` to (a fallback may take
+        it after a failure; that is a ``progress`` event), or ``"routing"`` when nothing routes it."""
+        try:
+            return self.choose(request)[0]
+        except CapabilityError:
+            return self.name
 
     def choose(self, request: AgentRequest) -> tuple[str, str]:
         """The provider name for ``request`` and the configuration key that chose it."""
@@ -255,10 +266,13 @@ class RoutingProvider:
 
     def _check(self, name: str, key: str, request: AgentRequest) -> None:
         route = self._routes[name]
-        if request.schema is not None and not route.provider.capabilities.structured_output:
+        for attribute, capability, asked in _needs(request):
+            if getattr(route.provider.capabilities, attribute):
+                continue
             raise CapabilityError(
-                f"agent() asked for structured output (a schema) but provider {name!r} (chosen by {key} in "
-                f"{self.config.where}) cannot produce structured output; route schema calls to a provider that can"
+                f"agent() asked for {asked} but provider {name!r} (chosen by {key} in {self.config.where}) "
+                f"has no {capability} capability; route these calls to a provider that has it"
+                f"{self._having(attribute)} (`workflow-mcp providers` shows each provider's capabilities)"
             )
         if request.images and not route.provider.capabilities.images:
             raise CapabilityError(self.image_refusal(name, key))
@@ -280,6 +294,26 @@ class RoutingProvider:
             f"the call has image attachments but provider {name!r} (chosen by {key} in {self.config.where}) "
             f"has no image input (capability images); {where}"
         )
+
+    def _having(self, attribute: str) -> str:
+        """``", e.g. 'claude'"``: a provider with capability ``attribute`` — one this configuration
+        routes to, else a registered one (not the fake) that is ready here (probed: at most a
+        ``--version``) — or ``""`` when none is."""
+        for name, route in self._routes.items():
+            if getattr(route.provider.capabilities, attribute):
+                return f", e.g. {name!r} (configured here)"
+        for name in provider_names():
+            if name == "fake" or name in self._routes:
+                continue
+            try:
+                caps = getattr(load_factory(name), "capabilities", None)
+            except InvalidInputError:  # its module does not import: not one to suggest
+                continue
+            if not isinstance(caps, ProviderCapabilities) or not getattr(caps, attribute):
+                continue
+            if available(name, self.config.settings.get(name, {})).availability.ready:
+                return f", e.g. {name!r}"
+        return ""
 
     async def aclose(self) -> None:
         """Close every provider that holds a process (idempotent)."""
@@ -337,19 +371,15 @@ def build_router(
                 "default",
                 'is required when rules do not cover every call (add default = "<provider>")',
             )
-    known = provider_names()
-    for name, key in wanted.items():
-        if name not in known:
-            if key == "--provider":
-                raise UnknownProviderError(name, known)
-            raise UnknownProviderError(name, known, where=f"{where}: {key}")
+    named = {
+        name: resolve_provider(name, conf, where="" if key == "--provider" else f"{where}: {key}")
+        for name, key in wanted.items()
+    }
     for name in conf.settings:
-        if name not in known:
-            raise UnknownProviderError(name, known, where=f"{where}: providers.{name}")
+        resolve_provider(name, conf, where=f"{where}: providers.{name}")
     routes: dict[str, _Route] = {}
     for name, key in wanted.items():
-        settings = conf.settings.get(name, {})
-        info = available(name, settings)
+        info = probe_named(named[name])
         if not info.availability.available:
             raise ProviderUnavailableError(
                 name,
@@ -364,7 +394,7 @@ def build_router(
                 info.availability.problem,
                 where="--provider" if key == "--provider" else f"{where}: {key}",
             )
-        built = get_provider(name, settings, policy=effective, source=where)
+        built = build_named(named[name], policy=effective, source=where)
         routes[name] = _Route(name, built, info, conf.models.get(name, {}))
     for rule in conf.rules if forced is None else ():
         if rule.model in CLAUDE_ALIASES:
@@ -405,3 +435,12 @@ def _auto_pick(conf: ProviderConfig) -> tuple[str, str]:
         "OPENAI_API_KEY), configure one in workflow-mcp.toml, or pass --provider fake for a dry run "
         "with the deterministic fake provider"
     )
+
+
+def _needs(request: AgentRequest) -> list[tuple[str, str, str]]:
+    """(capability attribute, its name, what the call asks for) for each capability ``request``
+    needs of its provider: structured output for a schema call."""
+    needs: list[tuple[str, str, str]] = []
+    if request.schema is not None:
+        needs.append(("structured_output", "structured output", "structured output (a schema)"))
+    return needs

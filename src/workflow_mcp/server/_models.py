@@ -386,6 +386,20 @@ class ProviderOut(_Model):
     logged_in: bool | None = Field(
         default=None, description="Whether it looks logged in (null: cannot be told, or not applicable)."
     )
+    use: str | None = Field(
+        default=None, description="The provider it runs: a named provider's `use`, a preset's `acp`."
+    )
+    origin: Literal["registered", "configured", "preset"] | None = Field(
+        default=None,
+        description="registered (an installed provider), configured (a [providers.NAME] table with use) "
+        "or preset (a known ACP agent, usable when its program is on PATH).",
+    )
+    version: str | None = Field(default=None, description="The version of its program or SDK.")
+    capabilities: dict[str, bool | None] | None = Field(
+        default=None,
+        description="The capability matrix: structuredOutput, images, sandboxControl, networkControl, "
+        "sessionResume, tokenUsage, streaming, cancellation (null: not declared, or it depends on the agent).",
+    )
 
 
 class ProvidersList(_Model):

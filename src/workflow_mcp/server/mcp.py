@@ -1561,16 +1561,31 @@ class WorkflowMcpServer(MCPServer[Any]):
         }
         out_list = []
         for name in self._allowed_providers():
-            info = await anyio.to_thread.run_sync(self.service.provider_info, name)
-            note = descriptions.get(name, "")
+            try:
+                info = await anyio.to_thread.run_sync(self.service.provider_info, name)
+            except WorkflowMcpError as exc:  # a configuration that does not load: said, not raised
+                out_list.append(ProviderOut(name=name, description=f"Not available: {exc}", available=False))
+                continue
+            note = descriptions.get(info.use or name, "")
+            if info.origin != "registered":
+                note = f"{info.origin.capitalize()}: runs {info.use}. {note}".strip()
             a = info.availability
             if not a.available and a.problem:
                 note = (note + " Not available: " + a.problem).strip()
             elif a.logged_in is False:
                 note = (note + " Not logged in: " + (a.problem or "log in first")).strip()
+            matrix = info.to_json()["capabilities"]
             out_list.append(
                 ProviderOut(
-                    name=name, description=note, available=a.available, ready=a.ready, logged_in=a.logged_in
+                    name=name,
+                    description=note,
+                    available=a.available,
+                    ready=a.ready,
+                    logged_in=a.logged_in,
+                    use=info.use or name,
+                    origin=info.origin,
+                    version=a.version,
+                    capabilities=matrix,
                 )
             )
         out = ProvidersList(providers=out_list)

@@ -14,7 +14,8 @@ expired, then came back). Each prompt's first word chooses the behaviour:
   ``rawInput`` names it), runs each one allowed in the session's directory, and replies with the
   chosen option kinds joined by ``,``;
 - ``auth`` answers AUTH_REQUIRED; ``fail <message>`` an internal error with that message;
-- ``crash`` exits at once with code 3 after a line on stderr;
+- ``crash`` exits at once with code 3 after a line on stderr (``crash trace``: an error line, then a
+  node-style stack and error object);
 - ``hang`` says it waits, waits for ``session/cancel`` and ends the turn ``cancelled``;
 - ``tools`` streams a message, a tool call and its update, then the final message ``final answer``;
 - ``usage`` replies ``counted`` with token usage (input 7, output 3, cached read 2);
@@ -107,7 +108,14 @@ class StubAgent:
         elif word == "fail":
             raise acp.RequestError.internal_error({"message": rest})
         elif word == "crash":
-            print("stub agent crashed on purpose", file=sys.stderr, flush=True)
+            if rest.strip() == "trace":  # the way a node agent dies: the error, then its stack
+                print("Error: ENOENT: no such file or directory, lstat '/nowhere'", file=sys.stderr)
+                print("    at Module.realpathSync (node:fs:2741:29)", file=sys.stderr)
+                print("    at async main (file:///agent/cli.js:454:5) {", file=sys.stderr)
+                print("  errno: -2", file=sys.stderr)
+                print("}", file=sys.stderr, flush=True)
+            else:
+                print("stub agent crashed on purpose", file=sys.stderr, flush=True)
             os._exit(3)
         elif word == "hang":
             await self.say(session_id, "waiting for session/cancel")

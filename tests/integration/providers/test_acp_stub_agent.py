@@ -182,6 +182,11 @@ def test_an_agent_that_dies_mid_turn_is_a_provider_failure_and_the_next_call_sta
             again, _ = await call(provider, ask("pid", tmp_path))
             assert again.outcome == "completed"
             assert again.text != first.text
+            # A stack trace after the error: the message gives the error, not the trace's last line.
+            traced, _ = await call(provider, ask("crash trace", tmp_path))
+            assert traced.message == (
+                "stub-agent exited with code 3: Error: ENOENT: no such file or directory, lstat '/nowhere'"
+            )
         finally:
             await provider.aclose()
 

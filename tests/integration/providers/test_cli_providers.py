@@ -201,3 +201,68 @@ def test_the_configured_limits_give_calls_their_default_stall_window(tmp_path: P
     (tmp_path / "workflow-mcp.toml").write_text("[limits]\nstall_ms = 0\n")
     p = cli("run", "wf.js", "--fake-script", "s.json", cwd=tmp_path)
     assert p.returncode == 2 and "limits.stall_ms: must be an integer from 1" in p.stderr
+
+
+NAMED = """
+default = "drafts"
+
+[[rules]]
+label = "other*"
+provider = "scripted"
+
+[providers.drafts]
+use = "committer"
+
+[providers.scripted]
+use = "fake"
+"""
+PLUGIN = Path(__file__).resolve().parents[2] / "fixtures" / "agent_plugin"
+
+
+def plugin_env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "state").mkdir(exist_ok=True)
+    (tmp_path / "state" / "config.toml").write_text(NAMED)
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(PLUGIN), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+def test_providers_prints_the_capability_matrix_of_named_providers_and_presets(tmp_path: Path) -> None:
+    env = plugin_env(tmp_path)
+    p = cli("providers", cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    header = lines[1].split("\t")
+    assert header == [
+        "provider", "state", "version", "login",
+        "structured", "images", "sandbox", "network", "sessions", "usage", "streaming", "use",
+    ]  # fmt: skip
+    rows = {line.split("\t")[0]: line.split("\t") for line in lines[2:] if not line.startswith("  ")}
+    assert rows["drafts"][1] == "ready" and rows["drafts"][4] == "no" and rows["drafts"][11] == "committer"
+    assert rows["scripted"][4:11] == ["yes", "no", "no", "yes", "no", "yes", "yes"]
+    assert rows["gemini"][11] == "acp (preset)"
+    doc = json.loads(cli("providers", "--json", cwd=tmp_path, env=env).stdout)
+    by_name = {d["name"]: d for d in doc["providers"]}
+    assert (by_name["drafts"]["use"], by_name["drafts"]["origin"]) == ("committer", "configured")
+    assert by_name["drafts"]["capabilities"]["structuredOutput"] is False
+    assert by_name["opencode"]["origin"] == "preset" and by_name["opencode"]["use"] == "acp"
+    assert set(by_name["fake"]["capabilities"]) == {
+        "structuredOutput", "images", "sandboxControl", "networkControl",
+        "sessionResume", "tokenUsage", "streaming", "cancellation",
+    }  # fmt: skip
+
+
+def test_a_call_needing_a_capability_its_provider_lacks_exits_2_before_any_call(tmp_path: Path) -> None:
+    env = plugin_env(tmp_path)
+    (tmp_path / "wf.js").write_text(
+        "export const meta = { name: 'needs', description: 'a schema call' }\n"
+        "return await agent('x', { label: 'shape', schema: { type: 'object' } })\n"
+    )
+    p = cli("run", "wf.js", "--events", "jsonl", cwd=tmp_path, env=env)
+    assert p.returncode == 2, p.stderr
+    assert f"{tmp_path / 'wf.js'}:2:14:" in p.stderr
+    assert "provider 'drafts' (chosen by default" in p.stderr
+    assert "has no structured output capability" in p.stderr
+    assert "e.g. 'scripted' (configured here)" in p.stderr
+    assert "run.started" not in p.stderr and "agent.started" not in p.stderr
+    forced = cli("run", "wf.js", "--provider", "scripted", "--events", "none", cwd=tmp_path, env=env)
+    assert forced.returncode == 0, forced.stderr  # --provider takes the named provider by its name
+    assert json.loads(forced.stdout) == {}

@@ -340,9 +340,19 @@ def test_a_schema_call_to_a_provider_without_structured_output_is_refused_before
     registered: dict[str, EchoFactory],
 ) -> None:
     router = build_router(provider="plain", config=config())
-    with pytest.raises(CapabilityError, match="cannot produce structured output"):
+    with pytest.raises(CapabilityError, match="has no structured output capability") as caught:
         run(ask(router, schema={"type": "object"}))
     assert registered["plain"].built[0].calls == []
+    # It names a provider that has the capability and is ready here (never an unavailable one).
+    assert "e.g. 'alpha'" in str(caught.value)
+
+
+def test_a_capability_refusal_names_a_configured_provider_that_has_it_first(
+    registered: dict[str, EchoFactory],
+) -> None:
+    router = build_router(config=config(default="plain", rules=rules({"label": "s*", "provider": "beta"})))
+    with pytest.raises(CapabilityError, match=r"e\.g\. 'beta' \(configured here\)"):
+        run(ask(router, label="text", schema={"type": "object"}))
 
 
 def test_a_claude_alias_maps_only_through_configuration(registered: dict[str, EchoFactory]) -> None:

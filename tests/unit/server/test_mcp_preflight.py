@@ -118,7 +118,7 @@ async def test_an_unmapped_claude_alias_is_invalid_params_naming_the_call_and_th
 async def test_a_schema_call_to_a_provider_without_structured_output_is_invalid_params(env: Env) -> None:
     path = env.workflow("pre", wf("return await agent('x', { schema: { type: 'object' } })\n"))
     message = await refused(env, {"path": str(path), "provider": "plain"})
-    assert f"{path}:2:14:" in message and "cannot produce structured output" in message
+    assert f"{path}:2:14:" in message and "has no structured output capability" in message
 
 
 async def test_calls_whose_options_are_only_known_at_run_time_are_left_to_the_run(env: Env) -> None:

@@ -208,12 +208,13 @@ async def test_an_unknown_workflow_or_run_is_an_error_result_pointing_to_the_too
 async def test_providers_list_names_what_workflow_run_accepts(env: Env) -> None:
     async with Client(env.server()) as c:
         out = data(await call(c, "providers_list", {}))
-    from workflow_mcp.providers.registry import provider_names
-
     names = [p["name"] for p in out["providers"]]
-    assert names == provider_names() and "fake" in names
+    assert names == env.service.provider_names() and {"fake", "gemini", "qwen"} <= set(names)
     fake = next(p for p in out["providers"] if p["name"] == "fake")
-    assert fake["available"] is True
+    assert fake["available"] is True and fake["origin"] == "registered"
+    assert fake["capabilities"]["structuredOutput"] is True and fake["capabilities"]["tokenUsage"] is True
+    qwen = next(p for p in out["providers"] if p["name"] == "qwen")  # a preset: an ACP agent by name
+    assert qwen["origin"] == "preset" and qwen["use"] == "acp"
 
 
 async def test_the_author_workflow_prompt_is_generated_from_the_profile(env: Env) -> None:
@@ -305,3 +306,23 @@ async def test_agent_run_reports_an_answer_that_never_fits_the_schema_as_an_erro
         )
     assert result.is_error
     assert "StructuredOutput retry cap (5) exceeded" in text(result)
+
+
+async def test_workflow_run_takes_a_named_provider_and_its_events_name_it(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = env.root / "state"
+    state.mkdir()
+    (state / "config.toml").write_text('[providers.scripted]\nuse = "fake"\n')
+    monkeypatch.setenv("WORKFLOW_MCP_HOME", str(state))
+    env.workflow("hello", HELLO)
+    async with Client(env.trusted_server()) as c:
+        listed = {p["name"]: p for p in data(await call(c, "providers_list", {}))["providers"]}
+        with anyio.fail_after(BOUND_S):
+            run = data(
+                await call(c, "workflow_run", {"name": "hello", "provider": "scripted", "waitMs": 20_000})
+            )
+        events = data(await call(c, "workflow_run_events", {"runId": run["runId"]}))["events"]
+    assert listed["scripted"]["origin"] == "configured" and listed["scripted"]["use"] == "fake"
+    assert run["status"] == "completed"
+    assert {e["payload"]["provider"] for e in events if e["type"] == "agent.started"} == {"scripted"}

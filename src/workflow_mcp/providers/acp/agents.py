@@ -30,6 +30,10 @@ class KnownAgent:
     policy_args: Callable[[Policy], tuple[str, ...]] | None = None
     system_prompt_meta: bool = False
     """Whether ``session/new`` takes a system prompt as ``_meta.systemPrompt`` (claude-agent-acp)."""
+    preset: str | None = None
+    """The provider name it is found under when on ``PATH`` (:mod:`workflow_mcp.providers.named`)."""
+    reports_version: bool = False
+    """Whether ``<command> --version`` prints its version and exits (probed for the matrix)."""
 
 
 def codex_policy_args(policy: Policy) -> tuple[str, ...]:
@@ -67,6 +71,7 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
         login_hint="codex login",
         install="npm install -g @zed-industries/codex-acp",
         policy_args=codex_policy_args,
+        preset="codex-acp",
     ),
     KnownAgent(
         "claude-agent-acp",
@@ -74,6 +79,7 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
         login_hint="claude /login",
         install="npm install -g @agentclientprotocol/claude-agent-acp",
         system_prompt_meta=True,
+        preset="claude-agent-acp",
     ),
     KnownAgent("claude-code-acp", env=_CLAUDE_ENV, login_hint="claude /login", system_prompt_meta=True),
     KnownAgent(
@@ -86,11 +92,41 @@ KNOWN_AGENTS: Final[tuple[KnownAgent, ...]] = (
             "GOOGLE_CLOUD_LOCATION",
             "GOOGLE_APPLICATION_CREDENTIALS",
             "GOOGLE_GENAI_USE_VERTEXAI",
+            "GOOGLE_GEMINI_BASE_URL",
+            "GEMINI_MODEL",
         ),
         login_hint="gemini (log in once interactively) or set GEMINI_API_KEY",
+        install="npm install -g @google/gemini-cli",
+        preset="gemini",
+        reports_version=True,
     ),
-    KnownAgent("opencode", ("acp",), env=("OPENCODE_*",), login_hint="opencode auth login"),
-    KnownAgent("goose", ("acp",), env=("GOOSE_*",), login_hint="goose configure"),
+    KnownAgent(
+        "opencode",
+        ("acp",),
+        env=("OPENCODE_*",),
+        login_hint="opencode auth login",
+        install="npm install -g opencode-ai",
+        preset="opencode",
+        reports_version=True,
+    ),
+    KnownAgent(
+        "qwen",
+        ("--acp",),
+        env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_*"),
+        login_hint="qwen (log in once interactively) or set OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL",
+        install="npm install -g @qwen-code/qwen-code",
+        preset="qwen",
+        reports_version=True,
+    ),
+    KnownAgent(
+        "goose",
+        ("acp",),
+        env=("GOOSE_*",),
+        login_hint="goose configure",
+        install="see https://block.github.io/goose/docs/getting-started/installation",
+        preset="goose",
+        reports_version=True,
+    ),
 )
 """ACP agents found on PATH without configuration, in this order."""
 

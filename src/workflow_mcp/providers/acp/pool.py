@@ -10,6 +10,7 @@ import collections
 import contextlib
 import importlib
 import os
+import re
 import signal
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -287,7 +288,10 @@ class AgentProcess:
     def describe_exit(self) -> str:
         code = self._proc.returncode if self._proc is not None else None
         lines = b"".join(self._stderr).decode("utf-8", "replace").strip().splitlines()
-        last = f": {lines[-1][:300]}" if lines else ""
+        # The last line that says something: not a stack frame or the tail of an error object a
+        # node agent prints after its error (``    at main (file://…)``, ``  errno: -2``, ``}``).
+        told = [line for line in lines if not _TRACE_LINE.match(line)] or lines
+        last = f": {told[-1][:300]}" if told else ""
         state = f"exited with code {code}" if code is not None else "closed its connection"
         return f"{state}{last}"
 
@@ -326,6 +330,10 @@ def kill_group(pid: int, sig: signal.Signals) -> None:
             os.killpg(pid, sig)
         else:  # pragma: no cover - Windows has no process groups of this kind
             os.kill(pid, sig)
+
+
+_TRACE_LINE: Final = re.compile(r"^\s+(at\s|[\w$]+:\s)|^\s*[}\])]+[,;]?\s*$")
+"""A stack frame (``    at f (file:1:2)``), an error object's field (``  errno: -2``) or a closing bracket."""
 
 
 def error_detail(exc: Any) -> str:

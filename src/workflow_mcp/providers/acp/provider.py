@@ -140,7 +140,11 @@ class ACPProvider(ProviderBase[ACPSettings]):
     name = "acp"
     settings_type = ACPSettings
     install_hint = INSTALL
-    capabilities: Final = ProviderCapabilities(images=True, session_resume=True, streaming=True)
+    # Token usage only when the agent reports it (None: it depends on the agent); what the agent
+    # reaches over the network is its own sandbox's business (only permission requests are ours).
+    capabilities: Final = ProviderCapabilities(
+        images=True, session_resume=True, streaming=True, network_control=False
+    )
     accepts_claude_models: Final = False
 
     def setup(self) -> None:
