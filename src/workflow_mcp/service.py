@@ -77,7 +77,7 @@ from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import DATABASE_URL_ENV, HEARTBEAT_S, LEASE_TTL_S, database_url, heartbeat_every
-from .store.base import JournalDamage, RunRecord, RunStore
+from .store.base import JournalDamage, JournalRow, RunRecord, RunStore
 from .store.library import MemoryLibraryStore, library_store_for
 from .store.sqlite import default_home
 
@@ -1378,8 +1378,9 @@ class WorkflowService:
         """
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
-        records = self._journal_records(run_id)
-        return Replay(records, policy, notes=self._damage_notes(run_id, records))
+        entries = self.store.journal_entries(run_id)  # read once: the records and the damage notes
+        records = self._journal_records(run_id, entries=entries)
+        return Replay(records, policy, notes=self._damage_notes(run_id, records, entries))
 
     def damaged_events(self, run_id: str) -> list[Event]:
         """The events of ``run_id`` that were stored damaged, as the stand-ins the store reads them as
@@ -1405,17 +1406,20 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return self.store.journal_damage(run_id)
 
-    def _damage_notes(self, run_id: str, records: list[JournalRecord]) -> list[str]:
-        """What a resume of ``run_id`` must say about its damaged events and journal entries: for each
-        damaged journal entry, that its call will run again (the journal read leaves it out); for each
-        damaged event, which call will run again (its result is in no intact journal entry) or is still
+    def _damage_notes(
+        self, run_id: str, records: list[JournalRecord], journal: list[JournalRow | JournalDamage]
+    ) -> list[str]:
+        """What a resume of ``run_id`` must say about its damaged events and journal entries
+        (``journal``: its entries as :meth:`RunStore.journal_entries` read them): for each damaged
+        journal entry, that its call will run again (the journal read leaves it out); for each damaged
+        event, which call will run again (its result is in no intact journal entry) or is still
         replayed (the journal holds it)."""
         damaged = self.store.damaged_events(run_id)
-        entries = self.store.journal_damage(run_id)
+        entries = [e for e in journal if isinstance(e, JournalDamage)]
         if not damaged and not entries:
             return []
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
-        labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
+        labels = {row.agent_id: row.label for row in journal if isinstance(row, JournalRow)}
         for event in self.store.events_of_types(run_id, ("agent.queued",)):  # calls whose entry is gone
             if event.agent_id and not labels.get(event.agent_id):
                 labels[event.agent_id] = str(event.payload.get("label") or "")
@@ -1479,20 +1483,25 @@ class WorkflowService:
         self._log_facts[run_id] = facts
         return facts[1], facts[2]
 
-    def _journal_records(self, run_id: str, depth: int = 0) -> list[JournalRecord]:
+    def _journal_records(
+        self, run_id: str, depth: int = 0, *, entries: list[JournalRow | JournalDamage] | None = None
+    ) -> list[JournalRecord]:
         """The reusable records of ``run_id``: every call it completed or replayed, ranked by the order
         it did so; then, when it resumed another stored run, that run's records it never replayed —
         results it was still holding back to release them in their original order, or had not been
         asked for yet, when it stopped — ranked after its own in their original order. So a resume of a
         resume that was killed loses no completed result. (A run's own replayed rows stand for the
         inherited records with their content key, occurrence by occurrence, as the ``content`` policy
-        matches them; ``prefix`` keys are unique.)"""
+        matches them; ``prefix`` keys are unique.) ``entries``: the journal of ``run_id``, when already
+        read."""
         records: list[JournalRecord] = []
         order = self.store.completion_order(run_id)
         rank = {agent_id: i for i, agent_id in enumerate(order)}
         turns = self._facts_of_log(run_id)[1]
         replayed: dict[str, int] = {}  # group (content key, else v2 key) -> rows replayed here
-        for row in self.store.journal(run_id):
+        for row in self.store.journal_entries(run_id) if entries is None else entries:
+            if not isinstance(row, JournalRow):
+                continue  # damaged: left out, so its call runs again (_damage_notes says so)
             if row.status not in ("completed", "cached") or row.result_json is None:
                 continue
             try:
