@@ -451,6 +451,10 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._owner_id = secrets.token_hex(8)
         self._ordinals: dict[str, dict[str, int]] = {}
+        # The runs whose every stored event this connection wrote (run id -> its newest sequence), and
+        # the PRAGMA data_version they were written under: see damaged_events.
+        self._written: dict[str, int] = {}
+        self._data_version: int | None = None
         self._read_only: str | None = None
         self._damaged: str | None = _files.read_damage(self.path)
         self._unread_wal: str | None = None  # read as an immutable file, blind to a non-empty -wal
@@ -805,19 +809,28 @@ class SqliteStore:
                 self._insert_events(db, events)
         except BaseException as exc:
             self._ordinals.clear()  # the journal ordinals cached for the refused batch are void
+            self._written.clear()  # and so is what it would have added to the written runs
             if isinstance(exc, UnicodeError):
                 raise StoreError(f"events refused by the store: {exc}") from exc
             raise
 
     def _insert_events(self, db: sqlite3.Connection, events: list[Event]) -> None:
+        self._note_foreign_commits(db)
         last: dict[str, int] = {}
         for e in events:
             before = last.get(e.run_id)
             if before is None:
                 before = _max_sequence(db, e.run_id)
+                if before == 0 or self._written.get(e.run_id) == before:
+                    self._written[e.run_id] = before  # every event of the run so far is ours
+                else:
+                    self._written.pop(e.run_id, None)
             if e.sequence <= before:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
+        for run_id, sequence in last.items():
+            if run_id in self._written:
+                self._written[run_id] = sequence
         db.executemany(
             "INSERT INTO events (run_id, sequence, type, timestamp, agent_id, body) VALUES (?,?,?,?,?,?)",
             [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events],
@@ -913,12 +926,30 @@ class SqliteStore:
         rows = self._read(f"reading the events of run {run_id}", sql, params)
         return [event_from_cells(run_id, r) for r in rows]
 
+    def _note_foreign_commits(self, db: sqlite3.Connection) -> None:
+        """Forget the written runs when another connection has committed since this one last looked
+        (``PRAGMA data_version`` changed; it never changes for this connection's own commits)."""
+        version = int(db.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._data_version:
+            self._written.clear()
+            self._data_version = version
+
     def damaged_events(self, run_id: str) -> list[Event]:
         """The events of ``run_id`` whose stored body is damaged, as the stand-ins every read gives
-        (:func:`event_from_cells`), in order; ``[]``: none. Found without decoding the log in Python:
-        SQLite's JSON functions (a body that is this run's event at this sequence) and a UTF-8 check of
-        each body's bytes pick the suspects, which are then read cell by cell."""
+        (:func:`event_from_cells`), in order; ``[]``: none.
+
+        A run whose every event this store wrote itself, with no other connection committing to the
+        file since (``PRAGMA data_version`` unchanged), has none: its bodies are the JSON text this
+        store encoded from events (so a server resuming a run it ran reads none of its log for this).
+        Otherwise every body is checked without decoding the log in Python: SQLite's JSON functions (a
+        body that is this run's event at this sequence) and a UTF-8 check of each body's bytes pick the
+        suspects, which are then read cell by cell."""
         what = f"reading the events of run {run_id}"
+        with self._lock, self._guard(what):
+            self._note_foreign_commits(self._db)
+            written = self._written.get(run_id)
+            if written is not None and written == _max_sequence(self._db, run_id):
+                return []
         rows = self._read(
             what,
             "SELECT sequence, CASE WHEN typeof(body) = 'text' AND json_valid(body) THEN "
