@@ -343,7 +343,9 @@ class WorkflowService:
         self._library: Library | None = None
         self._index: DiscoveryIndex | None = None
         # Per stored run, what a resume reads from its event log, and the log length it was read at.
+        # Kept up to date from the batches this service stores (a resume of a run it ran reads none).
         self._log_facts: dict[str, tuple[int, dict[str, CheckpointReply], dict[str, int]]] = {}
+        self._facts_lock = threading.Lock()
         self._read_recovery = threading.Lock()
         self._read_recovered_at = -float("inf")  # time.monotonic() of the last read-time recovery pass
 
@@ -660,14 +662,17 @@ class WorkflowService:
             raise
 
         live = self._states[run_id] = _LiveState(run_id)
+        self._remember_facts(run_id, (0, {}, {}))  # a new run's log is empty
 
         def persist(batch: list[Event]) -> None:
             try:
                 self.store.append_many(batch)
             except BaseException:
                 live.refused()
+                self._forget_facts(run_id)
                 raise
             live.fold(batch)
+            self._fold_facts(run_id, batch)
             if on_event is not None:
                 for event in batch:
                     on_event(event)
@@ -1473,15 +1478,48 @@ class WorkflowService:
         read from the events of those types only (:meth:`RunStore.events_of_types`), and again only
         when the log has grown since."""
         length = self.store.last_sequence(run_id)
-        known = self._log_facts.get(run_id)
-        if known is not None and known[0] == length:
-            return known[1], known[2]
+        with self._facts_lock:
+            known = self._log_facts.get(run_id)
+            if known is not None and known[0] == length:
+                return dict(known[1]), dict(known[2])
         events = self.store.events_of_types(run_id, _FACT_TYPES)
         facts = (length, journaled_decisions(events), delivery_turns(events))
-        if len(self._log_facts) >= 16:
-            self._log_facts.pop(next(iter(self._log_facts)))
-        self._log_facts[run_id] = facts
+        self._remember_facts(run_id, facts)
         return facts[1], facts[2]
+
+    #: How many runs' log facts (:meth:`_facts_of_log`) the service keeps.
+    LOG_FACTS_KEPT = 16
+
+    def _remember_facts(
+        self, run_id: str, facts: tuple[int, dict[str, CheckpointReply], dict[str, int]]
+    ) -> None:
+        """Keep ``facts`` for ``run_id`` (the newest :attr:`LOG_FACTS_KEPT` runs kept)."""
+        with self._facts_lock:
+            self._log_facts.pop(run_id, None)
+            while len(self._log_facts) >= self.LOG_FACTS_KEPT:
+                self._log_facts.pop(next(iter(self._log_facts)))
+            self._log_facts[run_id] = facts
+
+    def _forget_facts(self, run_id: str) -> None:
+        with self._facts_lock:
+            self._log_facts.pop(run_id, None)
+
+    def _fold_facts(self, run_id: str, batch: list[Event]) -> None:
+        """Fold a batch this service stored for ``run_id`` into the facts it keeps of that run's log, so
+        a resume of a run this service ran reads none of its log for them. Kept only while every batch
+        follows the one before (a refused batch leaves a hole: the log is read again then)."""
+        facts = [e for e in batch if e.type in _FACT_TYPES]
+        with self._facts_lock:  # a resume reads them in a thread (_facts_of_log copies them out)
+            known = self._log_facts.get(run_id)
+            if known is None or not batch:
+                return
+            if batch[0].sequence != known[0] + 1:
+                del self._log_facts[run_id]
+                return
+            if facts:
+                known[1].update(journaled_decisions(facts))
+                known[2].update(delivery_turns(facts))
+            self._log_facts[run_id] = (batch[-1].sequence, known[1], known[2])
 
     def _journal_records(
         self, run_id: str, depth: int = 0, *, entries: list[JournalRow | JournalDamage] | None = None
