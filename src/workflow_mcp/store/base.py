@@ -230,13 +230,18 @@ def journal_row_from_cells(
 
 
 def sound_journal_row(
-    run_id: str, values: Sequence[Any], tokens_seen: dict[str, dict[str, int]]
+    run_id: str,
+    values: Sequence[Any],
+    tokens_seen: dict[str, dict[str, int]],
+    result_checked: bool = False,
 ) -> JournalRow | None:
     """The journal entry of ``run_id`` whose cells are ``values`` (:data:`JOURNAL_COLUMNS` order, as a
     driver returns them), or ``None`` when any cell is not what its column holds — then
     :func:`journal_row_from_cells` says which. The fast path of a journal read: the same checks on a
     sound entry, without their bookkeeping. ``tokens_seen`` memoizes the decoded ``tokens_json`` texts
-    of one read (a run's calls mostly report the same usage); each entry gets its own copy."""
+    of one read (a run's calls mostly report the same usage); each entry gets its own copy.
+    ``result_checked``: the database found ``result_json`` to be strict JSON (RFC 8259, which
+    :func:`json.loads` reads too), so it is not parsed here."""
     agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, side_effects, source_run = (
         values
     )
@@ -265,7 +270,7 @@ def sound_journal_row(
         if not (isinstance(decoded, dict) and all(_is_int(v) for v in decoded.values())):
             return None
         tokens = tokens_seen[tokens_json] = decoded
-    if result_json is not None:
+    if result_json is not None and not result_checked:
         try:
             json.loads(result_json)
         except ValueError:

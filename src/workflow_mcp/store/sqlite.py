@@ -256,7 +256,12 @@ def event_from_cells(run_id: str, row: tuple[Any, ...] | sqlite3.Row) -> tuple[E
 
 _JOURNAL_INTEGERS = frozenset({"ordinal", "side_effects"})
 _JOURNAL_READ = ", ".join(f"CAST({c} AS BLOB), typeof({c})" for c in JOURNAL_COLUMNS)
-_JOURNAL_FAST_READ = f"SELECT {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = ? ORDER BY ordinal"
+# The cells as sqlite3 reads them, and whether result_json is strict JSON (1; 0 or null: Python decides).
+_JOURNAL_FAST_READ = (
+    f"SELECT {', '.join(JOURNAL_COLUMNS)}, "
+    "CASE WHEN typeof(result_json) = 'text' THEN json_valid(result_json) END "
+    "FROM journal WHERE run_id = ? ORDER BY ordinal"
+)
 
 
 def _journal_cell(column: str, raw: Any, kind: str, damaged: list[str]) -> Any:
@@ -1166,7 +1171,7 @@ class SqliteStore:
             seen: dict[str, dict[str, int]] = {}
             out: list[JournalRow | JournalDamage] = []
             for row in rows:
-                entry = sound_journal_row(run_id, row, seen)
+                entry = sound_journal_row(run_id, row[:-1], seen, result_checked=row[-1] == 1)
                 if entry is None:
                     break
                 out.append(entry)
