@@ -123,6 +123,41 @@ class JournalRow:
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+_new_row = object.__new__
+
+
+def _journal_row(
+    run_id: str,
+    agent_id: str,
+    ordinal: int,
+    key: str,
+    content_key: str,
+    status: str,
+    label: str,
+    result_json: str | None,
+    tokens: dict[str, int],
+    side_effects: bool,
+    source_run: str | None,
+) -> JournalRow:
+    """``JournalRow(...)`` built as the frozen dataclass's own ``__init__`` would, minus a setattr call
+    per field: a run writes and a resume reads an entry per agent call."""
+    row: JournalRow = _new_row(JournalRow)
+    row.__dict__.update(
+        run_id=run_id,
+        agent_id=agent_id,
+        ordinal=ordinal,
+        key=key,
+        content_key=content_key,
+        status=status,
+        label=label,
+        result_json=result_json,
+        tokens=tokens,
+        side_effects=side_effects,
+        source_run=source_run,
+    )
+    return row
+
+
 #: The columns of a stored journal entry after its run id, in the order
 #: :func:`journal_row_from_cells` takes them.
 JOURNAL_COLUMNS = (
@@ -275,18 +310,18 @@ def sound_journal_row(
             json.loads(result_json)
         except ValueError:
             return None
-    return JournalRow(
-        run_id=run_id,
-        agent_id=agent_id,
-        ordinal=ordinal,
-        key=key,
-        content_key=content_key,
-        status=status,
-        label=label,
-        result_json=result_json,
-        tokens=dict(tokens),
-        side_effects=bool(side_effects),
-        source_run=source_run,
+    return _journal_row(
+        run_id,
+        agent_id,
+        ordinal,
+        key,
+        content_key,
+        status,
+        label,
+        result_json,
+        dict(tokens),
+        bool(side_effects),
+        source_run,
     )
 
 
@@ -295,18 +330,18 @@ def merge_journal_rows(old: JournalRow, new: JournalRow) -> JournalRow:
     upsert, applied in memory (ordinal and identity of ``old``; status and tokens of ``new``; key,
     content key and label of ``new`` unless empty; result and source run of ``new`` unless ``None``;
     side effects if either had them). Lets a batch write one row per call instead of one per event."""
-    return JournalRow(
-        run_id=old.run_id,
-        agent_id=old.agent_id,
-        ordinal=old.ordinal,
-        key=new.key or old.key,
-        content_key=new.content_key or old.content_key,
-        status=new.status,
-        label=new.label or old.label,
-        result_json=new.result_json if new.result_json is not None else old.result_json,
-        tokens=new.tokens,
-        side_effects=old.side_effects or new.side_effects,
-        source_run=new.source_run if new.source_run is not None else old.source_run,
+    return _journal_row(
+        old.run_id,
+        old.agent_id,
+        old.ordinal,
+        new.key or old.key,
+        new.content_key or old.content_key,
+        new.status,
+        new.label or old.label,
+        new.result_json if new.result_json is not None else old.result_json,
+        new.tokens,
+        old.side_effects or new.side_effects,
+        new.source_run if new.source_run is not None else old.source_run,
     )
 
 
@@ -366,18 +401,19 @@ def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
     else:
         return None
     has_result = t in ("agent.completed", "agent.cached")
-    return JournalRow(
-        run_id=event.run_id,
-        agent_id=event.agent_id,
-        ordinal=ordinal,
-        key=str(p.get("key", "")),
-        content_key=str(p.get("contentKey", "")),
-        status=status,
-        label=str(p.get("label", "")),
-        result_json=_encode(p.get("result")) if has_result else None,
-        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items() if isinstance(v, int)},
-        side_effects=bool(p.get("sideEffects", False)),
-        source_run=p.get("fromRunId") if t == "agent.cached" else None,
+    usage = p.get("tokenUsage")
+    return _journal_row(
+        event.run_id,
+        event.agent_id,
+        ordinal,
+        str(p.get("key", "")),
+        str(p.get("contentKey", "")),
+        status,
+        str(p.get("label", "")),
+        _encode(p.get("result")) if has_result else None,
+        {k: int(v) for k, v in dict(usage).items() if isinstance(v, int)} if usage else {},
+        bool(p.get("sideEffects", False)),
+        p.get("fromRunId") if t == "agent.cached" else None,
     )
 
 
