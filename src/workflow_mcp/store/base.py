@@ -593,8 +593,9 @@ class DeleteConfirmation:
 class LibraryStore(Protocol):
     """Persistence of the workflow library's sidecar (versions, drafts, pending delete confirmations).
 
-    Implementations: :class:`~workflow_mcp.store.library.SqliteLibraryStore` (migration 4 of the state
-    database) and :class:`~workflow_mcp.store.library.MemoryLibraryStore`. Every write may raise
+    Implementations: :class:`~workflow_mcp.store.library.SqlLibraryStore` over the SQLite state
+    database or a PostgreSQL store's database (migration 4 of each: ``SqliteLibraryStore``,
+    ``PostgresLibraryStore``), and :class:`~workflow_mcp.store.library.MemoryLibraryStore`. Every write may raise
     :class:`~workflow_mcp.errors.StoreError` (or a subclass: full, read-only, corrupt); a failed write
     changes nothing.
     """
