@@ -11,20 +11,9 @@ from typing import Any
 
 import pytest
 
-from store_kinds import STORE_KINDS, made_store
+from store_kinds import STORE_KINDS, made_store, run_record
 from workflow_mcp.events import Event
-from workflow_mcp.store import RunRecord
 from workflow_mcp.store.base import JournalRow, RunStore, batch_journal_rows, merge_journal_rows
-
-
-def record(run_id: str) -> RunRecord:
-    return RunRecord(
-        run_id=run_id,
-        workflow_name="wf",
-        source_hash="h",
-        source="export const meta = {}",
-        created_at="2026-11-30T10:00:00.000Z",
-    )
 
 
 def ev(run_id: str, seq: int, type: str, agent_id: str | None = None, **payload: Any) -> Event:
@@ -71,8 +60,8 @@ def without_run(rows: list[JournalRow]) -> list[JournalRow]:
 
 
 def test_a_batch_leaves_the_journal_that_its_events_stored_one_by_one_leave(store: RunStore) -> None:
-    store.create_run(record("run_each"))
-    store.create_run(record("run_batch"))
+    store.create_run(run_record("run_each"))
+    store.create_run(run_record("run_batch"))
     for batch in calls("run_each"):
         for event in batch:
             store.append(event)

@@ -11,19 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from store_kinds import run_record
 from workflow_mcp.errors import StoreError
 from workflow_mcp.events import Event
-from workflow_mcp.store import RunRecord, SqliteStore
-
-
-def record(run_id: str) -> RunRecord:
-    return RunRecord(
-        run_id=run_id,
-        workflow_name="wf",
-        source_hash="h",
-        source="export const meta = {}",
-        created_at="2026-11-30T10:00:00.000Z",
-    )
+from workflow_mcp.store import SqliteStore
 
 
 def log(run_id: str, sequence: int, message: str) -> Event:
@@ -43,7 +34,7 @@ def logs(run_id: str, first: int, last: int) -> list[Event]:
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
     made = SqliteStore(tmp_path / "state.db")
-    made.create_run(record("run_1"))
+    made.create_run(run_record("run_1"))
     made.append_many(logs("run_1", 1, 5))
     yield made
     made.close()
@@ -98,7 +89,7 @@ def test_any_other_commit_to_the_file_makes_every_run_scanned_again(
 ) -> None:
     other = SqliteStore(tmp_path / "state.db")  # another store (another process, or another server)
     try:
-        other.create_run(record("run_2"))
+        other.create_run(run_record("run_2"))
         other.append_many(logs("run_2", 1, 2))
     finally:
         other.close()
