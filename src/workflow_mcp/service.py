@@ -1489,6 +1489,9 @@ class WorkflowService:
 
     #: How many runs' log facts (:meth:`_facts_of_log`) the service keeps.
     LOG_FACTS_KEPT = 16
+    #: The most answers a run's kept facts follow as it runs; a longer run's are read from its log
+    #: when it is resumed (so a million-call run holds no million-entry map for the server's life).
+    LOG_FACTS_MAX_CALLS = 100_000
 
     def _remember_facts(
         self, run_id: str, facts: tuple[int, dict[str, CheckpointReply], dict[str, int]]
@@ -1519,6 +1522,9 @@ class WorkflowService:
             if facts:
                 known[1].update(journaled_decisions(facts))
                 known[2].update(delivery_turns(facts))
+                if len(known[2]) > self.LOG_FACTS_MAX_CALLS:
+                    del self._log_facts[run_id]
+                    return
             self._log_facts[run_id] = (batch[-1].sequence, known[1], known[2])
 
     def _journal_records(

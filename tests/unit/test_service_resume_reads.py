@@ -102,3 +102,29 @@ def test_a_resume_by_the_service_that_ran_the_run_reads_none_of_its_log_and_repl
     assert replayed(warm_events) == replayed(cold_events)
     turns = [t for kind, _, t in replayed(warm_events) if kind == "agent.cached"]
     assert len(turns) == 3 and turns[0] == turns[1] != turns[2]  # a and b together, c apart
+
+
+def test_a_run_with_more_answers_than_the_service_follows_is_read_from_its_log_when_resumed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "groups.js"
+    path.write_text(GROUPS)
+    store = CountingStore(tmp_path / "state.db")
+    service = WorkflowService(store, cwd=str(tmp_path))
+    service.LOG_FACTS_MAX_CALLS = 2  # the run answers 3 calls
+
+    async def go() -> tuple[Any, Any, list[Event]]:
+        try:
+            first = await service.start(str(path), provider=ProviderChoice("fake", SCRIPT))
+            result = await first.result()
+            again = await service.resume(first.run_id)
+            return result, await again.result(), service.events(again.run_id)
+        finally:
+            await service.shutdown()
+            store.close()
+
+    result, resumed, events = arun(go())
+    assert resumed == result
+    assert store.log_reads == ["events_of_types"]  # the turns; the bodies are still known intact
+    turns = [t for kind, _, t in replayed(events) if kind == "agent.cached"]
+    assert len(turns) == 3 and turns[0] == turns[1] != turns[2]  # the deliveries read from the log
