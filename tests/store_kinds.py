@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workflow_mcp.store import MemoryStore, SqliteStore
-from workflow_mcp.store.base import RunStore
+from workflow_mcp.store.base import RunRecord, RunStore
 
 STORE_KINDS = ["memory", "sqlite", "postgres"]
 
@@ -22,3 +22,14 @@ def made_store(request: pytest.FixtureRequest, tmp_path: Path) -> RunStore:
     from workflow_mcp.store.postgres import PostgresStore
 
     return PostgresStore(request.getfixturevalue("postgres_url"))
+
+
+def run_record(run_id: str) -> RunRecord:
+    """A minimal record of a run ``run_id`` to store events under."""
+    return RunRecord(
+        run_id=run_id,
+        workflow_name="wf",
+        source_hash="h",
+        source="export const meta = {}",
+        created_at="2026-11-30T10:00:00.000Z",
+    )

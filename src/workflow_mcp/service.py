@@ -79,7 +79,7 @@ from .realm.sandbox import Sandbox, check_sandbox
 from .realm.worker import RealmWorker
 from .state import TERMINAL, RunState, RunStatus, StateProjector, project_state, status_of
 from .store import DATABASE_URL_ENV, HEARTBEAT_S, LEASE_TTL_S, database_url, heartbeat_every
-from .store.base import JournalDamage, RunRecord, RunStore
+from .store.base import JournalDamage, JournalRow, RunRecord, RunStore
 from .store.library import MemoryLibraryStore, library_store_for
 from .store.sqlite import default_home
 
@@ -347,7 +347,9 @@ class WorkflowService:
         self._library: Library | None = None
         self._index: DiscoveryIndex | None = None
         # Per stored run, what a resume reads from its event log, and the log length it was read at.
+        # Kept up to date from the batches this service stores (a resume of a run it ran reads none).
         self._log_facts: dict[str, tuple[int, dict[str, CheckpointReply], dict[str, int]]] = {}
+        self._facts_lock = threading.Lock()
         self._read_recovery = threading.Lock()
         self._read_recovered_at = -float("inf")  # time.monotonic() of the last read-time recovery pass
 
@@ -665,14 +667,17 @@ class WorkflowService:
             raise
 
         live = self._states[run_id] = _LiveState(run_id)
+        self._remember_facts(run_id, (0, {}, {}))  # a new run's log is empty
 
         def persist(batch: list[Event]) -> None:
             try:
                 self.store.append_many(batch)
             except BaseException:
                 live.refused()
+                self._forget_facts(run_id)
                 raise
             live.fold(batch)
+            self._fold_facts(run_id, batch)
             if on_event is not None:
                 for event in batch:
                     on_event(event)
@@ -1468,8 +1473,9 @@ class WorkflowService:
         """
         if self.store.get_run(run_id) is None:
             raise RunNotFoundError(run_id)
-        records = self._journal_records(run_id)
-        return Replay(records, policy, notes=self._damage_notes(run_id, records))
+        entries = self.store.journal_entries(run_id)  # read once: the records and the damage notes
+        records = self._journal_records(run_id, entries=entries)
+        return Replay(records, policy, notes=self._damage_notes(run_id, records, entries))
 
     def damaged_events(self, run_id: str) -> list[Event]:
         """The events of ``run_id`` that were stored damaged, as the stand-ins the store reads them as
@@ -1495,17 +1501,20 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         return self.store.journal_damage(run_id)
 
-    def _damage_notes(self, run_id: str, records: list[JournalRecord]) -> list[str]:
-        """What a resume of ``run_id`` must say about its damaged events and journal entries: for each
-        damaged journal entry, that its call will run again (the journal read leaves it out); for each
-        damaged event, which call will run again (its result is in no intact journal entry) or is still
+    def _damage_notes(
+        self, run_id: str, records: list[JournalRecord], journal: list[JournalRow | JournalDamage]
+    ) -> list[str]:
+        """What a resume of ``run_id`` must say about its damaged events and journal entries
+        (``journal``: its entries as :meth:`RunStore.journal_entries` read them): for each damaged
+        journal entry, that its call will run again (the journal read leaves it out); for each damaged
+        event, which call will run again (its result is in no intact journal entry) or is still
         replayed (the journal holds it)."""
         damaged = self.store.damaged_events(run_id)
-        entries = self.store.journal_damage(run_id)
+        entries = [e for e in journal if isinstance(e, JournalDamage)]
         if not damaged and not entries:
             return []
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
-        labels = {row.agent_id: row.label for row in self.store.journal(run_id)}
+        labels = {row.agent_id: row.label for row in journal if isinstance(row, JournalRow)}
         for event in self.store.events_of_types(run_id, ("agent.queued",)):  # calls whose entry is gone
             if event.agent_id and not labels.get(event.agent_id):
                 labels[event.agent_id] = str(event.payload.get("label") or "")
@@ -1559,30 +1568,74 @@ class WorkflowService:
         read from the events of those types only (:meth:`RunStore.events_of_types`), and again only
         when the log has grown since."""
         length = self.store.last_sequence(run_id)
-        known = self._log_facts.get(run_id)
-        if known is not None and known[0] == length:
-            return known[1], known[2]
+        with self._facts_lock:
+            known = self._log_facts.get(run_id)
+            if known is not None and known[0] == length:
+                return dict(known[1]), dict(known[2])
         events = self.store.events_of_types(run_id, _FACT_TYPES)
         facts = (length, journaled_decisions(events), delivery_turns(events))
-        if len(self._log_facts) >= 16:
-            self._log_facts.pop(next(iter(self._log_facts)))
-        self._log_facts[run_id] = facts
+        self._remember_facts(run_id, facts)
         return facts[1], facts[2]
 
-    def _journal_records(self, run_id: str, depth: int = 0) -> list[JournalRecord]:
+    #: How many runs' log facts (:meth:`_facts_of_log`) the service keeps.
+    LOG_FACTS_KEPT = 16
+    #: The most answers a run's kept facts follow as it runs; a longer run's are read from its log
+    #: when it is resumed (so a million-call run holds no million-entry map for the server's life).
+    LOG_FACTS_MAX_CALLS = 100_000
+
+    def _remember_facts(
+        self, run_id: str, facts: tuple[int, dict[str, CheckpointReply], dict[str, int]]
+    ) -> None:
+        """Keep ``facts`` for ``run_id`` (the newest :attr:`LOG_FACTS_KEPT` runs kept)."""
+        with self._facts_lock:
+            self._log_facts.pop(run_id, None)
+            while len(self._log_facts) >= self.LOG_FACTS_KEPT:
+                self._log_facts.pop(next(iter(self._log_facts)))
+            self._log_facts[run_id] = facts
+
+    def _forget_facts(self, run_id: str) -> None:
+        with self._facts_lock:
+            self._log_facts.pop(run_id, None)
+
+    def _fold_facts(self, run_id: str, batch: list[Event]) -> None:
+        """Fold a batch this service stored for ``run_id`` into the facts it keeps of that run's log, so
+        a resume of a run this service ran reads none of its log for them. Kept only while every batch
+        follows the one before (a refused batch leaves a hole: the log is read again then)."""
+        facts = [e for e in batch if e.type in _FACT_TYPES]
+        with self._facts_lock:  # a resume reads them in a thread (_facts_of_log copies them out)
+            known = self._log_facts.get(run_id)
+            if known is None or not batch:
+                return
+            if batch[0].sequence != known[0] + 1:
+                del self._log_facts[run_id]
+                return
+            if facts:
+                known[1].update(journaled_decisions(facts))
+                known[2].update(delivery_turns(facts))
+                if len(known[2]) > self.LOG_FACTS_MAX_CALLS:
+                    del self._log_facts[run_id]
+                    return
+            self._log_facts[run_id] = (batch[-1].sequence, known[1], known[2])
+
+    def _journal_records(
+        self, run_id: str, depth: int = 0, *, entries: list[JournalRow | JournalDamage] | None = None
+    ) -> list[JournalRecord]:
         """The reusable records of ``run_id``: every call it completed or replayed, ranked by the order
         it did so; then, when it resumed another stored run, that run's records it never replayed —
         results it was still holding back to release them in their original order, or had not been
         asked for yet, when it stopped — ranked after its own in their original order. So a resume of a
         resume that was killed loses no completed result. (A run's own replayed rows stand for the
         inherited records with their content key, occurrence by occurrence, as the ``content`` policy
-        matches them; ``prefix`` keys are unique.)"""
+        matches them; ``prefix`` keys are unique.) ``entries``: the journal of ``run_id``, when already
+        read."""
         records: list[JournalRecord] = []
         order = self.store.completion_order(run_id)
         rank = {agent_id: i for i, agent_id in enumerate(order)}
         turns = self._facts_of_log(run_id)[1]
         replayed: dict[str, int] = {}  # group (content key, else v2 key) -> rows replayed here
-        for row in self.store.journal(run_id):
+        for row in self.store.journal_entries(run_id) if entries is None else entries:
+            if not isinstance(row, JournalRow):
+                continue  # damaged: left out, so its call runs again (_damage_notes says so)
             if row.status not in ("completed", "cached") or row.result_json is None:
                 continue
             try:

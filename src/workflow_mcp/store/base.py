@@ -21,6 +21,7 @@ from ..events import Event
 from ..state import TERMINAL_EVENTS
 
 __all__ = [
+    "JOURNALED_TYPES",
     "JOURNAL_COLUMNS",
     "RELEASING_TYPES",
     "STATUS_BATCH",
@@ -34,9 +35,12 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "StoreError",
+    "batch_journal_rows",
     "check_batch",
     "journal_row_for",
     "journal_row_from_cells",
+    "merge_journal_rows",
+    "sound_journal_row",
 ]
 
 #: The run events after which a run has no executor (its status is ``state.TERMINAL``): storing one
@@ -46,6 +50,11 @@ RELEASING_TYPES = TERMINAL_EVENTS
 #: Runs whose statuses :meth:`RunStore.last_run_events` reads in one query (a page of listed runs is
 #: one query; a longer list one per this many, within SQLite's 999 bound parameters).
 STATUS_BATCH = 500
+
+# agent.started adds nothing a resume needs (a started call without a result is simply not reusable),
+# so the journal follows queued → completed | cached | failed.
+JOURNALED_TYPES = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
+"""The event types that write a call's journal entry."""
 
 #: ``(record, sequence, reason) -> the run.interrupted event`` that ``recover`` stores for an orphan.
 InterruptedEvent = Callable[["RunRecord", int, str], Event]
@@ -117,6 +126,41 @@ class JournalRow:
 
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+_new_row = object.__new__
+
+
+def _journal_row(
+    run_id: str,
+    agent_id: str,
+    ordinal: int,
+    key: str,
+    content_key: str,
+    status: str,
+    label: str,
+    result_json: str | None,
+    tokens: dict[str, int],
+    side_effects: bool,
+    source_run: str | None,
+) -> JournalRow:
+    """``JournalRow(...)`` built as the frozen dataclass's own ``__init__`` would, minus a setattr call
+    per field: a run writes and a resume reads an entry per agent call."""
+    row: JournalRow = _new_row(JournalRow)
+    row.__dict__.update(
+        run_id=run_id,
+        agent_id=agent_id,
+        ordinal=ordinal,
+        key=key,
+        content_key=content_key,
+        status=status,
+        label=label,
+        result_json=result_json,
+        tokens=tokens,
+        side_effects=side_effects,
+        source_run=source_run,
+    )
+    return row
 
 
 #: The columns of a stored journal entry after its run id, in the order
@@ -225,6 +269,105 @@ def journal_row_from_cells(
     )
 
 
+def sound_journal_row(
+    run_id: str,
+    values: Sequence[Any],
+    tokens_seen: dict[str, dict[str, int]],
+    result_checked: bool = False,
+) -> JournalRow | None:
+    """The journal entry of ``run_id`` whose cells are ``values`` (:data:`JOURNAL_COLUMNS` order, as a
+    driver returns them), or ``None`` when any cell is not what its column holds — then
+    :func:`journal_row_from_cells` says which. The fast path of a journal read: the same checks on a
+    sound entry, without their bookkeeping. ``tokens_seen`` memoizes the decoded ``tokens_json`` texts
+    of one read (a run's calls mostly report the same usage); each entry gets its own copy.
+    ``result_checked``: the database found ``result_json`` to be strict JSON (RFC 8259, which
+    :func:`json.loads` reads too), so it is not parsed here."""
+    agent_id, ordinal, key, content_key, status, label, result_json, tokens_json, side_effects, source_run = (
+        values
+    )
+    if not (
+        agent_id.__class__ is str
+        and agent_id
+        and ordinal.__class__ is int
+        and ordinal >= 0
+        and key.__class__ is str
+        and content_key.__class__ is str
+        and status.__class__ is str
+        and status
+        and label.__class__ is str
+        and (result_json is None or result_json.__class__ is str)
+        and tokens_json.__class__ is str
+        and (side_effects.__class__ is bool or (side_effects.__class__ is int and side_effects in (0, 1)))
+        and (source_run is None or source_run.__class__ is str)
+    ):
+        return None
+    tokens = tokens_seen.get(tokens_json)
+    if tokens is None:
+        try:
+            decoded = json.loads(tokens_json)
+        except ValueError:
+            return None
+        if not (isinstance(decoded, dict) and all(_is_int(v) for v in decoded.values())):
+            return None
+        tokens = tokens_seen[tokens_json] = decoded
+    if result_json is not None and not result_checked:
+        try:
+            json.loads(result_json)
+        except ValueError:
+            return None
+    return _journal_row(
+        run_id,
+        agent_id,
+        ordinal,
+        key,
+        content_key,
+        status,
+        label,
+        result_json,
+        dict(tokens),
+        bool(side_effects),
+        source_run,
+    )
+
+
+def merge_journal_rows(old: JournalRow, new: JournalRow) -> JournalRow:
+    """The entry ``old`` becomes when a later event of the same call writes ``new``: the store's journal
+    upsert, applied in memory (ordinal and identity of ``old``; status and tokens of ``new``; key,
+    content key and label of ``new`` unless empty; result and source run of ``new`` unless ``None``;
+    side effects if either had them). Lets a batch write one row per call instead of one per event."""
+    return _journal_row(
+        old.run_id,
+        old.agent_id,
+        old.ordinal,
+        new.key or old.key,
+        new.content_key or old.content_key,
+        new.status,
+        new.label or old.label,
+        new.result_json if new.result_json is not None else old.result_json,
+        new.tokens,
+        old.side_effects or new.side_effects,
+        new.source_run if new.source_run is not None else old.source_run,
+    )
+
+
+def batch_journal_rows(events: Sequence[Event], ordinal: Callable[[Event], int]) -> list[JournalRow]:
+    """The journal rows a batch of events writes, one per call (``(run_id, agent_id)``) in the order of
+    each call's first event: a call's later events in the batch are merged into its row
+    (:func:`merge_journal_rows`), so the store writes what writing them one by one would leave.
+    ``ordinal(event)`` numbers a call the first time it is asked about it."""
+    rows: dict[tuple[str, str], JournalRow] = {}
+    for event in events:
+        if event.agent_id is None or event.type not in JOURNALED_TYPES:
+            continue
+        row = journal_row_for(event, ordinal(event))
+        if row is None:
+            continue
+        at = (event.run_id, event.agent_id)
+        before = rows.get(at)
+        rows[at] = row if before is None else merge_journal_rows(before, row)
+    return list(rows.values())
+
+
 def check_batch(events: Sequence[Event]) -> None:
     """Refuse a batch of events that breaks its own order: within it, each event of a run has the
     sequence one more than the run's event before it (DESIGN: "sequence (monotonic per run)"; a batch
@@ -263,18 +406,19 @@ def journal_row_for(event: Event, ordinal: int) -> JournalRow | None:
     else:
         return None
     has_result = t in ("agent.completed", "agent.cached")
-    return JournalRow(
-        run_id=event.run_id,
-        agent_id=event.agent_id,
-        ordinal=ordinal,
-        key=str(p.get("key", "")),
-        content_key=str(p.get("contentKey", "")),
-        status=status,
-        label=str(p.get("label", "")),
-        result_json=_encode(p.get("result")) if has_result else None,
-        tokens={k: int(v) for k, v in dict(p.get("tokenUsage") or {}).items() if isinstance(v, int)},
-        side_effects=bool(p.get("sideEffects", False)),
-        source_run=p.get("fromRunId") if t == "agent.cached" else None,
+    usage = p.get("tokenUsage")
+    return _journal_row(
+        event.run_id,
+        event.agent_id,
+        ordinal,
+        str(p.get("key", "")),
+        str(p.get("contentKey", "")),
+        status,
+        str(p.get("label", "")),
+        _encode(p.get("result")) if has_result else None,
+        {k: int(v) for k, v in dict(usage).items() if isinstance(v, int)} if usage else {},
+        bool(p.get("sideEffects", False)),
+        p.get("fromRunId") if t == "agent.cached" else None,
     )
 
 
@@ -376,6 +520,12 @@ class RunStore(Protocol):
         (by ordinal; ``[]``: none)."""
         ...
 
+    def journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
+        """Every journal entry of ``run_id`` by ordinal, intact (:class:`JournalRow`) or damaged
+        (:class:`JournalDamage`): what :meth:`journal` and :meth:`journal_damage` give, in one read (a
+        resume needs both)."""
+        ...
+
     def completion_order(self, run_id: str) -> list[str]:
         """The agent ids of ``run_id``'s ``agent.completed`` and ``agent.cached`` events, in the order
         they were stored: the order the run completed (or released) its calls, which a resume of it
@@ -453,8 +603,9 @@ class DeleteConfirmation:
 class LibraryStore(Protocol):
     """Persistence of the workflow library's sidecar (versions, drafts, pending delete confirmations).
 
-    Implementations: :class:`~workflow_mcp.store.library.SqliteLibraryStore` (migration 4 of the state
-    database) and :class:`~workflow_mcp.store.library.MemoryLibraryStore`. Every write may raise
+    Implementations: :class:`~workflow_mcp.store.library.SqlLibraryStore` over the SQLite state
+    database or a PostgreSQL store's database (migration 4 of each: ``SqliteLibraryStore``,
+    ``PostgresLibraryStore``), and :class:`~workflow_mcp.store.library.MemoryLibraryStore`. Every write may raise
     :class:`~workflow_mcp.errors.StoreError` (or a subclass: full, read-only, corrupt); a failed write
     changes nothing.
     """

@@ -1,6 +1,7 @@
-"""The workflow library's sidecar: :class:`SqliteLibraryStore` (tables of migration 4, in the state
-database), :class:`PostgresLibraryStore` (the same tables in a PostgreSQL store's database, shared by
-every server on it) and :class:`MemoryLibraryStore` (the in-memory twin). All implement
+"""The workflow library's sidecar: :class:`SqlLibraryStore`, one set of statements over a small
+:class:`SqlDialect`, as :class:`SqliteLibraryStore` (tables of migration 4, in the state database) and
+:class:`PostgresLibraryStore` (the same tables in a PostgreSQL store's database, shared by every server
+on it), and :class:`MemoryLibraryStore` (the in-memory twin). All implement
 :class:`~workflow_mcp.store.base.LibraryStore`; ``tests/unit/store/test_library_store.py`` runs one
 contract against each.
 """
@@ -9,15 +10,26 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import replace
-from typing import Any
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from ..errors import StoreError
 from .base import DeleteConfirmation, LibraryDraft, LibraryStore, LibraryVersion, RunStore
 from .postgres import PostgresStore
 from .sqlite import SqliteStore
 
-__all__ = ["MemoryLibraryStore", "PostgresLibraryStore", "SqliteLibraryStore", "library_store_for"]
+__all__ = [
+    "POSTGRES",
+    "SQLITE",
+    "MemoryLibraryStore",
+    "PostgresLibraryStore",
+    "SqlDatabase",
+    "SqlDialect",
+    "SqlLibraryStore",
+    "SqliteLibraryStore",
+    "library_store_for",
+]
 
 _VERSION_COLUMNS = (
     "root, name, version, file, source, source_hash, tags, category, author, fields, created_at"
@@ -90,126 +102,7 @@ def _draft_of(row: tuple[Any, ...]) -> LibraryDraft:
     )
 
 
-class SqliteLibraryStore:
-    """The library tables of a :class:`~workflow_mcp.store.sqlite.SqliteStore`'s database, written
-    through its transactions (so its read-only, full-disk and damage handling apply unchanged)."""
-
-    def __init__(self, store: SqliteStore) -> None:
-        self._store = store
-
-    def add_version(self, entry: LibraryVersion) -> bool:
-        with self._store._transaction(f"storing library workflow {entry.name}@{entry.version}") as db:
-            found = db.execute(
-                "SELECT 1 FROM library_versions WHERE root = ? AND name = ? AND version = ?",
-                (entry.root, entry.name, entry.version),
-            ).fetchone()
-            if found is not None:
-                return False
-            db.execute(
-                f"INSERT INTO library_versions ({_VERSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    entry.root,
-                    entry.name,
-                    entry.version,
-                    entry.file,
-                    entry.source,
-                    entry.source_hash,
-                    json.dumps(list(entry.tags), ensure_ascii=False),
-                    entry.category,
-                    entry.author,
-                    json.dumps(entry.fields, ensure_ascii=False),
-                    entry.created_at,
-                ),
-            )
-            return True
-
-    def versions(self, root: str | None = None, name: str | None = None) -> list[LibraryVersion]:
-        where, params = _where(root=root, name=name)
-        rows = self._store._read(
-            "reading library versions",
-            f"SELECT {_VERSION_COLUMNS} FROM library_versions{where} ORDER BY created_at, version",
-            params,
-        )
-        return [_version_of(tuple(r)) for r in rows]
-
-    def remove_version(self, root: str, name: str, version: str) -> bool:
-        with self._store._transaction(f"deleting library workflow {name}@{version}") as db:
-            cursor = db.execute(
-                "DELETE FROM library_versions WHERE root = ? AND name = ? AND version = ?",
-                (root, name, version),
-            )
-            return cursor.rowcount > 0
-
-    def put_draft(self, draft: LibraryDraft) -> tuple[LibraryDraft, bool]:
-        with self._store._transaction(f"storing the draft of {draft.name}") as db:
-            row = db.execute(
-                "SELECT draft_id, created_at FROM library_drafts WHERE root = ? AND name = ?",
-                (draft.root, draft.name),
-            ).fetchone()
-            stored = draft if row is None else replace(draft, draft_id=row[0], created_at=row[1])
-            db.execute("DELETE FROM library_drafts WHERE root = ? AND name = ?", (draft.root, draft.name))
-            db.execute(
-                f"INSERT INTO library_drafts ({_DRAFT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    stored.draft_id,
-                    stored.root,
-                    stored.name,
-                    stored.source,
-                    stored.source_hash,
-                    json.dumps(list(stored.tags), ensure_ascii=False),
-                    stored.category,
-                    stored.author,
-                    json.dumps(stored.fields, ensure_ascii=False),
-                    stored.owner,
-                    stored.created_at,
-                    stored.updated_at,
-                    stored.expires_at,
-                ),
-            )
-            return stored, row is None
-
-    def drafts(self, root: str | None = None) -> list[LibraryDraft]:
-        where, params = _where(root=root)
-        rows = self._store._read(
-            "reading library drafts",
-            f"SELECT {_DRAFT_COLUMNS} FROM library_drafts{where} ORDER BY created_at, draft_id",
-            params,
-        )
-        return [_draft_of(tuple(r)) for r in rows]
-
-    def get_draft(self, draft_id: str) -> LibraryDraft | None:
-        rows = self._store._read(
-            "reading a library draft",
-            f"SELECT {_DRAFT_COLUMNS} FROM library_drafts WHERE draft_id = ?",
-            (draft_id,),
-        )
-        return _draft_of(tuple(rows[0])) if rows else None
-
-    def remove_draft(self, draft_id: str) -> bool:
-        with self._store._transaction(f"deleting draft {draft_id}") as db:
-            return db.execute("DELETE FROM library_drafts WHERE draft_id = ?", (draft_id,)).rowcount > 0
-
-    def add_confirmation(self, confirmation: DeleteConfirmation) -> None:
-        c = confirmation
-        with self._store._transaction(f"recording a delete confirmation for {c.name}") as db:
-            db.execute(
-                f"INSERT INTO library_confirmations ({_CONFIRMATION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
-                (c.token_hash, c.root, c.name, c.version, c.draft_id, c.file, c.source_hash, c.expires_at),
-            )
-
-    def take_confirmation(self, token_hash: str) -> DeleteConfirmation | None:
-        with self._store._transaction("taking a delete confirmation") as db:
-            row = db.execute(
-                f"SELECT {_CONFIRMATION_COLUMNS} FROM library_confirmations WHERE token_hash = ?",
-                (token_hash,),
-            ).fetchone()
-            if row is None:
-                return None
-            db.execute("DELETE FROM library_confirmations WHERE token_hash = ?", (token_hash,))
-        return _confirmation_of(tuple(row))
-
-
-def _where(mark: str = "?", **columns: str | None) -> tuple[str, list[str]]:
+def _where(mark: str, **columns: str | None) -> tuple[str, list[str]]:
     given = {k: v for k, v in columns.items() if v is not None}
     if not given:
         return "", []
@@ -263,41 +156,71 @@ def _draft_row(draft: LibraryDraft) -> tuple[Any, ...]:
     )
 
 
-# A replaced draft keeps its id and creation date; `xmax = 0` holds for a row this statement inserted
-# (PostgreSQL's mark of an updated row version), so the caller learns whether the draft is new.
-_PUT_DRAFT = (
-    f"INSERT INTO library_drafts ({_DRAFT_COLUMNS}) VALUES ({', '.join(['%s'] * 13)}) "
-    "ON CONFLICT (root, name) DO UPDATE SET source = excluded.source, source_hash = excluded.source_hash, "
-    "tags = excluded.tags, category = excluded.category, author = excluded.author, "
-    "fields = excluded.fields, owner = excluded.owner, updated_at = excluded.updated_at, "
-    "expires_at = excluded.expires_at "
-    "RETURNING draft_id, created_at, (xmax = 0)"
-)
+@dataclass(frozen=True)
+class SqlDialect:
+    """What the library's statements need to know of the SQL database they run on. The statements
+    themselves are one text for both: the upserts (``INSERT … ON CONFLICT``) are SQLite's and
+    PostgreSQL's common syntax, and each rule is decided by one statement or inside one write
+    transaction, so it holds whichever process or server writes.
+
+    ``mark``: the parameter placeholder (``?``, ``%s``). ``inserted``: an expression a ``RETURNING``
+    clause can give that is true for a row the upsert inserted rather than updated (PostgreSQL's
+    ``xmax = 0``), or ``None`` where the write transaction locks the whole database (SQLite's ``BEGIN
+    IMMEDIATE``), so reading the row first and then writing it are one decision."""
+
+    name: str
+    mark: str
+    inserted: str | None
 
 
-class PostgresLibraryStore:
-    """The library tables (PostgreSQL migration 4) of a :class:`~workflow_mcp.store.postgres.PostgresStore`'s
-    database, written through its transactions (its error translation, read-only refusal and reconnect
-    apply unchanged). Every rule holds across servers because each write is one statement the database
-    decides: a version's primary key admits one of concurrent creates of one ``name@version``
-    (``ON CONFLICT DO NOTHING``), a draft is replaced in place (``ON CONFLICT (root, name) DO UPDATE``),
-    and a confirmation is taken by ``DELETE … RETURNING``, so of concurrent takes on any servers exactly
-    one gets it."""
+SQLITE = SqlDialect("sqlite", "?", None)
+POSTGRES = SqlDialect("postgresql", "%s", "(xmax = 0)")
 
-    def __init__(self, store: PostgresStore) -> None:
+
+class SqlDatabase(Protocol):
+    """The SQL run store a library store writes through: its write transactions and its reads, so the
+    store's error translation, read-only refusal, damage marking and reconnects apply unchanged."""
+
+    def _transaction(self, what: str) -> AbstractContextManager[Any]: ...
+
+    def _read(self, what: str, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[Any]: ...
+
+
+class SqlLibraryStore:
+    """The library tables (migration 4) of a SQL run store's database, in one set of statements over
+    a :class:`SqlDialect`: a version's primary key admits one of concurrent creates of one
+    ``name@version`` (``ON CONFLICT DO NOTHING``), a draft is replaced in place keeping its id and
+    creation date (``ON CONFLICT (root, name) DO UPDATE``), and a confirmation is taken by the one
+    ``DELETE`` that finds it, so of concurrent takes exactly one gets it."""
+
+    def __init__(self, store: SqlDatabase, dialect: SqlDialect) -> None:
         self._store = store
+        self.dialect = dialect
+        m = dialect.mark
+        self._add_version = (
+            f"INSERT INTO library_versions ({_VERSION_COLUMNS}) VALUES ({', '.join([m] * 11)}) "
+            "ON CONFLICT (root, name, version) DO NOTHING"
+        )
+        self._put_draft = (
+            f"INSERT INTO library_drafts ({_DRAFT_COLUMNS}) VALUES ({', '.join([m] * 13)}) "
+            "ON CONFLICT (root, name) DO UPDATE SET source = excluded.source, "
+            "source_hash = excluded.source_hash, tags = excluded.tags, category = excluded.category, "
+            "author = excluded.author, fields = excluded.fields, owner = excluded.owner, "
+            "updated_at = excluded.updated_at, expires_at = excluded.expires_at"
+        )
+        if dialect.inserted is not None:
+            self._put_draft += f" RETURNING draft_id, created_at, {dialect.inserted}"
+        self._find_draft = f"SELECT draft_id, created_at FROM library_drafts WHERE root = {m} AND name = {m}"
+        self._add_confirmation = (
+            f"INSERT INTO library_confirmations ({_CONFIRMATION_COLUMNS}) VALUES ({', '.join([m] * 8)})"
+        )
 
     def add_version(self, entry: LibraryVersion) -> bool:
         with self._store._transaction(f"storing library workflow {entry.name}@{entry.version}") as db:
-            cursor = db.execute(
-                f"INSERT INTO library_versions ({_VERSION_COLUMNS}) VALUES ({', '.join(['%s'] * 11)}) "
-                "ON CONFLICT (root, name, version) DO NOTHING",
-                _version_row(entry),
-            )
-            return cursor.rowcount == 1
+            return int(db.execute(self._add_version, _version_row(entry)).rowcount) == 1
 
     def versions(self, root: str | None = None, name: str | None = None) -> list[LibraryVersion]:
-        where, params = _where("%s", root=root, name=name)
+        where, params = _where(self.dialect.mark, root=root, name=name)
         rows = self._store._read(
             "reading library versions",
             f"SELECT {_VERSION_COLUMNS} FROM library_versions{where} ORDER BY created_at, version",
@@ -306,22 +229,28 @@ class PostgresLibraryStore:
         return [_version_of(tuple(r)) for r in rows]
 
     def remove_version(self, root: str, name: str, version: str) -> bool:
+        m = self.dialect.mark
         with self._store._transaction(f"deleting library workflow {name}@{version}") as db:
             cursor = db.execute(
-                "DELETE FROM library_versions WHERE root = %s AND name = %s AND version = %s",
+                f"DELETE FROM library_versions WHERE root = {m} AND name = {m} AND version = {m}",
                 (root, name, version),
             )
-            return cursor.rowcount > 0
+            return int(cursor.rowcount) > 0
 
     def put_draft(self, draft: LibraryDraft) -> tuple[LibraryDraft, bool]:
         with self._store._transaction(f"storing the draft of {draft.name}") as db:
-            row = db.execute(_PUT_DRAFT, _draft_row(draft)).fetchone()
+            if self.dialect.inserted is None:  # the transaction holds the database: read, then write
+                found = db.execute(self._find_draft, (draft.root, draft.name)).fetchone()
+                db.execute(self._put_draft, _draft_row(draft))
+                row = (draft.draft_id, draft.created_at, True) if found is None else (*found, False)
+            else:
+                row = db.execute(self._put_draft, _draft_row(draft)).fetchone()
         if row is None:  # pragma: no cover - RETURNING always yields the row it wrote
             raise StoreError(f"storing the draft of {draft.name} returned nothing")
         return replace(draft, draft_id=row[0], created_at=row[1]), bool(row[2])
 
     def drafts(self, root: str | None = None) -> list[LibraryDraft]:
-        where, params = _where("%s", root=root)
+        where, params = _where(self.dialect.mark, root=root)
         rows = self._store._read(
             "reading library drafts",
             f"SELECT {_DRAFT_COLUMNS} FROM library_drafts{where} ORDER BY created_at, draft_id",
@@ -332,30 +261,58 @@ class PostgresLibraryStore:
     def get_draft(self, draft_id: str) -> LibraryDraft | None:
         rows = self._store._read(
             "reading a library draft",
-            f"SELECT {_DRAFT_COLUMNS} FROM library_drafts WHERE draft_id = %s",
+            f"SELECT {_DRAFT_COLUMNS} FROM library_drafts WHERE draft_id = {self.dialect.mark}",
             (draft_id,),
         )
         return _draft_of(tuple(rows[0])) if rows else None
 
     def remove_draft(self, draft_id: str) -> bool:
         with self._store._transaction(f"deleting draft {draft_id}") as db:
-            return db.execute("DELETE FROM library_drafts WHERE draft_id = %s", (draft_id,)).rowcount > 0
+            cursor = db.execute(
+                f"DELETE FROM library_drafts WHERE draft_id = {self.dialect.mark}", (draft_id,)
+            )
+            return int(cursor.rowcount) > 0
 
     def add_confirmation(self, confirmation: DeleteConfirmation) -> None:
         c = confirmation
         with self._store._transaction(f"recording a delete confirmation for {c.name}") as db:
             db.execute(
-                f"INSERT INTO library_confirmations ({_CONFIRMATION_COLUMNS}) VALUES ({', '.join(['%s'] * 8)})",
+                self._add_confirmation,
                 (c.token_hash, c.root, c.name, c.version, c.draft_id, c.file, c.source_hash, c.expires_at),
             )
 
     def take_confirmation(self, token_hash: str) -> DeleteConfirmation | None:
+        m = self.dialect.mark
         with self._store._transaction("taking a delete confirmation") as db:
             row = db.execute(
-                f"DELETE FROM library_confirmations WHERE token_hash = %s RETURNING {_CONFIRMATION_COLUMNS}",
+                f"SELECT {_CONFIRMATION_COLUMNS} FROM library_confirmations WHERE token_hash = {m}",
                 (token_hash,),
             ).fetchone()
-        return _confirmation_of(tuple(row)) if row is not None else None
+            if row is None:
+                return None
+            # Of concurrent takes that all read the row, only the one whose DELETE removes it gets it
+            # (a second DELETE waits for the first's row lock, then finds nothing).
+            deleted = db.execute(f"DELETE FROM library_confirmations WHERE token_hash = {m}", (token_hash,))
+            if int(deleted.rowcount) != 1:
+                return None
+        return _confirmation_of(tuple(row))
+
+
+class SqliteLibraryStore(SqlLibraryStore):
+    """The library tables of a :class:`~workflow_mcp.store.sqlite.SqliteStore`'s database, written
+    through its transactions (so its read-only, full-disk and damage handling apply unchanged)."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        super().__init__(store, SQLITE)
+
+
+class PostgresLibraryStore(SqlLibraryStore):
+    """The library tables (PostgreSQL migration 4) of a :class:`~workflow_mcp.store.postgres.PostgresStore`'s
+    database, shared by every server on it, written through its transactions (its error translation,
+    read-only refusal and reconnect apply unchanged)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        super().__init__(store, POSTGRES)
 
 
 class MemoryLibraryStore:

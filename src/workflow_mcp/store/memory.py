@@ -22,6 +22,7 @@ from .base import (
     RunRecord,
     check_batch,
     journal_row_for,
+    merge_journal_rows,
 )
 
 __all__ = ["MemoryStore"]
@@ -109,19 +110,7 @@ class MemoryStore:
                 row = journal_row_for(event, old.ordinal if old else len(rows))
                 if row is not None:
                     if old is not None:
-                        row = JournalRow(
-                            run_id=row.run_id,
-                            agent_id=row.agent_id,
-                            ordinal=old.ordinal,
-                            key=row.key or old.key,
-                            content_key=row.content_key or old.content_key,
-                            status=row.status,
-                            label=row.label or old.label,
-                            result_json=row.result_json if row.result_json is not None else old.result_json,
-                            tokens=row.tokens,
-                            side_effects=row.side_effects or old.side_effects,
-                            source_run=row.source_run or old.source_run,
-                        )
+                        row = merge_journal_rows(old, row)
                     rows[event.agent_id] = row
 
     def append_many(self, events: list[Event]) -> None:
@@ -208,6 +197,10 @@ class MemoryStore:
     def journal_damage(self, run_id: str) -> list[JournalDamage]:
         """Always ``[]``: entries held as values cannot be damaged."""
         return []
+
+    def journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
+        """:meth:`journal` (entries held as values are never damaged)."""
+        return list(self.journal(run_id))
 
     def request_cancel(self, run_id: str, reason: str) -> None:
         self._cancels.setdefault(run_id, reason)

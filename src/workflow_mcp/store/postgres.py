@@ -49,9 +49,10 @@ from .base import (
     JournalDamage,
     JournalRow,
     RunRecord,
+    batch_journal_rows,
     check_batch,
-    journal_row_for,
     journal_row_from_cells,
+    sound_journal_row,
 )
 from .sqlite import event_from_cells, record_from_row
 
@@ -130,7 +131,6 @@ def _split_sql(sql: str) -> list[str]:
 _MIGRATION_LOCK = 0x776D_6370_0001
 _CLAIMS_LOCK = 0x776D_6370_0002
 
-_JOURNALED = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _UPSERT_JOURNAL = (
     "INSERT INTO journal (run_id, agent_id, ordinal, key, content_key, status, label, result_json, "
@@ -571,8 +571,10 @@ class PostgresStore:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
         rows = [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events]
-        journal = [self._journal_row(conn, e) for e in events if e.agent_id and e.type in _JOURNALED]
-        journal_rows = [j for j in journal if j is not None]
+        # One upsert per call, not per event: a replayed call's queued and cached events share a batch.
+        journal_rows = [
+            _journal_values(jr) for jr in batch_journal_rows(events, lambda e: self._ordinal(conn, e))
+        ]
         # One round trip for the writes (libpq pipeline mode): the checks above already passed.
         with conn.pipeline(), conn.cursor() as cur:
             cur.executemany(
@@ -600,24 +602,6 @@ class PostgresStore:
         n = len(per_run)
         per_run[agent_id] = n
         return n
-
-    def _journal_row(self, conn: psycopg.Connection[Any], event: Event) -> tuple[Any, ...] | None:
-        jr = journal_row_for(event, self._ordinal(conn, event))
-        if jr is None:
-            return None
-        return (
-            jr.run_id,
-            jr.agent_id,
-            jr.ordinal,
-            jr.key,
-            jr.content_key,
-            jr.status,
-            jr.label,
-            jr.result_json,
-            json.dumps(jr.tokens),
-            jr.side_effects,
-            jr.source_run,
-        )
 
     def flush(self) -> None:
         """Every append is already committed; nothing is pending."""
@@ -788,20 +772,26 @@ class PostgresStore:
         """The readable journal entries of ``run_id`` by ordinal; one another program wrote damaged (a
         ``result_json`` or ``tokens_json`` that is not JSON, an empty agent id…) is left out
         (:meth:`journal_damage` names it), so it is not replayed and the others still are."""
-        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalRow)]
+        return [r for r in self.journal_entries(run_id) if isinstance(r, JournalRow)]
 
     def journal_damage(self, run_id: str) -> list[JournalDamage]:
         """The journal entries of ``run_id`` that :meth:`journal` leaves out, by ordinal."""
-        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalDamage)]
+        return [r for r in self.journal_entries(run_id) if isinstance(r, JournalDamage)]
 
-    def _journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
+    def journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
+        """Every journal entry of ``run_id`` by ordinal, a :class:`JournalRow` or (a value another
+        program wrote damaged) a :class:`JournalDamage`: :meth:`journal` and :meth:`journal_damage` in
+        one read."""
         rows = self._read(
             f"reading the journal of run {run_id}",
             f"SELECT {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = %s ORDER BY ordinal",
             (run_id,),
         )
         # PostgreSQL keeps each column's type and encoding, so only the values can be damaged.
-        return [journal_row_from_cells(run_id, tuple(r), []) for r in rows]
+        seen: dict[str, dict[str, int]] = {}
+        return [
+            sound_journal_row(run_id, r, seen) or journal_row_from_cells(run_id, tuple(r), []) for r in rows
+        ]
 
     # -- cross-server cancellation -------------------------------------------------------------
     def request_cancel(self, run_id: str, reason: str) -> None:
@@ -852,6 +842,23 @@ class PostgresStore:
 def _max_sequence(conn: psycopg.Connection[Any], run_id: str) -> int:
     row = conn.execute("SELECT MAX(sequence) FROM events WHERE run_id = %s", (run_id,)).fetchone()
     return int(row[0] or 0) if row is not None else 0
+
+
+def _journal_values(jr: JournalRow) -> tuple[Any, ...]:
+    """The parameters of the journal upsert for one entry."""
+    return (
+        jr.run_id,
+        jr.agent_id,
+        jr.ordinal,
+        jr.key,
+        jr.content_key,
+        jr.status,
+        jr.label,
+        jr.result_json,
+        json.dumps(jr.tokens),
+        jr.side_effects,
+        jr.source_run,
+    )
 
 
 def _insert_run(conn: psycopg.Connection[Any], record: RunRecord) -> None:

@@ -49,15 +49,17 @@ from ._faults import is_corruption, translate
 from ._process import ProcessIdentity, lease_s, owner_alive, this_process
 from .base import (
     JOURNAL_COLUMNS,
+    JOURNALED_TYPES,
     RELEASING_TYPES,
     STATUS_BATCH,
     InterruptedEvent,
     JournalDamage,
     JournalRow,
     RunRecord,
+    batch_journal_rows,
     check_batch,
-    journal_row_for,
     journal_row_from_cells,
+    sound_journal_row,
 )
 
 __all__ = [
@@ -255,6 +257,12 @@ def event_from_cells(run_id: str, row: tuple[Any, ...] | sqlite3.Row) -> tuple[E
 
 _JOURNAL_INTEGERS = frozenset({"ordinal", "side_effects"})
 _JOURNAL_READ = ", ".join(f"CAST({c} AS BLOB), typeof({c})" for c in JOURNAL_COLUMNS)
+# The cells as sqlite3 reads them, and whether result_json is strict JSON (1; 0 or null: Python decides).
+_JOURNAL_FAST_READ = (
+    f"SELECT {', '.join(JOURNAL_COLUMNS)}, "
+    "CASE WHEN typeof(result_json) = 'text' THEN json_valid(result_json) END "
+    "FROM journal WHERE run_id = ? ORDER BY ordinal"
+)
 
 
 def _journal_cell(column: str, raw: Any, kind: str, damaged: list[str]) -> Any:
@@ -299,11 +307,6 @@ def _is_decoding(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc)
 
 
-# agent.started adds nothing a resume needs (a started call without a result is simply not reusable),
-# so the journal follows queued → completed | cached | failed.
-JOURNALED_TYPES = frozenset({"agent.queued", "agent.completed", "agent.cached", "agent.failed"})
-"""The event types that write a call's journal entry."""
-_JOURNALED = JOURNALED_TYPES
 # json.dumps() with keyword arguments builds a new encoder on every call; one encoder serves all.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 UPSERT_JOURNAL = (
@@ -319,6 +322,23 @@ UPSERT_JOURNAL = (
 )
 """Writes one journal entry from the values :func:`~workflow_mcp.store.base.journal_row_for` gives, merging
 it into the call's entry as each later event of the call does."""
+
+
+def _journal_values(jr: JournalRow) -> tuple[Any, ...]:
+    """The parameters of :data:`UPSERT_JOURNAL` for one entry."""
+    return (
+        jr.run_id,
+        jr.agent_id,
+        jr.ordinal,
+        jr.key,
+        jr.content_key,
+        jr.status,
+        jr.label,
+        jr.result_json,
+        json.dumps(jr.tokens),
+        int(jr.side_effects),
+        jr.source_run,
+    )
 
 
 def _sql_list(types: Collection[str]) -> str:
@@ -446,6 +466,10 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._owner_id = secrets.token_hex(8)
         self._ordinals: dict[str, dict[str, int]] = {}
+        # The runs whose every stored event this connection wrote (run id -> its newest sequence), and
+        # the PRAGMA data_version they were written under: see damaged_events.
+        self._written: dict[str, int] = {}
+        self._data_version: int | None = None
         self._read_only: str | None = None
         self._damaged: str | None = _files.read_damage(self.path)
         self._unread_wal: str | None = None  # read as an immutable file, blind to a non-empty -wal
@@ -800,25 +824,36 @@ class SqliteStore:
                 self._insert_events(db, events)
         except BaseException as exc:
             self._ordinals.clear()  # the journal ordinals cached for the refused batch are void
+            self._written.clear()  # and so is what it would have added to the written runs
             if isinstance(exc, UnicodeError):
                 raise StoreError(f"events refused by the store: {exc}") from exc
             raise
 
     def _insert_events(self, db: sqlite3.Connection, events: list[Event]) -> None:
+        self._note_foreign_commits(db)
         last: dict[str, int] = {}
         for e in events:
             before = last.get(e.run_id)
             if before is None:
                 before = _max_sequence(db, e.run_id)
+                if before == 0 or self._written.get(e.run_id) == before:
+                    self._written[e.run_id] = before  # every event of the run so far is ours
+                else:
+                    self._written.pop(e.run_id, None)
             if e.sequence <= before:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
+        for run_id, sequence in last.items():
+            if run_id in self._written:
+                self._written[run_id] = sequence
         db.executemany(
             "INSERT INTO events (run_id, sequence, type, timestamp, agent_id, body) VALUES (?,?,?,?,?,?)",
             [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events],
         )
-        journal = [self._journal_row(db, e) for e in events if e.agent_id and e.type in _JOURNALED]
-        db.executemany(UPSERT_JOURNAL, [j for j in journal if j is not None])
+        # One upsert per call, not per event: a replayed call's queued and cached events share a batch.
+        journal = batch_journal_rows(events, lambda e: self._ordinal(db, e))
+        if journal:
+            db.executemany(UPSERT_JOURNAL, [_journal_values(jr) for jr in journal])
         ended = [(e.run_id,) for e in events if e.type in RELEASING_TYPES]
         if ended:
             db.executemany("DELETE FROM run_claims WHERE holder_run = ?", ended)
@@ -850,24 +885,6 @@ class SqliteStore:
         n = len(per_run)
         per_run[agent_id] = n
         return n
-
-    def _journal_row(self, db: sqlite3.Connection, event: Event) -> tuple[Any, ...] | None:
-        jr = journal_row_for(event, self._ordinal(db, event))
-        if jr is None:
-            return None
-        return (
-            jr.run_id,
-            jr.agent_id,
-            jr.ordinal,
-            jr.key,
-            jr.content_key,
-            jr.status,
-            jr.label,
-            jr.result_json,
-            json.dumps(jr.tokens),
-            int(jr.side_effects),
-            jr.source_run,
-        )
 
     def flush(self) -> None:
         """Every append is already committed; nothing is pending."""
@@ -924,12 +941,30 @@ class SqliteStore:
         rows = self._read(f"reading the events of run {run_id}", sql, params)
         return [event_from_cells(run_id, r) for r in rows]
 
+    def _note_foreign_commits(self, db: sqlite3.Connection) -> None:
+        """Forget the written runs when another connection has committed since this one last looked
+        (``PRAGMA data_version`` changed; it never changes for this connection's own commits)."""
+        version = int(db.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._data_version:
+            self._written.clear()
+            self._data_version = version
+
     def damaged_events(self, run_id: str) -> list[Event]:
         """The events of ``run_id`` whose stored body is damaged, as the stand-ins every read gives
-        (:func:`event_from_cells`), in order; ``[]``: none. Found without decoding the log in Python:
-        SQLite's JSON functions (a body that is this run's event at this sequence) and a UTF-8 check of
-        each body's bytes pick the suspects, which are then read cell by cell."""
+        (:func:`event_from_cells`), in order; ``[]``: none.
+
+        A run whose every event this store wrote itself, with no other connection committing to the
+        file since (``PRAGMA data_version`` unchanged), has none: its bodies are the JSON text this
+        store encoded from events (so a server resuming a run it ran reads none of its log for this).
+        Otherwise every body is checked without decoding the log in Python: SQLite's JSON functions (a
+        body that is this run's event at this sequence) and a UTF-8 check of each body's bytes pick the
+        suspects, which are then read cell by cell."""
         what = f"reading the events of run {run_id}"
+        with self._lock, self._guard(what):
+            self._note_foreign_commits(self._db)
+            written = self._written.get(run_id)
+            if written is not None and written == _max_sequence(self._db, run_id):
+                return []
         rows = self._read(
             what,
             "SELECT sequence, CASE WHEN typeof(body) = 'text' AND json_valid(body) THEN "
@@ -1156,14 +1191,43 @@ class SqliteStore:
     def journal(self, run_id: str) -> list[JournalRow]:
         """The readable journal entries of ``run_id`` by ordinal; one whose cells are damaged is left
         out (:meth:`journal_damage` names it), so it is not replayed and the others still are."""
-        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalRow)]
+        return [r for r in self.journal_entries(run_id) if isinstance(r, JournalRow)]
 
     def journal_damage(self, run_id: str) -> list[JournalDamage]:
         """The journal entries of ``run_id`` that :meth:`journal` leaves out, by ordinal."""
-        return [r for r in self._journal_entries(run_id) if isinstance(r, JournalDamage)]
+        return [r for r in self.journal_entries(run_id) if isinstance(r, JournalDamage)]
 
-    def _journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
-        with self._lock, self._guard(f"reading the journal of run {run_id}"):
+    def journal_entries(self, run_id: str) -> list[JournalRow | JournalDamage]:
+        """Every journal entry of ``run_id`` by ordinal, each a :class:`JournalRow` or, when a cell is
+        damaged, a :class:`JournalDamage`: :meth:`journal` and :meth:`journal_damage` in one read.
+
+        The cells are read as sqlite3 gives them and checked by
+        :func:`~workflow_mcp.store.base.sound_journal_row`; only when a cell is not UTF-8 text or not
+        of its column's type is the journal read again cell by cell (:func:`journal_entries`), which
+        names the damage.
+
+        Raises:
+            StoreCorruptError: the pages holding it are damaged.
+        """
+        what = f"reading the journal of run {run_id}"
+        rows: list[Any] | None = None
+        with self._lock:
+            try:
+                rows = self._db.execute(_JOURNAL_FAST_READ, (run_id,)).fetchall()
+            except sqlite3.Error as exc:
+                if not _is_decoding(exc):
+                    raise self._error(exc, what) from exc
+        if rows is not None:
+            seen: dict[str, dict[str, int]] = {}
+            out: list[JournalRow | JournalDamage] = []
+            for row in rows:
+                entry = sound_journal_row(run_id, row[:-1], seen, result_checked=row[-1] == 1)
+                if entry is None:
+                    break
+                out.append(entry)
+            else:
+                return out
+        with self._lock, self._guard(what):
             return [entry for entry, _ in journal_entries(self._db, run_id)]
 
     # -- cross-process cancellation --------------------------------------------------------
