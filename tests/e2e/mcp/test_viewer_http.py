@@ -231,3 +231,70 @@ async def test_resume_from_the_viewer_starts_a_run_of_the_same_client_under_the_
             again = await h.post(f"{base}/{new_id}/resume", headers=bearer(ALICE))
             assert again.status_code == 409 and "running" in again.json()["message"]
             await call(alice, "workflow_run_cancel", {"runId": new_id})
+
+
+async def _raw_exchange(port: int, head: bytes, body_chunks: int = 0, chunk: bytes = b"") -> bytes:
+    """Send ``head`` (and then ``body_chunks`` times ``chunk``, stopping early once the server answers
+    or closes) over a raw socket; the server's whole answer."""
+    stream = await anyio.connect_tcp("127.0.0.1", port)
+    async with stream:
+        await stream.send(head)
+        for _ in range(body_chunks):
+            try:
+                await stream.send(chunk)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                break  # the server answered and closed: it read no further
+        answer = b""
+        with anyio.fail_after(BOUND_S):
+            while True:
+                try:
+                    part = await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    break
+                answer += part
+                if b"</html>" in answer or b"}" in answer.partition(b"\r\n\r\n")[2]:
+                    break
+        return answer
+
+
+async def test_the_sign_in_form_reads_only_a_small_url_encoded_body_before_any_token_is_checked(
+    site: Site,
+) -> None:
+    # /ui/login is reachable without a token, so what it reads is what any local process can make it
+    # read: a multipart upload used to be spooled to disk whole (600 MB in 5 s) and URL-encoded fields
+    # held up to a megabyte each in memory.
+    async with http_server(site) as server, httpx2.AsyncClient(timeout=BOUND_S) as h:
+        with anyio.fail_after(BOUND_S * 2):
+            port = server.port
+            host = f"Host: 127.0.0.1:{port}\r\n".encode()
+            announced = await _raw_exchange(
+                port,
+                b"POST /ui/login HTTP/1.1\r\n" + host + b"Content-Type: application/x-www-form-urlencoded\r\n"
+                b"Content-Length: 1000000000\r\n\r\ntoken=",
+            )
+            assert announced.startswith(b"HTTP/1.1 413 "), announced[:200]
+            assert b"4096 bytes" in announced
+            chunked = await _raw_exchange(
+                port,
+                b"POST /ui/login HTTP/1.1\r\n" + host + b"Content-Type: application/x-www-form-urlencoded\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n",
+                body_chunks=2000,
+                chunk=b"10000\r\n" + b"a" * 0x10000 + b"\r\n",
+            )
+            assert chunked.startswith(b"HTTP/1.1 413 "), chunked[:200]
+            upload = await h.post(
+                f"http://127.0.0.1:{port}/ui/login",
+                files={"token": ("t.txt", b"a" * 10_000)},
+            )
+            assert upload.status_code == 415 and "application/x-www-form-urlencoded" in upload.text
+            many = await h.post(
+                f"http://127.0.0.1:{port}/ui/login",
+                content=b"&".join([b"a=1"] * 100),
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+            assert many.status_code == 400 and "fields" in many.text
+            assert server.proc.returncode is None
+            ok = await h.post(
+                f"http://127.0.0.1:{port}/ui/login", data={"token": secret(ALICE), "next": "/ui/"}
+            )
+            assert ok.status_code == 303 and ok.headers["location"] == "/ui/"

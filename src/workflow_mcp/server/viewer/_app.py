@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import parse_qsl
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -49,6 +50,8 @@ __all__ = [
     "COOKIE",
     "CSP",
     "PAGE_SIZE",
+    "SIGN_IN_BODY_LIMIT",
+    "SIGN_IN_FIELDS",
     "STREAM_BATCH",
     "TOKEN_CHECK_KEY",
     "LocalControl",
@@ -66,6 +69,10 @@ STREAM_BATCH = 500
 """Events the stream reads from the store at a time."""
 STREAM_WAIT_MS = 10_000
 """How long one wait for new events lasts before the stream checks the run and pings."""
+SIGN_IN_BODY_LIMIT = 4096
+"""Bytes the sign-in form's body may hold (it is read before any token is checked)."""
+SIGN_IN_FIELDS = 8
+"""Fields the sign-in form's body may hold."""
 _SCAN = 5000
 """Runs a filtered runs page looks through (the newest; the store lists runs newest first)."""
 CSP = (
@@ -119,6 +126,41 @@ def _not_visible(run_id: str) -> JSONResponse:
         },
         status_code=404,
     )
+
+
+async def _sign_in_fields(request: Request) -> dict[str, str] | Response:
+    """The sign-in form's fields, read before any token is checked, so bounded: an
+    ``application/x-www-form-urlencoded`` body (what the form sends) of at most
+    :data:`SIGN_IN_BODY_LIMIT` bytes and :data:`SIGN_IN_FIELDS` fields. Anything else is answered
+    (415, 413 or 400, naming the rule) without reading further: no upload reaches memory or disk."""
+
+    def refused(status: int, message: str) -> Response:
+        return JSONResponse({"error": "bad_sign_in", "message": message}, status_code=status)
+
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return refused(
+            415, f"the sign-in form takes an application/x-www-form-urlencoded body, not {kind or 'none'!r}"
+        )
+    too_large = refused(
+        413,
+        f"the sign-in form's body is over {SIGN_IN_BODY_LIMIT} bytes (the sign-in limit); send the token only",
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.strip().isdigit() or int(declared) > SIGN_IN_BODY_LIMIT):
+        return too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > SIGN_IN_BODY_LIMIT:
+            return too_large
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=SIGN_IN_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        return refused(
+            400, f"the sign-in form's body is not UTF-8 URL-encoded text of at most {SIGN_IN_FIELDS} fields"
+        )
+    return dict(pairs)
 
 
 class _Timelines:
@@ -338,9 +380,11 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
         # Reached without a principal (HttpGuard lets /login through); the token is checked there too.
         if request.method == "GET":
             return html(_pages.login_page(base=base, next_path=request.query_params.get("next", "")))
-        form = await request.form()
-        token = str(form.get("token") or "").strip()
-        target = str(form.get("next") or "")
+        fields = await _sign_in_fields(request)
+        if isinstance(fields, Response):
+            return fields
+        token = fields.get("token", "").strip()
+        target = fields.get("next", "")
         if not target.startswith(base + "/") or target.startswith("//"):
             target = base + "/"
         checker = request.scope.get("state", {}).get(TOKEN_CHECK_KEY)
