@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
+from ..errors import ClaimLostError, RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
 from ..events import EVENT_TYPES, Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from ._process import ProcessIdentity, lease_s, owner_alive, this_process
@@ -259,6 +259,7 @@ class PostgresStore:
         self._lock = threading.RLock()
         self._owner_id = secrets.token_hex(8)
         self._ordinals: dict[str, dict[str, int]] = {}
+        self._executing: set[str] = set()  # runs this store claimed to execute, until their end is stored
         self._read_only: str | None = None
         self._closer = _Closer(self)
         self._conn = self._connect()
@@ -510,6 +511,7 @@ class PostgresStore:
                 raise refused
             _insert_run(conn, record)
             self._claim(conn, record.run_id, record.run_id)
+        self._executing.add(record.run_id)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._read(
@@ -557,6 +559,7 @@ class PostgresStore:
         except BaseException:
             self._ordinals.clear()  # the journal ordinals cached for the refused batch are void
             raise
+        self._executing.difference_update(e.run_id for e in events if e.type in RELEASING_TYPES)
 
     def _insert_events(self, conn: psycopg.Connection[Any], events: list[Event]) -> None:
         last: dict[str, int] = {}
@@ -569,6 +572,15 @@ class PostgresStore:
             if e.sequence <= before:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
+        for run_id in sorted(last.keys() & self._executing):
+            # The fence of a lease: a run this store executes is written only while its claim is still
+            # this store's. A server paused past its lease may wake to find another one took the run over
+            # (FOR SHARE: a takeover waits for this batch to commit, or this batch sees it).
+            row = conn.execute(
+                "SELECT owner_id, holder_run FROM run_claims WHERE run_id = %s FOR SHARE", (run_id,)
+            ).fetchone()
+            if row is None or row[0] != self._owner_id or row[1] != run_id:
+                raise ClaimLostError(run_id, None if row is None else str(row[1]))
         rows = [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events]
         journal = [self._journal_row(conn, e) for e in events if e.agent_id and e.type in _JOURNALED]
         journal_rows = [j for j in journal if j is not None]
@@ -754,6 +766,7 @@ class PostgresStore:
             if gone:
                 conn.execute("DELETE FROM run_claims WHERE owner_id = ANY(%s)", (gone,))
                 conn.execute("DELETE FROM owners WHERE owner_id = ANY(%s)", (gone,))
+        self._executing.difference_update(e.run_id for e in events)
         return [o.record.run_id for o in orphans]
 
     def completion_order(self, run_id: str) -> list[str]:
