@@ -598,7 +598,14 @@ def with_viewer(app: ASGIApp, viewer: ASGIApp, base: str = VIEWER_BASE) -> ASGIA
     return dispatch
 
 
-async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, on_ready: Any = None) -> None:
+async def serve_viewer(
+    service: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    on_ready: Any = None,
+    limits: HttpLimits | None = None,
+) -> None:
     """Serve the run viewer alone (``workflow-mcp ui``) for the local user until SIGINT/SIGTERM.
 
     A fresh 256-bit token guards it (the same Host, Origin and bearer checks as ``serve --http``, so
@@ -606,6 +613,12 @@ async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, 
     called once the port accepts connections, with the sign-in URL carrying the token in its fragment
     (``#token=…``, which browsers never send to a server). ``port`` 0 picks a free port. Runs resumed
     from the page run in this process and are cancelled (resumable) when it stops.
+
+    The port answers anyone on the machine before a token is checked, so it keeps the connection limits
+    of ``serve --http`` (:class:`HttpLimits`, default ``HttpLimits()``): ``max_connections``, the
+    ``header_timeout_s`` deadline for each request's head and body, ``keep_alive_s``,
+    ``max_header_bytes``, ``backlog``; the soft limit on open files is raised and running out of them
+    only pauses accepting.
     """
     import uvicorn
     from starlette.applications import Starlette
@@ -637,7 +650,20 @@ async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, 
             "and learns the URL's token sees and controls every run of this state directory",
             file=sys.stderr,
         )
-    config = uvicorn.Config(guard, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    limits = limits or HttpLimits()
+    raise_fd_limit()
+    asyncio.get_running_loop().set_exception_handler(_loop_error_handler())
+    config = uvicorn.Config(
+        guard,
+        log_level="warning",
+        lifespan="off",
+        http=_head_deadline_protocol(limits.header_timeout_s),
+        limit_concurrency=limits.max_connections,
+        timeout_keep_alive=limits.keep_alive_s,
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        backlog=limits.backlog,
+        timeout_graceful_shutdown=2,
+    )
     where = f"[{host}]" if ":" in host else host
     url = f"http://{where}:{bound}{VIEWER_BASE}/login#token={token}"
 
