@@ -24,7 +24,7 @@ import pytest
 
 from workflow_mcp.errors import SandboxUnavailableError
 from workflow_mcp.realm import worker as worker_module
-from workflow_mcp.realm.sandbox import sandbox_argv
+from workflow_mcp.realm.sandbox import SANDBOX_TMP_BYTES, sandbox_argv
 from workflow_mcp.realm.worker import RealmWorker, node_path, worker_script
 
 from helpers import BWRAP_MISSING, arun, pid_alive, run_source
@@ -135,6 +135,44 @@ def test_the_private_tmp_is_not_the_hosts(tmp_path: Path) -> None:
         assert not Path(f"/tmp/from-sandbox-{os.getpid()}").exists()
     finally:
         marker.unlink()
+
+
+FILL = r"""
+const fs = require('node:fs')
+const out = {}
+const fill = (path) => {
+  const chunk = Buffer.alloc(1 << 20)
+  let written = 0
+  try {
+    const fd = fs.openSync(path, 'w')
+    try { for (let i = 0; i < 1024; i++) written += fs.writeSync(fd, chunk) } finally { fs.closeSync(fd) }
+    return { written, error: null }
+  } catch (e) { return { written, error: e.code } }
+}
+out.tmp = fill('/tmp/fill')
+out.dev = fill('/dev/fill')
+out.shm = fill('/dev/shm/fill')
+try { fs.writeFileSync('/dev/null', 'x'); out.devNull = 'ok' } catch (e) { out.devNull = e.code }
+out.hostname = require('node:os').hostname()
+process.stdout.write(JSON.stringify(out))
+"""
+
+
+def test_code_with_full_node_cannot_fill_memory_through_its_writable_file_systems(tmp_path: Path) -> None:
+    # A tmpfs is memory the worker's memory cap (RLIMIT_DATA) does not count: an unbounded /tmp (by
+    # default half the host's RAM) or a writable /dev would let an escape exhaust the host's memory.
+    script = tmp_path / "fill.js"
+    script.write_text(FILL)
+    argv = sandbox_argv([os.path.abspath(node_path()), str(script)], readable=[str(script)])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND_S, env={})
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen["tmp"]["error"] == "ENOSPC"
+    assert 0 < seen["tmp"]["written"] <= SANDBOX_TMP_BYTES
+    assert seen["dev"] == {"written": 0, "error": "EROFS"}
+    assert seen["shm"] == {"written": 0, "error": "EROFS"}
+    assert seen["devNull"] == "ok"  # the devices still work
+    assert seen["hostname"] == "workflow-realm"  # not the host's name either
 
 
 def test_code_with_full_node_sees_no_other_process(tmp_path: Path) -> None:
