@@ -298,3 +298,32 @@ async def test_the_sign_in_form_reads_only_a_small_url_encoded_body_before_any_t
                 f"http://127.0.0.1:{port}/ui/login", data={"token": secret(ALICE), "next": "/ui/"}
             )
             assert ok.status_code == 303 and ok.headers["location"] == "/ui/"
+
+
+async def test_the_sign_in_cookie_is_a_viewer_session_of_this_server_never_the_bearer_token(
+    site: Site,
+) -> None:
+    # Browsers send a host's cookies to every port of it: a cookie holding the bearer token would hand
+    # the MCP credential to any other server on this machine the browser visits under /ui.
+    async with http_server(site) as server, httpx2.AsyncClient(timeout=BOUND_S) as h:
+        with anyio.fail_after(BOUND_S):
+            base = f"http://127.0.0.1:{server.port}/ui"
+            signed = await h.post(f"{base}/login", data={"token": secret(ALICE), "next": "/ui/"})
+            assert signed.status_code == 303
+            name, _, value = signed.headers["set-cookie"].split(";")[0].partition("=")
+            assert name == f"workflow_mcp_viewer_{server.port}"  # one server's cookie, not another's
+            assert secret(ALICE) not in signed.headers["set-cookie"] and len(value) >= 43
+            page = await h.get(f"{base}/", headers={"Cookie": f"{name}={value}"})
+            assert page.status_code == 200 and "<h1>Runs</h1>" in page.text
+            # The session opens the viewer only: as a bearer token it opens nothing.
+            as_bearer = await h.get(f"{base}/", headers={"Authorization": f"Bearer {value}"})
+            assert as_bearer.status_code == 401
+            mcp = await h.post(
+                server.url,
+                headers={"Authorization": f"Bearer {value}", "Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            )
+            assert mcp.status_code == 401
+            # The token itself in the cookie is no sign-in either.
+            raw = await h.get(f"{base}/api/runs/run_x", headers={"Cookie": f"{name}={secret(ALICE)}"})
+            assert raw.status_code == 401

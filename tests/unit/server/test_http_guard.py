@@ -15,7 +15,7 @@ import pytest
 
 from workflow_mcp.errors import InvalidInputError
 from workflow_mcp.server import Principal
-from workflow_mcp.server.http import HttpGuard, TokenSet, _loop_error_handler, load_tokens
+from workflow_mcp.server.http import HttpGuard, TokenSet, ViewerSessions, _loop_error_handler, load_tokens
 from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
 
 pytestmark = pytest.mark.anyio
@@ -352,3 +352,18 @@ def test_malformed_allowed_hosts_and_a_wildcard_on_loopback_are_refused(
 ) -> None:
     with pytest.raises(InvalidInputError, match=match):
         guard_on(Inner(), bind, (entry,))
+
+
+def test_a_viewer_session_ends_after_its_lifetime_and_the_oldest_ends_beyond_the_limit() -> None:
+    now = [1000.0]
+    sessions = ViewerSessions(ttl_s=60, limit=2, clock=lambda: now[0])
+    alice, bob = Principal(owner="http:alice", scoped=True), Principal(owner="http:bob", scoped=True)
+    first = sessions.open(alice)
+    assert first != sessions.open(alice) and len(first) >= 43  # 256 bits, never the token
+    assert sessions.principal(first) == alice
+    assert sessions.principal("") is None and sessions.principal(first + "x") is None
+    now[0] += 60
+    assert sessions.principal(first) is None  # expired
+    a, b = sessions.open(alice), sessions.open(bob)
+    c = sessions.open(bob)  # a third beyond the limit of two ends the oldest
+    assert sessions.principal(a) is None and sessions.principal(b) == bob and sessions.principal(c) == bob

@@ -60,9 +60,12 @@ __all__ = [
 ]
 
 COOKIE = "workflow_mcp_viewer"
-"""The cookie that carries a signed-in browser's bearer token (HttpOnly, SameSite=Strict)."""
+"""The prefix of the cookie that carries a signed-in browser's viewer session (``COOKIE_<port>``;
+HttpOnly, SameSite=Strict, path ``/ui``; never the bearer token: see
+:class:`~workflow_mcp.server.http.ViewerSessions`)."""
 TOKEN_CHECK_KEY = "workflow_mcp.viewer_token_check"
-"""Where :class:`~workflow_mcp.server.http.HttpGuard` puts the sign-in form's token check in the scope."""
+"""Where :class:`~workflow_mcp.server.http.HttpGuard` puts the sign-in form's token check in the scope:
+``token -> (cookie name, session id)`` for one of the server's tokens, else ``None``."""
 PAGE_SIZE = 25
 """Runs per page of the runs page."""
 STREAM_BATCH = 500
@@ -387,16 +390,18 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
         target = fields.get("next", "")
         if not target.startswith(base + "/") or target.startswith("//"):
             target = base + "/"
-        checker = request.scope.get("state", {}).get(TOKEN_CHECK_KEY)
-        if not token or not callable(checker) or not checker(token):
+        sign_in = request.scope.get("state", {}).get(TOKEN_CHECK_KEY)
+        signed = sign_in(token) if token and callable(sign_in) else None
+        if signed is None:
             return html(
                 _pages.login_page(
                     base=base, error="That token is not valid for this server.", next_path=target
                 ),
                 401,
             )
+        name, session = signed
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path=base)
+        response.set_cookie(name, session, httponly=True, samesite="strict", path=base)
         return response
 
     return Starlette(
