@@ -314,6 +314,11 @@ class PostgresStore:
             return StoreReadOnlyError(
                 self.where, f"PostgreSQL refused to write ({str(exc).strip()}) while {what}", _READ_ONLY_FIX
             )
+        if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
+            return StoreError(
+                f"{what} refused by the store: PostgreSQL text cannot hold the NUL character (U+0000); "
+                "remove it from the value"
+            )
         if isinstance(exc, psycopg.IntegrityError):
             return StoreError(f"{what} refused by the store: {str(exc).strip()}")
         if isinstance(exc, pg.DiskFull):
@@ -349,6 +354,8 @@ class PostgresStore:
             yield conn
 
     def _read(self, what: str, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        if any(_holds_nul(p) for p in params):
+            return []  # PostgreSQL text holds no NUL character: no stored row has such a key
         with self._guard(what) as conn:
             return conn.execute(sql, params).fetchall()
 
@@ -690,6 +697,8 @@ class PostgresStore:
         return out
 
     def last_sequence(self, run_id: str) -> int:
+        if _holds_nul(run_id):
+            return 0
         with self._guard(f"reading run {run_id}") as conn:
             return _max_sequence(conn, run_id)
 
@@ -841,6 +850,13 @@ class PostgresStore:
             finalizer()
         else:
             self._closer()
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether ``value`` (a query parameter, or a list of them) is text holding U+0000."""
+    if isinstance(value, str):
+        return "\x00" in value
+    return isinstance(value, list | tuple) and any(isinstance(v, str) and "\x00" in v for v in value)
 
 
 def _max_sequence(conn: psycopg.Connection[Any], run_id: str) -> int:

@@ -507,3 +507,15 @@ def test_an_owner_whose_lease_expired_and_whose_run_was_taken_over_writes_nothin
     finally:
         paused.close()
         other.close()
+
+
+def test_text_with_a_nul_character_matches_no_row_and_is_refused_naming_the_rule(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        assert store.get_run("run_\x00") is None and store.events("run_\x00") == []
+        assert store.last_sequence("run_\x00") == 0 and store.find_idempotent("o\x00", "k") is None
+        with pytest.raises(StoreError, match=r"cannot hold the NUL character \(U\+0000\)"):
+            store.create_run(record("run_1", cwd="/srv/\x00"))
+        assert store.get_run("run_1") is None  # nothing of it stored
+    finally:
+        store.close()

@@ -39,7 +39,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ...errors import WorkflowMcpError, WorkflowNotFoundError
+from ...errors import StoreError, WorkflowMcpError, WorkflowNotFoundError
 from ...service import WorkflowService
 from ...state import RUN_STATUSES, TERMINAL
 from .._policy import Principal
@@ -215,9 +215,12 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
                     status_code=401,
                 )
             run_id = request.path_params.get("run_id")
-            if run_id is not None and not await anyio.to_thread.run_sync(visible, principal, run_id):
-                return _not_visible(run_id)
-            response: Response = await handler(request, principal)
+            try:
+                if run_id is not None and not await anyio.to_thread.run_sync(visible, principal, run_id):
+                    return _not_visible(run_id)
+                response: Response = await handler(request, principal)
+            except StoreError as exc:  # the store cannot answer now (unreachable, refusing): say so
+                return JSONResponse({"error": "store_error", "message": str(exc)}, status_code=503)
             return response
 
         return endpoint
