@@ -33,3 +33,25 @@ async def test_a_draft_runs_for_the_client_that_created_it_and_no_other(site: Si
     assert refused.is_error and "approv" in text(refused).lower()
     assert personal.is_error and data(personal)["reason"] == "invalid_input"
     assert not (site.home / ".claude" / "workflows").exists()
+
+
+async def test_a_delete_confirmation_confirms_only_for_the_client_it_was_given_to(site: Site) -> None:
+    source = "export const meta = { name: 'keep', description: 'kept' }\nreturn 1\n"
+    async with (
+        http_server(site) as server,
+        http_client(server.url, ALICE) as alice,
+        http_client(server.url, BOB) as bob,
+    ):
+        with anyio.fail_after(BOUND_S):
+            assert data(await call(alice, "workflow_create", {"script": source}))["name"] == "keep"
+            asked = data(await call(alice, "workflow_delete", {"name": "keep"}))
+            assert asked["status"] == "confirmation_required"
+            token = asked["confirmToken"]
+            # Another client that learns the token (a shared log, a transcript) cannot answer it …
+            replayed = await call(bob, "workflow_delete", {"name": "keep", "confirmToken": token})
+            assert replayed.is_error and data(replayed)["reason"] == "confirmation_invalid"
+            assert (site.project / ".claude" / "workflows" / "keep.js").exists()
+            # … and its attempt does not use the token up: the client it was given to still can.
+            done = data(await call(alice, "workflow_delete", {"name": "keep", "confirmToken": token}))
+            assert done["status"] == "deleted"
+    assert not (site.project / ".claude" / "workflows" / "keep.js").exists()
