@@ -19,7 +19,8 @@ is closed; idle keep-alive connections close after ``keep_alive_s``. The soft li
 file descriptors is raised to the hard limit at start, and running out of them (``EMFILE``) only pauses
 accepting for a second: no per-connection error ends the process.
 
-Every request is checked in this order, before the MCP layer sees it:
+A WebSocket request is closed (code 1008) before anything sees it: nothing here speaks WebSocket.
+Every HTTP request is checked in this order, before the MCP layer sees it:
 
 1. ``Host`` must be one the server answers (:class:`~workflow_mcp.server._hosts.HostRules`: loopback
    names, the bound address, for a wildcard bind the connection's address and the machine's name, and
@@ -242,7 +243,12 @@ class HttpGuard:
             raise InvalidInputError("--allowed-host '*' needs bearer tokens, and none are configured")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            # Nothing here speaks WebSocket: refuse it before any app sees it (with a WebSocket library
+            # installed, uvicorn would hand one over, past every check below).
+            await send({"type": "websocket.close", "code": 1008, "reason": "WebSocket is not served here"})
+            return
+        if scope["type"] != "http":  # the lifespan
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
