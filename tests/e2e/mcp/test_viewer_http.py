@@ -327,3 +327,10 @@ async def test_the_sign_in_cookie_is_a_viewer_session_of_this_server_never_the_b
             # The token itself in the cookie is no sign-in either.
             raw = await h.get(f"{base}/api/runs/run_x", headers={"Cookie": f"{name}={secret(ALICE)}"})
             assert raw.status_code == 401
+            # Every answer of the viewer is read as what it says it is, and the data stays out of caches.
+            for path in ("/api/runs/run_x", "/api/runs/run_x/agents/ag_0001", "/login", "/"):
+                answer = await h.get(base + path, headers={"Cookie": f"{name}={value}"})
+                assert answer.headers["x-content-type-options"] == "nosniff", path
+                assert answer.headers["cache-control"] == "no-store", path
+            script = await h.get(f"{base}/static/viewer.js")
+            assert script.status_code == 200 and script.headers["x-content-type-options"] == "nosniff"

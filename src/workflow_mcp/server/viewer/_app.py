@@ -34,10 +34,13 @@ from urllib.parse import parse_qsl
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...errors import StoreError, WorkflowMcpError, WorkflowNotFoundError
 from ...service import WorkflowService
@@ -195,6 +198,31 @@ class _Timelines:
 
 KEPT_TIMELINES = 64
 """Runs whose timelines the viewer keeps between requests."""
+
+
+class _ResponseHeaders:
+    """Every viewer answer carries ``X-Content-Type-Options: nosniff`` (read as the type it says, never
+    sniffed into HTML: the data comes from workflows) and, except the static files, ``Cache-Control:
+    no-store`` (run data stays out of browser and proxy caches); a header a route set is kept."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = "/static/" in str(scope.get("path", ""))
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers.setdefault("x-content-type-options", "nosniff")
+                if not static:
+                    headers.setdefault("cache-control", "no-store")
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/ui") -> Starlette:
@@ -408,6 +436,7 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
         return response
 
     return Starlette(
+        middleware=[Middleware(_ResponseHeaders)],
         routes=[
             Route("/", guarded(runs)),
             Route("/runs/{run_id}", guarded(run_page)),
@@ -418,5 +447,5 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
             Route("/api/runs/{run_id}/resume", guarded(resume), methods=["POST"]),
             Route("/login", login, methods=["GET", "POST"]),
             Mount("/static", StaticFiles(directory=str(_STATIC)), name="static"),
-        ]
+        ],
     )
