@@ -175,6 +175,50 @@ def test_code_with_full_node_cannot_fill_memory_through_its_writable_file_system
     assert seen["hostname"] == "workflow-realm"  # not the host's name either
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (Linux ``/proc/PID/task/*/children``)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").iterdir():
+            queue += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_the_sandboxed_worker_holds_no_descriptor_of_the_host_but_its_pipes(tmp_path: Path) -> None:
+    # Whatever the host has open (its state database, its listening socket, client connections) must
+    # not reach the worker: bubblewrap hands on every descriptor it gets, so an escape would read or
+    # write through one. Looked at from the host, in bwrap and in Node alike.
+    async def scenario() -> dict[int, dict[str, str]]:
+        state = (tmp_path / "state.db").open("wb")
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        os.set_inheritable(state.fileno(), True)  # even descriptors marked inheritable stay out
+        os.set_inheritable(listener.fileno(), True)
+        try:
+            worker = await RealmWorker.spawn(sandbox="bwrap")
+            try:
+                held: dict[int, dict[str, str]] = {}
+                for pid in _descendants(worker.pid):
+                    fds = Path(f"/proc/{pid}/fd")
+                    held[pid] = {fd.name: os.readlink(fd) for fd in fds.iterdir()}
+                return held
+            finally:
+                await worker.close()
+        finally:
+            state.close()
+            listener.close()
+
+    held = arun(scenario())
+    assert len(held) >= 2, held  # bwrap and Node (and bwrap's init in its pid namespace)
+    for pid, fds in held.items():
+        foreign = {fd: t for fd, t in fds.items() if t.startswith(("/", "socket:")) and t != "/dev/null"}
+        assert foreign == {}, (pid, fds)  # pipes, Node's event loop and eventfds only
+        assert all(fds[fd].startswith("pipe:") for fd in ("1", "2") if fd in fds), (pid, fds)
+
+
 def test_code_with_full_node_sees_no_other_process(tmp_path: Path) -> None:
     seen, _ = run_probe(tmp_path)
     assert seen["signalHost"] == "denied:ESRCH"

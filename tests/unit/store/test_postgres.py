@@ -519,3 +519,19 @@ def test_text_with_a_nul_character_matches_no_row_and_is_refused_naming_the_rule
         assert store.get_run("run_1") is None  # nothing of it stored
     finally:
         store.close()
+
+
+def test_hostile_text_in_every_kind_of_key_is_data_never_sql(postgres_url: str) -> None:
+    hostile = "x'); DROP TABLE runs; --"
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_run(record(hostile, owner=hostile, idempotency_key=hostile, cwd=hostile))
+        store.append(ev(hostile, 1, "run.started"))
+        store.request_cancel(hostile, hostile)
+        assert store.get_run(hostile) is not None and store.get_run(hostile + "'") is None
+        assert store.find_idempotent(hostile, hostile) is not None
+        assert [e.sequence for e in store.events(hostile)] == [1]
+        assert store.cancel_requests([hostile, "' OR '1'='1"]) == {hostile: hostile}
+        assert set(TABLES) <= set(store.tables())
+    finally:
+        store.close()
