@@ -451,7 +451,9 @@ class Library:
 
     def _files(self, root: str) -> Iterator[_Found]:
         """The valid workflow files directly in ``root`` (unreadable and invalid ones are skipped: they
-        are discovery's to report), in file-name order.
+        are discovery's to report), in file-name order. A file that is a link to a place this library
+        may not reach (:meth:`within`) is skipped unread: a link planted in a workflows directory must
+        not show a file outside it.
 
         Raises:
             LibraryError: ``write_failed`` when ``root`` exists but cannot be listed.
@@ -466,6 +468,8 @@ class Library:
         for file in names:
             path = os.path.join(root, file)
             if not file.endswith(".js") or not os.path.isfile(path):
+                continue
+            if self.reachable is not None and not self.reachable(os.path.realpath(path)):
                 continue
             try:
                 workflow = load_workflow(path, check_syntax=False)
@@ -709,8 +713,15 @@ class Library:
 
     # -- describe -----------------------------------------------------------------------------
     def global_instructions(self) -> str | None:
-        """The first readable file of ``instructions``, as text; ``None`` when none exists."""
+        """The first readable file of ``instructions``, as text; ``None`` when none exists. A file in
+        the project directory is read only where it really lies within what this library may reach
+        (:meth:`within`): a link there must not show a file outside it. The other files are the
+        operator's (``$WORKFLOW_MCP_INSTRUCTIONS``, the state directory's) and are read as configured."""
+        projects = {os.path.abspath(self.cwd) + os.sep, os.path.realpath(self.cwd) + os.sep}
         for path in self.instructions:
+            in_project = any(os.path.abspath(path).startswith(p) for p in projects)  # as named, not resolved
+            if self.reachable is not None and in_project and not self.reachable(os.path.realpath(path)):
+                continue
             try:
                 with open(path, encoding="utf-8", errors="replace") as fh:
                     return fh.read()
