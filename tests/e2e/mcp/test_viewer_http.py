@@ -334,3 +334,32 @@ async def test_the_sign_in_cookie_is_a_viewer_session_of_this_server_never_the_b
                 assert answer.headers["cache-control"] == "no-store", path
             script = await h.get(f"{base}/static/viewer.js")
             assert script.status_code == 200 and script.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_the_routes_open_without_a_token_open_nothing_else_whatever_the_path_says(site: Site) -> None:
+    # /ui/login and /ui/static/… skip the token check; a raw path (not normalised by a client) that
+    # starts with them must never reach a run's data, a control or a file of the package.
+    async with http_server(site) as server, http_client(server.url, ALICE) as alice:
+        with anyio.fail_after(BOUND_S):
+            rid = data(
+                await call(alice, "workflow_run", {"name": "hello", "provider": "fake", "waitMs": 10_000})
+            )["runId"]
+            tries = [
+                ("GET", f"/ui/static/../api/runs/{rid}"),
+                ("GET", f"/ui/static/../runs/{rid}"),
+                ("GET", f"/ui/static/..%2fapi/runs/{rid}"),
+                ("GET", "/ui/static/%2e%2e/_app.py"),
+                ("GET", "/ui/static/../../mcp"),
+                ("POST", f"/ui/static/../api/runs/{rid}/resume"),
+                ("GET", f"/ui/login/../api/runs/{rid}"),
+            ]
+            for method, path in tries:
+                head = (
+                    f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Length: 0\r\n"
+                    "Connection: close\r\n\r\n"
+                ).encode()
+                answer = await _raw_exchange(server.port, head)
+                status = int(answer.split(b" ", 2)[1])
+                assert status in (303, 404, 405), (path, answer[:200])
+                assert rid.encode() not in answer.partition(b"\r\n\r\n")[2], path
+                assert b"import" not in answer, path  # no source file of the package
