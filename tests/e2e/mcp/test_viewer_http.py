@@ -298,6 +298,18 @@ async def test_the_sign_in_form_reads_only_a_small_url_encoded_body_before_any_t
                 f"http://127.0.0.1:{port}/ui/login", data={"token": secret(ALICE), "next": "/ui/"}
             )
             assert ok.status_code == 303 and ok.headers["location"] == "/ui/"
+            # After signing in the browser goes to a viewer page, never out of the viewer.
+            for away in (
+                "/ui/../mcp",
+                "/ui/%2e%2e/mcp",
+                "//evil.test/ui/",
+                "/ui/\\evil.test",
+                "https://evil.test/ui/",
+            ):
+                sent = await h.post(
+                    f"http://127.0.0.1:{port}/ui/login", data={"token": secret(ALICE), "next": away}
+                )
+                assert sent.status_code == 303 and sent.headers["location"] == "/ui/", away
 
 
 async def test_the_sign_in_cookie_is_a_viewer_session_of_this_server_never_the_bearer_token(

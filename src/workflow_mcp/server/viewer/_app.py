@@ -24,12 +24,13 @@ sends it back as ``Last-Event-ID`` and continues after it, so nothing is missed 
 from __future__ import annotations
 
 import json
+import posixpath
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -419,7 +420,12 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
             return fields
         token = fields.get("token", "").strip()
         target = fields.get("next", "")
-        if not target.startswith(base + "/") or target.startswith("//"):
+        # Only back into the viewer: a path as the browser will resolve it (dot segments, %2e, a
+        # backslash read as a slash) that stays under the viewer's base.
+        resolved = posixpath.normpath(unquote(target).replace("\\", "/")) + (
+            "/" if target.endswith("/") else ""
+        )
+        if not target.startswith(base + "/") or not resolved.startswith(base + "/") or "\\" in target:
             target = base + "/"
         sign_in = request.scope.get("state", {}).get(TOKEN_CHECK_KEY)
         signed = sign_in(token) if token and callable(sign_in) else None
