@@ -1769,13 +1769,22 @@ def library_delete(
     show_default=True,
     help="HTTP port (0: any free port).",
 )
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A connection that sends no complete request (head and body) within this time of connecting "
+    "or of its previous response is closed.",
+)
 @_database_option
-def ui(host: str, port: int) -> None:
+def ui(host: str, port: int, header_timeout: float) -> None:
     """Serve the run viewer for your runs at http://HOST:PORT/ui/ and print its sign-in URL (it opens
     nothing by itself). The URL carries a token made for this process; stop with Ctrl-C."""
     import asyncio
 
-    from .server.http import serve_viewer
+    from .server.http import HttpLimits, serve_viewer
 
     service = _service()
     service.recover()
@@ -1785,7 +1794,8 @@ def ui(host: str, port: int) -> None:
         click.echo(url)
 
     try:
-        asyncio.run(serve_viewer(service, host=host, port=port, on_ready=ready))
+        limits = HttpLimits(header_timeout_s=header_timeout)
+        asyncio.run(serve_viewer(service, host=host, port=port, on_ready=ready, limits=limits))
     except KeyboardInterrupt:
         sys.exit(130)
 

@@ -24,6 +24,7 @@
     ├── LibraryError                 a workflow-library use case refused or failed (typed ``reason``)
     └── StoreError                   the state database refused an operation (unreadable, newer release)
         ├── RunClaimedError          another live process already executes or resumes that run
+        ├── ClaimLostError           a run this process executes was taken over (its lease had expired)
         ├── SequenceConflictError    an event's sequence is not after the run's last stored one
         ├── EventBatchError          a batch of events breaks its own order (a gap, a duplicate, a step back)
         ├── StoreReadOnlyError       the database cannot be written (immutable file, read-only mount)
@@ -42,6 +43,7 @@ __all__ = [
     "LIBRARY_REASONS",
     "AgentCallRefusedError",
     "CallNotServableError",
+    "ClaimLostError",
     "EventBatchError",
     "IdempotencyKeyReusedError",
     "InvalidInputError",
@@ -379,6 +381,22 @@ class RunClaimedError(StoreError):
                 f"{holder_run}; follow that run, or cancel it with `workflow-mcp runs cancel {holder_run}`"
             )
         super().__init__(message)
+
+
+class ClaimLostError(StoreError):
+    """Raised when a process writes to a run it executes after losing the run's claim: its lease
+    expired (the process was paused, or cut off from the database, for longer than its lease) and
+    another server judged it gone and recovered or resumed the run. Nothing is written; the run goes
+    on, if at all, in the server that took it over."""
+
+    def __init__(self, run_id: str, holder: str | None) -> None:
+        self.run_id = run_id
+        self.holder = holder
+        now = f"run {holder} holds its claim now" if holder is not None else "its claim was dropped"
+        super().__init__(
+            f"run {run_id} was taken over by another server ({now}) after this process's lease expired; "
+            "this process writes nothing more to it"
+        )
 
 
 class SequenceConflictError(StoreError):

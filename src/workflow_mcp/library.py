@@ -147,6 +147,12 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _confirmation_hash(token: str, holder: str) -> str:
+    """How a delete confirmation is stored: the token's SHA-256, bound to the holder it was given to
+    (the local user's, ``""``, is the token's plain hash)."""
+    return _sha256(token if not holder else f"{holder}\n{token}")
+
+
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -445,7 +451,9 @@ class Library:
 
     def _files(self, root: str) -> Iterator[_Found]:
         """The valid workflow files directly in ``root`` (unreadable and invalid ones are skipped: they
-        are discovery's to report), in file-name order.
+        are discovery's to report), in file-name order. A file that is a link to a place this library
+        may not reach (:meth:`within`) is skipped unread: a link planted in a workflows directory must
+        not show a file outside it.
 
         Raises:
             LibraryError: ``write_failed`` when ``root`` exists but cannot be listed.
@@ -460,6 +468,8 @@ class Library:
         for file in names:
             path = os.path.join(root, file)
             if not file.endswith(".js") or not os.path.isfile(path):
+                continue
+            if self.reachable is not None and not self.reachable(os.path.realpath(path)):
                 continue
             try:
                 workflow = load_workflow(path, check_syntax=False)
@@ -703,8 +713,15 @@ class Library:
 
     # -- describe -----------------------------------------------------------------------------
     def global_instructions(self) -> str | None:
-        """The first readable file of ``instructions``, as text; ``None`` when none exists."""
+        """The first readable file of ``instructions``, as text; ``None`` when none exists. A file in
+        the project directory is read only where it really lies within what this library may reach
+        (:meth:`within`): a link there must not show a file outside it. The other files are the
+        operator's (``$WORKFLOW_MCP_INSTRUCTIONS``, the state directory's) and are read as configured."""
+        projects = {os.path.abspath(self.cwd) + os.sep, os.path.realpath(self.cwd) + os.sep}
         for path in self.instructions:
+            in_project = any(os.path.abspath(path).startswith(p) for p in projects)  # as named, not resolved
+            if self.reachable is not None and in_project and not self.reachable(os.path.realpath(path)):
+                continue
             try:
                 with open(path, encoding="utf-8", errors="replace") as fh:
                     return fh.read()
@@ -965,10 +982,13 @@ class Library:
         personal: bool | None = None,
         cwd: str | None = None,
         record: bool = True,
+        holder: str = "",
     ) -> DeletePrompt:
         """Resolve what a delete of ``name`` (its current file, a stored ``version``, or its draft) would
         remove and record a confirmation; nothing is deleted yet. ``record=False`` only resolves the
-        target (the prompt's ``token`` is then empty and confirms nothing).
+        target (the prompt's ``token`` is then empty and confirms nothing). ``holder`` names who may
+        answer it (an HTTP client's principal; ``""``: the local user): the token confirms only when
+        :meth:`confirm_delete` is given the same ``holder``.
 
         Raises:
             LibraryError: ``invalid_version`` (before any lookup), ``invalid_input``, ``not_found``,
@@ -981,7 +1001,7 @@ class Library:
         expires = self.clock() + CONFIRM_TTL_S
         if record:
             confirmation = DeleteConfirmation(
-                token_hash=_sha256(token),
+                token_hash=_confirmation_hash(token, holder),
                 root=target.root,
                 name=target.name,
                 source_hash=target.source_hash,
@@ -1005,14 +1025,16 @@ class Library:
             source_hash=target.source_hash,
         )
 
-    def discard_delete(self, token: str) -> None:
-        """Use up the confirmation of ``token`` without deleting anything (the user declined), so it can
-        never be answered later. Unknown tokens are ignored."""
+    def discard_delete(self, token: str, *, holder: str = "") -> None:
+        """Use up the confirmation of ``token`` (given to ``holder``) without deleting anything (the user
+        declined), so it can never be answered later. Unknown tokens are ignored."""
         with contextlib.suppress(StoreError):
-            self.store.take_confirmation(_sha256(token))
+            self.store.take_confirmation(_confirmation_hash(token, holder))
 
-    def confirm_delete(self, token: str, *, cwd: str | None = None) -> Deleted:
-        """Delete what the prompt of ``token`` showed, if it is unchanged. The token works once.
+    def confirm_delete(self, token: str, *, cwd: str | None = None, holder: str = "") -> Deleted:
+        """Delete what the prompt of ``token`` showed, if it is unchanged. The token works once, and only
+        for the ``holder`` it was given to (another holder's attempt is ``confirmation_invalid`` and
+        leaves it unused).
 
         Raises:
             LibraryError: ``confirmation_invalid`` (never issued, used already, or older than
@@ -1021,7 +1043,7 @@ class Library:
         """
         with self._writing():
             try:
-                c = self.store.take_confirmation(_sha256(token))
+                c = self.store.take_confirmation(_confirmation_hash(token, holder))
             except StoreError as exc:
                 raise _store_failed(exc, "reading the delete confirmation") from exc
             if c is None or c.expires_at <= self.clock():

@@ -147,3 +147,64 @@ def test_the_lease_comes_from_the_environment(
     finally:
         lite.close()
         pg.close()
+
+
+def test_a_run_whose_claim_was_taken_over_stops_with_the_reason_and_stores_nothing_more(
+    tmp_path: Path,
+) -> None:
+    # This process stalled past its lease (as seen from another host sharing the state file), and that
+    # host resumed the run: the run here ends at its next write, naming why, and writes nothing more.
+    import asyncio
+    import sqlite3
+    import time
+
+    from workflow_mcp.errors import RunFailedError
+    from workflow_mcp.service import ProviderChoice
+    from workflow_mcp.store import LEASE_TTL_S
+
+    source = (
+        "export const meta = { name: 'steps', description: 'six calls in a row' }\n"
+        "for (let i = 0; i < 6; i++) await agent('step ' + i, { label: 's' + i })\n"
+    )
+    path = tmp_path / "steps.js"
+    path.write_text(source)
+    db = tmp_path / "state.db"
+
+    async def scenario() -> tuple[str, int, int]:
+        store = SqliteStore(db)
+        service = WorkflowService(store, cwd=str(tmp_path))
+        other = SqliteStore(db)
+        try:
+            handle = await service.start(
+                str(path), provider=ProviderChoice("fake", {"default": {"delayMs": 200, "text": "ok"}})
+            )
+            cursor = 0
+            while True:  # until the first call is done (each wait bounded by wait_ms)
+                batch = await service.wait_events(handle.run_id, cursor, wait_ms=5_000)
+                assert batch, "the run stalled"
+                cursor = batch[-1].sequence
+                if any(e.type == "agent.completed" for e in batch):
+                    break
+            raw = sqlite3.connect(db)
+            raw.execute(
+                "UPDATE owners SET host = 'another-host', heartbeat_at = ?", (time.time() - LEASE_TTL_S - 1,)
+            )
+            raw.commit()
+            raw.close()
+            other.create_run(
+                RunRecord(
+                    run_id="run_taken", workflow_name="steps", source_hash="h", source=source,
+                    created_at="2026-12-01T00:00:00Z", resumed_from=handle.run_id,
+                )
+            )  # fmt: skip
+            stored = len(other.events(handle.run_id))
+            with pytest.raises(RunFailedError) as failed:
+                await handle.result()
+            return str(failed.value), stored, len(other.events(handle.run_id))
+        finally:
+            await service.shutdown("the test ended")
+            other.close()
+
+    message, before, after = asyncio.run(asyncio.wait_for(scenario(), BOUND_S))
+    assert "was taken over by another server (run run_taken holds its claim now)" in message
+    assert after == before  # not one event more: not the next call, not the failure

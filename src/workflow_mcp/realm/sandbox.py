@@ -7,8 +7,10 @@ Linux namespaces (user, mount, pid, network, IPC, UTS, cgroup) where, even after
 - the root is an empty read-only tmpfs holding only the Node binary, the shared libraries it links
   (as ``ldd`` lists them) and the script it runs, each bound read-only at its own path; ``$HOME``,
   ``/etc`` and every other file are absent;
-- ``/tmp`` is a private, empty tmpfs (the only writable place) that vanishes with the worker;
-- ``/proc`` shows the sandbox's own processes only (a new pid namespace), ``/dev`` a minimal set;
+- ``/tmp`` is a private, empty tmpfs of at most :data:`SANDBOX_TMP_BYTES` (the only writable place;
+  a tmpfs is memory the worker's memory cap does not count) that vanishes with the worker;
+- ``/proc`` shows the sandbox's own processes only (a new pid namespace), ``/dev`` a minimal set,
+  read-only (its devices still work; ``/dev/shm`` takes no file);
 - the network namespace is empty (loopback only, not the host's): no socket reaches anything;
 - the environment is empty, every capability is dropped, the worker cannot create further user
   namespaces (``--disable-userns``), runs in a new session (no terminal injection) and dies with its
@@ -32,11 +34,26 @@ from typing import Final, Literal
 
 from ..errors import InvalidInputError, SandboxUnavailableError
 
-__all__ = ["SANDBOXES", "Sandbox", "bwrap_path", "check_sandbox", "sandbox_argv", "sandbox_failure"]
+__all__ = [
+    "SANDBOXES",
+    "SANDBOX_HOSTNAME",
+    "SANDBOX_TMP_BYTES",
+    "Sandbox",
+    "bwrap_path",
+    "check_sandbox",
+    "sandbox_argv",
+    "sandbox_failure",
+]
 
 Sandbox = Literal["none", "bwrap"]
 SANDBOXES: Final[tuple[Sandbox, ...]] = ("none", "bwrap")
 """The sandboxes the worker can run under: ``none`` (the Node process as is) and ``bwrap``."""
+
+SANDBOX_TMP_BYTES: Final = 16 * 1024 * 1024
+"""The size of the sandbox's private ``/tmp`` (16 MiB; the realm writes no file, so this only bounds
+what code that escaped it can hold in memory there)."""
+SANDBOX_HOSTNAME: Final = "workflow-realm"
+"""The host name the sandbox sees (its own UTS namespace; not the host's name)."""
 
 _LDD_PATH = re.compile(r"(?:=>\s*|^\s*)(/\S+)\s+\(0x", re.MULTILINE)
 
@@ -113,15 +130,19 @@ def sandbox_argv(command: Sequence[str], *, readable: Sequence[str] = ()) -> lis
         "--clearenv",
         "--proc",
         "/proc",
+        "--hostname",
+        SANDBOX_HOSTNAME,
         "--dev",
         "/dev",
+        "--size",
+        str(SANDBOX_TMP_BYTES),
         "--tmpfs",
         "/tmp",
     ]
     # The binds come after /tmp's tmpfs, so a Node or a script installed under /tmp stays visible.
     for path in (program, *_libraries(os.path.realpath(program)), *readable):
         argv += ["--ro-bind", os.path.realpath(path), os.path.abspath(path)]
-    return [*argv, "--remount-ro", "/", "--chdir", "/tmp", "--", *command]
+    return [*argv, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--", *command]
 
 
 def sandbox_failure(stderr: str) -> SandboxUnavailableError | None:

@@ -19,7 +19,8 @@ is closed; idle keep-alive connections close after ``keep_alive_s``. The soft li
 file descriptors is raised to the hard limit at start, and running out of them (``EMFILE``) only pauses
 accepting for a second: no per-connection error ends the process.
 
-Every request is checked in this order, before the MCP layer sees it:
+A WebSocket request is closed (code 1008) before anything sees it: nothing here speaks WebSocket.
+Every HTTP request is checked in this order, before the MCP layer sees it:
 
 1. ``Host`` must be one the server answers (:class:`~workflow_mcp.server._hosts.HostRules`: loopback
    names, the bound address, for a wildcard bind the connection's address and the machine's name, and
@@ -69,6 +70,7 @@ __all__ = [
     "HttpGuard",
     "HttpLimits",
     "TokenSet",
+    "ViewerSessions",
     "load_tokens",
     "raise_fd_limit",
     "serve_http",
@@ -166,6 +168,55 @@ def _parse(entries: list[tuple[str, str]], source: str) -> dict[str, str]:
     return owners
 
 
+VIEWER_SESSION_TTL_S = 12 * 3600.0
+"""How long a viewer sign-in lasts (seconds); then the browser is asked to sign in again."""
+MAX_VIEWER_SESSIONS = 1024
+"""Viewer sign-ins one server keeps; a new one beyond it ends the oldest."""
+
+
+class ViewerSessions:
+    """The run viewer's browser sign-ins: an opaque 256-bit session id (the cookie) for a principal.
+
+    The cookie is never the bearer token: browsers send a host's cookies to every port of it (cookies
+    are not isolated by port), so another server on this machine that a signed-in browser visits under
+    the same path receives them; what it receives opens this viewer only, never ``/mcp``, and ends with
+    this process or after :data:`VIEWER_SESSION_TTL_S`. Ids are kept as SHA-256 digests, at most
+    :data:`MAX_VIEWER_SESSIONS` (oldest ended first). ``clock`` returns monotonic seconds."""
+
+    def __init__(
+        self,
+        *,
+        ttl_s: float = VIEWER_SESSION_TTL_S,
+        limit: int = MAX_VIEWER_SESSIONS,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.limit = limit
+        self.clock = clock
+        self._kept: dict[str, tuple[Principal, float]] = {}  # digest -> (principal, expires at); oldest first
+
+    def open(self, principal: Principal) -> str:
+        """A new session id for ``principal``."""
+        session = secrets.token_urlsafe(32)
+        self._kept[hashlib.sha256(session.encode()).hexdigest()] = (principal, self.clock() + self.ttl_s)
+        while len(self._kept) > self.limit:
+            del self._kept[next(iter(self._kept))]
+        return session
+
+    def principal(self, session: str) -> Principal | None:
+        """The principal of a live ``session`` id, else ``None`` (unknown, ended or expired)."""
+        if not session:
+            return None
+        digest = hashlib.sha256(session.encode()).hexdigest()
+        found = self._kept.get(digest)
+        if found is None:
+            return None
+        if found[1] <= self.clock():
+            del self._kept[digest]
+            return None
+        return found[0]
+
+
 class HttpGuard:
     """ASGI middleware in front of the MCP app: Host, Origin and bearer-token checks (module docstring)."""
 
@@ -184,12 +235,20 @@ class HttpGuard:
         self.tokens = tokens
         self.ledger = ledger
         self.viewer_base = viewer_base
+        self.sessions = ViewerSessions()
+        self.cookie_name = f"{COOKIE}_{port}"
+        """The viewer's cookie, named for this port: a browser sends one host's cookies to all its ports."""
         self.hosts = HostRules.of(host, port, allowed_hosts)
         if self.hosts.any_host and not tokens.owners:  # '*' is safe only because every request needs a token
             raise InvalidInputError("--allowed-host '*' needs bearer tokens, and none are configured")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            # Nothing here speaks WebSocket: refuse it before any app sees it (with a WebSocket library
+            # installed, uvicorn would hand one over, past every check below).
+            await send({"type": "websocket.close", "code": 1008, "reason": "WebSocket is not served here"})
+            return
+        if scope["type"] != "http":  # the lifespan
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
@@ -210,21 +269,32 @@ class HttpGuard:
             await _refuse(send, 403, "forbidden_origin", f"Origin {origin!r} may not call this server")
             return
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
+        principal: Principal | None = None
         if self.viewer_base is not None and _under(scope["path"], self.viewer_base):
-            # -- the run viewer: a browser signs in once and then sends its token as a cookie --------
+            # -- the run viewer: a browser signs in once and then sends a session cookie -------------
             rest = scope["path"][len(self.viewer_base) :]
             if rest == "/login" or rest.startswith("/static/"):  # the sign-in form and its files
-                scope.setdefault("state", {})[TOKEN_CHECK_KEY] = self._known
+                scope.setdefault("state", {})[TOKEN_CHECK_KEY] = self._sign_in
                 await self.app(scope, receive, send)
                 return
             if not headers.get("authorization"):
-                scheme, token = "bearer", cookie_parser(headers.get("cookie") or "").get(COOKIE, "")
-                page = scope.get("method") == "GET" and not rest.startswith("/api/")
-                if page and (not token or self.tokens.principal_for(token.strip()) is None):
+                session = cookie_parser(headers.get("cookie") or "").get(self.cookie_name, "")
+                principal = self.sessions.principal(session.strip())
+                if principal is None and scope.get("method") == "GET" and not rest.startswith("/api/"):
                     # A browser without a (still valid) sign-in is sent to the form, not shown JSON.
                     await _redirect(send, f"{self.viewer_base}/login?next={quote(scope['path'])}")
                     return
-        if scheme.lower() != "bearer" or not token.strip():
+                if principal is None:
+                    await _refuse(
+                        send,
+                        401,
+                        "unauthorized",
+                        f"not signed in: sign in at {self.viewer_base}/login, or send 'Authorization: "
+                        f"Bearer <token>' (the token is in {self.tokens.source})",
+                        challenge='Bearer realm="workflow-mcp"',
+                    )
+                    return
+        if principal is None and (scheme.lower() != "bearer" or not token.strip()):
             await _refuse(
                 send,
                 401,
@@ -233,7 +303,8 @@ class HttpGuard:
                 challenge='Bearer realm="workflow-mcp"',
             )
             return
-        principal = self.tokens.principal_for(token.strip())
+        if principal is None:
+            principal = self.tokens.principal_for(token.strip())
         if principal is None:
             await _refuse(
                 send,
@@ -264,9 +335,13 @@ class HttpGuard:
         finally:
             self.ledger.leave(owner)
 
-    def _known(self, token: str) -> bool:
-        """Whether ``token`` is one of this server's (the viewer's sign-in form asks)."""
-        return self.tokens.principal_for(token.strip()) is not None
+    def _sign_in(self, token: str) -> tuple[str, str] | None:
+        """The viewer's sign-in form asks: for one of this server's tokens, the cookie to set (its name,
+        and a new session of the token's principal); ``None`` for any other token."""
+        principal = self.tokens.principal_for(token.strip())
+        if principal is None:
+            return None
+        return self.cookie_name, self.sessions.open(principal)
 
     async def _in_session(
         self, scope: Scope, receive: Receive, send: Send, headers: Headers, owner: str, ledger: ClientLedger
@@ -598,7 +673,14 @@ def with_viewer(app: ASGIApp, viewer: ASGIApp, base: str = VIEWER_BASE) -> ASGIA
     return dispatch
 
 
-async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, on_ready: Any = None) -> None:
+async def serve_viewer(
+    service: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    on_ready: Any = None,
+    limits: HttpLimits | None = None,
+) -> None:
     """Serve the run viewer alone (``workflow-mcp ui``) for the local user until SIGINT/SIGTERM.
 
     A fresh 256-bit token guards it (the same Host, Origin and bearer checks as ``serve --http``, so
@@ -606,6 +688,12 @@ async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, 
     called once the port accepts connections, with the sign-in URL carrying the token in its fragment
     (``#token=…``, which browsers never send to a server). ``port`` 0 picks a free port. Runs resumed
     from the page run in this process and are cancelled (resumable) when it stops.
+
+    The port answers anyone on the machine before a token is checked, so it keeps the connection limits
+    of ``serve --http`` (:class:`HttpLimits`, default ``HttpLimits()``): ``max_connections``, the
+    ``header_timeout_s`` deadline for each request's head and body, ``keep_alive_s``,
+    ``max_header_bytes``, ``backlog``; the soft limit on open files is raised and running out of them
+    only pauses accepting.
     """
     import uvicorn
     from starlette.applications import Starlette
@@ -637,7 +725,20 @@ async def serve_viewer(service: Any, *, host: str = "127.0.0.1", port: int = 0, 
             "and learns the URL's token sees and controls every run of this state directory",
             file=sys.stderr,
         )
-    config = uvicorn.Config(guard, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    limits = limits or HttpLimits()
+    raise_fd_limit()
+    asyncio.get_running_loop().set_exception_handler(_loop_error_handler())
+    config = uvicorn.Config(
+        guard,
+        log_level="warning",
+        lifespan="off",
+        http=_head_deadline_protocol(limits.header_timeout_s),
+        limit_concurrency=limits.max_connections,
+        timeout_keep_alive=limits.keep_alive_s,
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        backlog=limits.backlog,
+        timeout_graceful_shutdown=2,
+    )
     where = f"[{host}]" if ":" in host else host
     url = f"http://{where}:{bound}{VIEWER_BASE}/login#token={token}"
 

@@ -1823,15 +1823,17 @@ class WorkflowMcpServer(MCPServer[Any]):
     ) -> Annotated[CallToolResult, DeleteOutcome]:
         base = self._base(cwd)
         lib = self.service.library_within(self.scope.allows)
+        holder = self._principal().owner or ""  # a token confirms only for the client it was given to
         asked = _DELETE_ASKED.get()
         if confirmToken is not None:
             token = confirmToken
         else:
             prompt = await self._library_call(
                 lambda: lib.prepare_delete(
-                    name, version=version, draft=draft, personal=True if personal else None, cwd=base
+                    name, version=version, draft=draft, personal=True if personal else None, cwd=base,
+                    holder=holder,
                 )
-            )
+            )  # fmt: skip
             if isinstance(prompt, CallToolResult):
                 return prompt
             token = prompt.token
@@ -1852,7 +1854,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                 and answer.data.confirm
             )
             if not agreed:
-                await anyio.to_thread.run_sync(lambda: lib.discard_delete(token))
+                await anyio.to_thread.run_sync(lambda: lib.discard_delete(token, holder=holder))
                 return _library_failure(
                     LibraryError(
                         "cancelled", f"the user did not confirm deleting {prompt.name!r}; nothing was deleted"
@@ -1861,7 +1863,7 @@ class WorkflowMcpServer(MCPServer[Any]):
             if (prompt.source_hash, prompt.file, prompt.version, prompt.kind) != (
                 asked.source_hash, asked.file, asked.version, asked.kind,
             ):  # fmt: skip
-                await anyio.to_thread.run_sync(lambda: lib.discard_delete(token))
+                await anyio.to_thread.run_sync(lambda: lib.discard_delete(token, holder=holder))
                 return _library_failure(
                     LibraryError(
                         "target_changed",
@@ -1869,7 +1871,7 @@ class WorkflowMcpServer(MCPServer[Any]):
                         "one shown); nothing was deleted — call workflow_delete again",
                     )
                 )
-        deleted = await self._library_call(lambda: lib.confirm_delete(token, cwd=base))
+        deleted = await self._library_call(lambda: lib.confirm_delete(token, cwd=base, holder=holder))
         if isinstance(deleted, CallToolResult):
             return deleted
         out = DeleteOutcome(

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
+from ..errors import ClaimLostError, RunClaimedError, SequenceConflictError, StoreError, StoreReadOnlyError
 from ..events import EVENT_TYPES, Event, utc_now
 from ..state import STATUS_OF_EVENT, TERMINAL_EVENTS
 from ._process import ProcessIdentity, lease_s, owner_alive, this_process
@@ -260,6 +260,7 @@ class PostgresStore:
         self._lock = threading.RLock()
         self._owner_id = secrets.token_hex(8)
         self._ordinals: dict[str, dict[str, int]] = {}
+        self._executing: set[str] = set()  # runs this store claimed to execute, until their end is stored
         self._read_only: str | None = None
         self._closer = _Closer(self)
         self._conn = self._connect()
@@ -314,6 +315,11 @@ class PostgresStore:
             return StoreReadOnlyError(
                 self.where, f"PostgreSQL refused to write ({str(exc).strip()}) while {what}", _READ_ONLY_FIX
             )
+        if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
+            return StoreError(
+                f"{what} refused by the store: PostgreSQL text cannot hold the NUL character (U+0000); "
+                "remove it from the value"
+            )
         if isinstance(exc, psycopg.IntegrityError):
             return StoreError(f"{what} refused by the store: {str(exc).strip()}")
         if isinstance(exc, pg.DiskFull):
@@ -349,6 +355,8 @@ class PostgresStore:
             yield conn
 
     def _read(self, what: str, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        if any(_holds_nul(p) for p in params):
+            return []  # PostgreSQL text holds no NUL character: no stored row has such a key
         with self._guard(what) as conn:
             return conn.execute(sql, params).fetchall()
 
@@ -511,6 +519,7 @@ class PostgresStore:
                 raise refused
             _insert_run(conn, record)
             self._claim(conn, record.run_id, record.run_id)
+        self._executing.add(record.run_id)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._read(
@@ -558,6 +567,7 @@ class PostgresStore:
         except BaseException:
             self._ordinals.clear()  # the journal ordinals cached for the refused batch are void
             raise
+        self._executing.difference_update(e.run_id for e in events if e.type in RELEASING_TYPES)
 
     def _insert_events(self, conn: psycopg.Connection[Any], events: list[Event]) -> None:
         last: dict[str, int] = {}
@@ -570,6 +580,15 @@ class PostgresStore:
             if e.sequence <= before:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
+        for run_id in sorted(last.keys() & self._executing):
+            # The fence of a lease: a run this store executes is written only while its claim is still
+            # this store's. A server paused past its lease may wake to find another one took the run over
+            # (FOR SHARE: a takeover waits for this batch to commit, or this batch sees it).
+            row = conn.execute(
+                "SELECT owner_id, holder_run FROM run_claims WHERE run_id = %s FOR SHARE", (run_id,)
+            ).fetchone()
+            if row is None or row[0] != self._owner_id or row[1] != run_id:
+                raise ClaimLostError(run_id, None if row is None else str(row[1]))
         rows = [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events]
         # One upsert per call, not per event: a replayed call's queued and cached events share a batch.
         journal_rows = [
@@ -663,6 +682,8 @@ class PostgresStore:
         return out
 
     def last_sequence(self, run_id: str) -> int:
+        if _holds_nul(run_id):
+            return 0
         with self._guard(f"reading run {run_id}") as conn:
             return _max_sequence(conn, run_id)
 
@@ -757,6 +778,7 @@ class PostgresStore:
             if gone:
                 conn.execute("DELETE FROM run_claims WHERE owner_id = ANY(%s)", (gone,))
                 conn.execute("DELETE FROM owners WHERE owner_id = ANY(%s)", (gone,))
+        self._executing.difference_update(e.run_id for e in events)
         return [o.record.run_id for o in orphans]
 
     def completion_order(self, run_id: str) -> list[str]:
@@ -837,6 +859,13 @@ class PostgresStore:
             finalizer()
         else:
             self._closer()
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether ``value`` (a query parameter, or a list of them) is text holding U+0000."""
+    if isinstance(value, str):
+        return "\x00" in value
+    return isinstance(value, list | tuple) and any(isinstance(v, str) and "\x00" in v for v in value)
 
 
 def _max_sequence(conn: psycopg.Connection[Any], run_id: str) -> int:

@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import (
+    ClaimLostError,
     RunClaimedError,
     SequenceConflictError,
     StoreCorruptError,
@@ -470,6 +471,7 @@ class SqliteStore:
         # the PRAGMA data_version they were written under: see damaged_events.
         self._written: dict[str, int] = {}
         self._data_version: int | None = None
+        self._executing: set[str] = set()  # runs this store claimed to execute, until their end is stored
         self._read_only: str | None = None
         self._damaged: str | None = _files.read_damage(self.path)
         self._unread_wal: str | None = None  # read as an immutable file, blind to a non-empty -wal
@@ -762,6 +764,7 @@ class SqliteStore:
                 raise refused
             _insert_run(db, record)
             self._claim(db, record.run_id, record.run_id)
+        self._executing.add(record.run_id)
 
     def _origin_held(self, db: sqlite3.Connection, origin: str) -> RunClaimedError | None:
         """For an ``origin`` with no run row: the refusal to give when a run resuming it is still
@@ -828,6 +831,7 @@ class SqliteStore:
             if isinstance(exc, UnicodeError):
                 raise StoreError(f"events refused by the store: {exc}") from exc
             raise
+        self._executing.difference_update(e.run_id for e in events if e.type in RELEASING_TYPES)
 
     def _insert_events(self, db: sqlite3.Connection, events: list[Event]) -> None:
         self._note_foreign_commits(db)
@@ -843,6 +847,14 @@ class SqliteStore:
             if e.sequence <= before:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
+        for run_id in sorted(last.keys() & self._executing):
+            # The fence of a lease: a run this store executes is written only while its claim is still
+            # this store's (a process paused past its lease may wake to find another took the run over).
+            row = db.execute(
+                "SELECT owner_id, holder_run FROM run_claims WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None or row[0] != self._owner_id or row[1] != run_id:
+                raise ClaimLostError(run_id, None if row is None else str(row[1]))
         for run_id, sequence in last.items():
             if run_id in self._written:
                 self._written[run_id] = sequence
@@ -1163,6 +1175,7 @@ class SqliteStore:
                 marks = ",".join("?" * len(gone))
                 db.execute(f"DELETE FROM run_claims WHERE owner_id IN ({marks})", gone)
                 db.execute(f"DELETE FROM owners WHERE owner_id IN ({marks})", gone)
+        self._executing.difference_update(o.record.run_id for o in orphans)
         return [o.record.run_id for o in orphans]
 
     def completion_order(self, run_id: str) -> list[str]:

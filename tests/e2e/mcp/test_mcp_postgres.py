@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mcp_kit import BOUND_S, PARK, all_events, call, data, wait_for_event
-from mcp_serve_kit import ALICE, HttpServer, Site, http_client, http_server
+from mcp_serve_kit import ALICE, HttpServer, Site, http_client, http_server, secret
 
 pytestmark = pytest.mark.anyio
 
@@ -114,3 +114,26 @@ async def test_a_run_of_a_sigkilled_server_is_resumed_on_another_losing_nothing_
     assert [(e["type"], e["payload"].get("resumedAs")) for e in after[len(before) :]] == [
         ("log", resumed["runId"])
     ]
+
+
+async def test_a_run_id_no_stored_run_can_have_is_not_found_in_the_viewer_and_the_tools(
+    site: Site, postgres_url: str
+) -> None:
+    # PostgreSQL text holds no NUL character: looking one up failed inside the database, which the
+    # viewer answered with a 500 and a traceback on the server's stderr.
+    import httpx2
+
+    async with (
+        http_server(site, args=("--database-url", postgres_url)) as server,
+        http_client(server.url, ALICE) as alice,
+        httpx2.AsyncClient(timeout=BOUND_S) as h,
+    ):
+        with anyio.fail_after(BOUND_S):
+            bearer = {"Authorization": f"Bearer {secret(ALICE)}"}
+            base = f"http://127.0.0.1:{server.port}/ui"
+            for path in ("/api/runs/run_x%00y", "/runs/run_x%00y", "/api/runs/run_x%00y/events"):
+                answer = await h.get(base + path, headers=bearer)
+                assert answer.status_code == 404, (path, answer.text)
+            status = await alice.call_tool("workflow_run_status", {"runId": "run_x\u0000y"})
+            assert status.is_error and "No run" in status.content[0].text, status.content  # type: ignore[union-attr]
+            assert not any("Traceback" in line for line in server.stderr), "".join(server.stderr)

@@ -231,3 +231,147 @@ async def test_resume_from_the_viewer_starts_a_run_of_the_same_client_under_the_
             again = await h.post(f"{base}/{new_id}/resume", headers=bearer(ALICE))
             assert again.status_code == 409 and "running" in again.json()["message"]
             await call(alice, "workflow_run_cancel", {"runId": new_id})
+
+
+async def _raw_exchange(port: int, head: bytes, body_chunks: int = 0, chunk: bytes = b"") -> bytes:
+    """Send ``head`` (and then ``body_chunks`` times ``chunk``, stopping early once the server answers
+    or closes) over a raw socket; the server's whole answer."""
+    stream = await anyio.connect_tcp("127.0.0.1", port)
+    async with stream:
+        await stream.send(head)
+        for _ in range(body_chunks):
+            try:
+                await stream.send(chunk)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                break  # the server answered and closed: it read no further
+        answer = b""
+        with anyio.fail_after(BOUND_S):
+            while True:
+                try:
+                    part = await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    break
+                answer += part
+                if b"</html>" in answer or b"}" in answer.partition(b"\r\n\r\n")[2]:
+                    break
+        return answer
+
+
+async def test_the_sign_in_form_reads_only_a_small_url_encoded_body_before_any_token_is_checked(
+    site: Site,
+) -> None:
+    # /ui/login is reachable without a token, so what it reads is what any local process can make it
+    # read: a multipart upload used to be spooled to disk whole (600 MB in 5 s) and URL-encoded fields
+    # held up to a megabyte each in memory.
+    async with http_server(site) as server, httpx2.AsyncClient(timeout=BOUND_S) as h:
+        with anyio.fail_after(BOUND_S * 2):
+            port = server.port
+            host = f"Host: 127.0.0.1:{port}\r\n".encode()
+            announced = await _raw_exchange(
+                port,
+                b"POST /ui/login HTTP/1.1\r\n" + host + b"Content-Type: application/x-www-form-urlencoded\r\n"
+                b"Content-Length: 1000000000\r\n\r\ntoken=",
+            )
+            assert announced.startswith(b"HTTP/1.1 413 "), announced[:200]
+            assert b"4096 bytes" in announced
+            chunked = await _raw_exchange(
+                port,
+                b"POST /ui/login HTTP/1.1\r\n" + host + b"Content-Type: application/x-www-form-urlencoded\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n",
+                body_chunks=2000,
+                chunk=b"10000\r\n" + b"a" * 0x10000 + b"\r\n",
+            )
+            assert chunked.startswith(b"HTTP/1.1 413 "), chunked[:200]
+            upload = await h.post(
+                f"http://127.0.0.1:{port}/ui/login",
+                files={"token": ("t.txt", b"a" * 10_000)},
+            )
+            assert upload.status_code == 415 and "application/x-www-form-urlencoded" in upload.text
+            many = await h.post(
+                f"http://127.0.0.1:{port}/ui/login",
+                content=b"&".join([b"a=1"] * 100),
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+            assert many.status_code == 400 and "fields" in many.text
+            assert server.proc.returncode is None
+            ok = await h.post(
+                f"http://127.0.0.1:{port}/ui/login", data={"token": secret(ALICE), "next": "/ui/"}
+            )
+            assert ok.status_code == 303 and ok.headers["location"] == "/ui/"
+            # After signing in the browser goes to a viewer page, never out of the viewer.
+            for away in (
+                "/ui/../mcp",
+                "/ui/%2e%2e/mcp",
+                "//evil.test/ui/",
+                "/ui/\\evil.test",
+                "https://evil.test/ui/",
+            ):
+                sent = await h.post(
+                    f"http://127.0.0.1:{port}/ui/login", data={"token": secret(ALICE), "next": away}
+                )
+                assert sent.status_code == 303 and sent.headers["location"] == "/ui/", away
+
+
+async def test_the_sign_in_cookie_is_a_viewer_session_of_this_server_never_the_bearer_token(
+    site: Site,
+) -> None:
+    # Browsers send a host's cookies to every port of it: a cookie holding the bearer token would hand
+    # the MCP credential to any other server on this machine the browser visits under /ui.
+    async with http_server(site) as server, httpx2.AsyncClient(timeout=BOUND_S) as h:
+        with anyio.fail_after(BOUND_S):
+            base = f"http://127.0.0.1:{server.port}/ui"
+            signed = await h.post(f"{base}/login", data={"token": secret(ALICE), "next": "/ui/"})
+            assert signed.status_code == 303
+            name, _, value = signed.headers["set-cookie"].split(";")[0].partition("=")
+            assert name == f"workflow_mcp_viewer_{server.port}"  # one server's cookie, not another's
+            assert secret(ALICE) not in signed.headers["set-cookie"] and len(value) >= 43
+            page = await h.get(f"{base}/", headers={"Cookie": f"{name}={value}"})
+            assert page.status_code == 200 and "<h1>Runs</h1>" in page.text
+            # The session opens the viewer only: as a bearer token it opens nothing.
+            as_bearer = await h.get(f"{base}/", headers={"Authorization": f"Bearer {value}"})
+            assert as_bearer.status_code == 401
+            mcp = await h.post(
+                server.url,
+                headers={"Authorization": f"Bearer {value}", "Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            )
+            assert mcp.status_code == 401
+            # The token itself in the cookie is no sign-in either.
+            raw = await h.get(f"{base}/api/runs/run_x", headers={"Cookie": f"{name}={secret(ALICE)}"})
+            assert raw.status_code == 401
+            # Every answer of the viewer is read as what it says it is, and the data stays out of caches.
+            for path in ("/api/runs/run_x", "/api/runs/run_x/agents/ag_0001", "/login", "/"):
+                answer = await h.get(base + path, headers={"Cookie": f"{name}={value}"})
+                assert answer.headers["x-content-type-options"] == "nosniff", path
+                assert answer.headers["cache-control"] == "no-store", path
+            script = await h.get(f"{base}/static/viewer.js")
+            assert script.status_code == 200 and script.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_the_routes_open_without_a_token_open_nothing_else_whatever_the_path_says(site: Site) -> None:
+    # /ui/login and /ui/static/… skip the token check; a raw path (not normalised by a client) that
+    # starts with them must never reach a run's data, a control or a file of the package.
+    async with http_server(site) as server, http_client(server.url, ALICE) as alice:
+        with anyio.fail_after(BOUND_S):
+            rid = data(
+                await call(alice, "workflow_run", {"name": "hello", "provider": "fake", "waitMs": 10_000})
+            )["runId"]
+            tries = [
+                ("GET", f"/ui/static/../api/runs/{rid}"),
+                ("GET", f"/ui/static/../runs/{rid}"),
+                ("GET", f"/ui/static/..%2fapi/runs/{rid}"),
+                ("GET", "/ui/static/%2e%2e/_app.py"),
+                ("GET", "/ui/static/../../mcp"),
+                ("POST", f"/ui/static/../api/runs/{rid}/resume"),
+                ("GET", f"/ui/login/../api/runs/{rid}"),
+            ]
+            for method, path in tries:
+                head = (
+                    f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Length: 0\r\n"
+                    "Connection: close\r\n\r\n"
+                ).encode()
+                answer = await _raw_exchange(server.port, head)
+                status = int(answer.split(b" ", 2)[1])
+                assert status in (303, 404, 405), (path, answer[:200])
+                assert rid.encode() not in answer.partition(b"\r\n\r\n")[2], path
+                assert b"import" not in answer, path  # no source file of the package

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -55,3 +56,18 @@ def test_a_port_already_taken_is_refused_with_a_clear_error(tmp_path: Path) -> N
         )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and done.stdout == ""
+
+
+def test_a_connection_that_sends_no_whole_request_is_closed_at_the_header_deadline(tmp_path: Path) -> None:
+    # The port answers anyone on the machine before a token is checked: a socket that sends nothing, or
+    # trickles a head, must not be held for ever (each one is a descriptor of the viewer's process).
+    with ui_server(tmp_path / "home", "--header-timeout", "1") as url:
+        port = int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+        idle = socket.create_connection(("127.0.0.1", port), timeout=10)
+        trickle = socket.create_connection(("127.0.0.1", port), timeout=10)
+        with idle, trickle:
+            trickle.sendall(b"GET /ui/ HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            started = time.monotonic()
+            for sock in (idle, trickle):
+                assert sock.recv(1024) == b""  # closed by the server (a hold would time out: 10 s)
+            assert time.monotonic() - started < 8

@@ -75,10 +75,10 @@ def fake_script(path: Path, *, slow_ms: int, build_ms: int = 1500) -> Path:
 
 
 @contextmanager
-def ui_server(home: Path) -> Iterator[str]:
-    """``workflow-mcp ui --port 0``; yields its sign-in URL."""
+def ui_server(home: Path, *args: str) -> Iterator[str]:
+    """``workflow-mcp ui --port 0 [args…]``; yields its sign-in URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workflow_mcp.cli", "ui", "--port", "0"],
+        [sys.executable, "-m", "workflow_mcp.cli", "ui", "--port", "0", *args],
         env=env_for(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -24,7 +24,7 @@ import pytest
 
 from workflow_mcp.errors import SandboxUnavailableError
 from workflow_mcp.realm import worker as worker_module
-from workflow_mcp.realm.sandbox import sandbox_argv
+from workflow_mcp.realm.sandbox import SANDBOX_TMP_BYTES, sandbox_argv
 from workflow_mcp.realm.worker import RealmWorker, node_path, worker_script
 
 from helpers import BWRAP_MISSING, arun, pid_alive, run_source
@@ -135,6 +135,88 @@ def test_the_private_tmp_is_not_the_hosts(tmp_path: Path) -> None:
         assert not Path(f"/tmp/from-sandbox-{os.getpid()}").exists()
     finally:
         marker.unlink()
+
+
+FILL = r"""
+const fs = require('node:fs')
+const out = {}
+const fill = (path) => {
+  const chunk = Buffer.alloc(1 << 20)
+  let written = 0
+  try {
+    const fd = fs.openSync(path, 'w')
+    try { for (let i = 0; i < 1024; i++) written += fs.writeSync(fd, chunk) } finally { fs.closeSync(fd) }
+    return { written, error: null }
+  } catch (e) { return { written, error: e.code } }
+}
+out.tmp = fill('/tmp/fill')
+out.dev = fill('/dev/fill')
+out.shm = fill('/dev/shm/fill')
+try { fs.writeFileSync('/dev/null', 'x'); out.devNull = 'ok' } catch (e) { out.devNull = e.code }
+out.hostname = require('node:os').hostname()
+process.stdout.write(JSON.stringify(out))
+"""
+
+
+def test_code_with_full_node_cannot_fill_memory_through_its_writable_file_systems(tmp_path: Path) -> None:
+    # A tmpfs is memory the worker's memory cap (RLIMIT_DATA) does not count: an unbounded /tmp (by
+    # default half the host's RAM) or a writable /dev would let an escape exhaust the host's memory.
+    script = tmp_path / "fill.js"
+    script.write_text(FILL)
+    argv = sandbox_argv([os.path.abspath(node_path()), str(script)], readable=[str(script)])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND_S, env={})
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen["tmp"]["error"] == "ENOSPC"
+    assert 0 < seen["tmp"]["written"] <= SANDBOX_TMP_BYTES
+    assert seen["dev"] == {"written": 0, "error": "EROFS"}
+    assert seen["shm"] == {"written": 0, "error": "EROFS"}
+    assert seen["devNull"] == "ok"  # the devices still work
+    assert seen["hostname"] == "workflow-realm"  # not the host's name either
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (Linux ``/proc/PID/task/*/children``)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").iterdir():
+            queue += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_the_sandboxed_worker_holds_no_descriptor_of_the_host_but_its_pipes(tmp_path: Path) -> None:
+    # Whatever the host has open (its state database, its listening socket, client connections) must
+    # not reach the worker: bubblewrap hands on every descriptor it gets, so an escape would read or
+    # write through one. Looked at from the host, in bwrap and in Node alike.
+    async def scenario() -> dict[int, dict[str, str]]:
+        state = (tmp_path / "state.db").open("wb")
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        os.set_inheritable(state.fileno(), True)  # even descriptors marked inheritable stay out
+        os.set_inheritable(listener.fileno(), True)
+        try:
+            worker = await RealmWorker.spawn(sandbox="bwrap")
+            try:
+                held: dict[int, dict[str, str]] = {}
+                for pid in _descendants(worker.pid):
+                    fds = Path(f"/proc/{pid}/fd")
+                    held[pid] = {fd.name: os.readlink(fd) for fd in fds.iterdir()}
+                return held
+            finally:
+                await worker.close()
+        finally:
+            state.close()
+            listener.close()
+
+    held = arun(scenario())
+    assert len(held) >= 2, held  # bwrap and Node (and bwrap's init in its pid namespace)
+    for pid, fds in held.items():
+        foreign = {fd: t for fd, t in fds.items() if t.startswith(("/", "socket:")) and t != "/dev/null"}
+        assert foreign == {}, (pid, fds)  # pipes, Node's event loop and eventfds only
+        assert all(fds[fd].startswith("pipe:") for fd in ("1", "2") if fd in fds), (pid, fds)
 
 
 def test_code_with_full_node_sees_no_other_process(tmp_path: Path) -> None:

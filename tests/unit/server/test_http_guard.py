@@ -15,7 +15,7 @@ import pytest
 
 from workflow_mcp.errors import InvalidInputError
 from workflow_mcp.server import Principal
-from workflow_mcp.server.http import HttpGuard, TokenSet, _loop_error_handler, load_tokens
+from workflow_mcp.server.http import HttpGuard, TokenSet, ViewerSessions, _loop_error_handler, load_tokens
 from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
 
 pytestmark = pytest.mark.anyio
@@ -352,3 +352,48 @@ def test_malformed_allowed_hosts_and_a_wildcard_on_loopback_are_refused(
 ) -> None:
     with pytest.raises(InvalidInputError, match=match):
         guard_on(Inner(), bind, (entry,))
+
+
+def test_a_viewer_session_ends_after_its_lifetime_and_the_oldest_ends_beyond_the_limit() -> None:
+    now = [1000.0]
+    sessions = ViewerSessions(ttl_s=60, limit=2, clock=lambda: now[0])
+    alice, bob = Principal(owner="http:alice", scoped=True), Principal(owner="http:bob", scoped=True)
+    first = sessions.open(alice)
+    assert first != sessions.open(alice) and len(first) >= 43  # 256 bits, never the token
+    assert sessions.principal(first) == alice
+    assert sessions.principal("") is None and sessions.principal(first + "x") is None
+    now[0] += 60
+    assert sessions.principal(first) is None  # expired
+    a, b = sessions.open(alice), sessions.open(bob)
+    c = sessions.open(bob)  # a third beyond the limit of two ends the oldest
+    assert sessions.principal(a) is None and sessions.principal(b) == bob and sessions.principal(c) == bob
+
+
+async def test_a_websocket_request_is_closed_before_any_app_sees_it_whatever_it_carries() -> None:
+    # Nothing here speaks WebSocket; with a WebSocket library installed, uvicorn would hand the guard a
+    # websocket scope, which must not reach the app past the Host, Origin and token checks.
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    tokens = load_tokens("/nonexistent", env={"WORKFLOW_MCP_TOKEN": f"alice={ALICE}"})
+    guarded = HttpGuard(app, tokens, host="127.0.0.1", port=8765, viewer_base="/ui")
+    for path, headers in (
+        ("/mcp", [(b"host", b"evil.example")]),
+        ("/ui/api/runs/run_x/events", [(b"host", b"127.0.0.1:8765")]),
+        ("/mcp", [(b"host", b"127.0.0.1:8765"), (b"authorization", f"Bearer {ALICE}".encode())]),
+    ):
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "websocket.connect"}
+
+        async def send(message: dict[str, Any], sent: list[dict[str, Any]] = sent) -> None:
+            sent.append(message)
+
+        await guarded({"type": "websocket", "path": path, "headers": headers, "state": {}}, receive, send)
+        assert sent == [{"type": "websocket.close", "code": 1008, "reason": "WebSocket is not served here"}]
+    assert reached == []
+    await guarded({"type": "lifespan"}, receive, send)  # the lifespan still reaches the app
+    assert reached == ["lifespan"]

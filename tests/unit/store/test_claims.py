@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from store_kinds import made_store
-from workflow_mcp.errors import RunClaimedError, SequenceConflictError
+from workflow_mcp.errors import ClaimLostError, RunClaimedError, SequenceConflictError
 from workflow_mcp.events import Event
 from workflow_mcp.store import LEASE_TTL_S, MemoryStore, RunRecord, SqliteStore
 from workflow_mcp.store.base import RunStore
@@ -349,3 +349,39 @@ def test_an_owner_row_records_the_lease_of_its_store(tmp_path: Path, monkeypatch
             raw.close()
     finally:
         store.close()
+
+
+def test_an_owner_whose_lease_expired_and_whose_run_was_taken_over_writes_nothing_more(
+    tmp_path: Path,
+) -> None:
+    # A process on another host (a shared state file) paused past its lease wakes up still running
+    # its run; meanwhile another process judged it gone and resumed the run. Nothing it writes may land.
+    import time
+
+    db = tmp_path / "state.db"
+    paused = SqliteStore(db)
+    other = SqliteStore(db)
+    try:
+        paused.create_run(record("run_1"))
+        paused.append(ev("run_1", 1, "run.started"))
+        raw = sqlite3.connect(db)
+        raw.execute(
+            "UPDATE owners SET host = 'another-host', heartbeat_at = ?", (time.time() - LEASE_TTL_S - 1,)
+        )
+        raw.commit()
+        raw.close()
+        other.create_run(record("run_2", resumed_from="run_1"))  # no recovery ran: the claim is taken
+        paused.heartbeat()
+        with pytest.raises(ClaimLostError, match=r"run_1 was taken over .*run run_2 holds its claim"):
+            paused.append(ev("run_1", 2, "agent.queued"))
+        other.append_many([ev("run_2", 1, "run.started"), ev("run_2", 2, "run.completed")])
+        with pytest.raises(ClaimLostError, match="its claim was dropped"):
+            paused.append(ev("run_1", 2, "run.failed"))
+        assert [e.sequence for e in other.events("run_1")] == [1]
+        paused.create_run(record("run_3"))
+        paused.append_many([ev("run_3", 1, "run.started"), ev("run_3", 2, "run.completed")])
+        paused.append(ev("run_3", 3, "log"))  # after its end a run is no longer fenced as executing
+        assert [e.sequence for e in other.events("run_3")] == [1, 2, 3]
+    finally:
+        paused.close()
+        other.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_mcp.errors import RunClaimedError, SequenceConflictError, StoreError
+from workflow_mcp.errors import ClaimLostError, RunClaimedError, SequenceConflictError, StoreError
 from workflow_mcp.events import Event
 from workflow_mcp.store import LEASE_TTL_S, RunRecord, open_store
 from workflow_mcp.store.postgres import PostgresStore, migrations, redact
@@ -475,3 +475,63 @@ def test_an_owner_is_judged_by_the_lease_it_recorded_not_by_the_judge_s(
     finally:
         owner.close()
         judge.close()
+
+
+def test_an_owner_whose_lease_expired_and_whose_run_was_taken_over_writes_nothing_more(
+    postgres_url: str,
+) -> None:
+    # A server paused past its lease (SIGSTOP, a VM freeze) wakes up still holding its run in memory;
+    # meanwhile another server judged it gone and resumed the run. Nothing it writes may land.
+    paused = PostgresStore(postgres_url)
+    other = PostgresStore(postgres_url)
+    try:
+        paused.create_run(record("run_1"))
+        paused.append(ev("run_1", 1, "run.started"))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE owners SET host = 'another-host', "
+                "heartbeat_at = EXTRACT(EPOCH FROM clock_timestamp()) - lease_s - 1"
+            )
+        other.create_run(record("run_2", resumed_from="run_1"))  # no recovery ran: the claim is taken
+        paused.heartbeat()  # waking up renews the lease; the claim stays the other server's
+        with pytest.raises(ClaimLostError, match=r"run_1 was taken over .*run run_2 holds its claim"):
+            paused.append(ev("run_1", 2, "agent.queued"))
+        other.append_many([ev("run_2", 1, "run.started"), ev("run_2", 2, "run.completed")])
+        with pytest.raises(ClaimLostError, match="its claim was dropped"):  # gone with run_2's end
+            paused.append(ev("run_1", 2, "run.failed"))
+        assert [e.sequence for e in other.events("run_1")] == [1]
+        # A run this store still holds is written as before, and its end releases it.
+        paused.create_run(record("run_3"))
+        paused.append_many([ev("run_3", 1, "run.started"), ev("run_3", 2, "run.completed")])
+        assert [e.type for e in other.events("run_3")] == ["run.started", "run.completed"]
+    finally:
+        paused.close()
+        other.close()
+
+
+def test_text_with_a_nul_character_matches_no_row_and_is_refused_naming_the_rule(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        assert store.get_run("run_\x00") is None and store.events("run_\x00") == []
+        assert store.last_sequence("run_\x00") == 0 and store.find_idempotent("o\x00", "k") is None
+        with pytest.raises(StoreError, match=r"cannot hold the NUL character \(U\+0000\)"):
+            store.create_run(record("run_1", cwd="/srv/\x00"))
+        assert store.get_run("run_1") is None  # nothing of it stored
+    finally:
+        store.close()
+
+
+def test_hostile_text_in_every_kind_of_key_is_data_never_sql(postgres_url: str) -> None:
+    hostile = "x'); DROP TABLE runs; --"
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_run(record(hostile, owner=hostile, idempotency_key=hostile, cwd=hostile))
+        store.append(ev(hostile, 1, "run.started"))
+        store.request_cancel(hostile, hostile)
+        assert store.get_run(hostile) is not None and store.get_run(hostile + "'") is None
+        assert store.find_idempotent(hostile, hostile) is not None
+        assert [e.sequence for e in store.events(hostile)] == [1]
+        assert store.cancel_requests([hostile, "' OR '1'='1"]) == {hostile: hostile}
+        assert set(TABLES) <= set(store.tables())
+    finally:
+        store.close()

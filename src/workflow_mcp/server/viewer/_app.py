@@ -24,22 +24,27 @@ sends it back as ``Last-Event-ID`` and continues after it, so nothing is missed 
 from __future__ import annotations
 
 import json
+import posixpath
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import parse_qsl, unquote
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..._prices import PriceTable
-from ...errors import WorkflowMcpError, WorkflowNotFoundError
+from ...errors import StoreError, WorkflowMcpError, WorkflowNotFoundError
 from ...service import WorkflowService
 from ...state import RUN_STATUSES, TERMINAL
 from .._policy import Principal
@@ -50,6 +55,8 @@ __all__ = [
     "COOKIE",
     "CSP",
     "PAGE_SIZE",
+    "SIGN_IN_BODY_LIMIT",
+    "SIGN_IN_FIELDS",
     "STREAM_BATCH",
     "TOKEN_CHECK_KEY",
     "LocalControl",
@@ -58,15 +65,22 @@ __all__ = [
 ]
 
 COOKIE = "workflow_mcp_viewer"
-"""The cookie that carries a signed-in browser's bearer token (HttpOnly, SameSite=Strict)."""
+"""The prefix of the cookie that carries a signed-in browser's viewer session (``COOKIE_<port>``;
+HttpOnly, SameSite=Strict, path ``/ui``; never the bearer token: see
+:class:`~workflow_mcp.server.http.ViewerSessions`)."""
 TOKEN_CHECK_KEY = "workflow_mcp.viewer_token_check"
-"""Where :class:`~workflow_mcp.server.http.HttpGuard` puts the sign-in form's token check in the scope."""
+"""Where :class:`~workflow_mcp.server.http.HttpGuard` puts the sign-in form's token check in the scope:
+``token -> (cookie name, session id)`` for one of the server's tokens, else ``None``."""
 PAGE_SIZE = 25
 """Runs per page of the runs page."""
 STREAM_BATCH = 500
 """Events the stream reads from the store at a time."""
 STREAM_WAIT_MS = 10_000
 """How long one wait for new events lasts before the stream checks the run and pings."""
+SIGN_IN_BODY_LIMIT = 4096
+"""Bytes the sign-in form's body may hold (it is read before any token is checked)."""
+SIGN_IN_FIELDS = 8
+"""Fields the sign-in form's body may hold."""
 _SCAN = 5000
 """Runs a filtered runs page looks through (the newest; the store lists runs newest first)."""
 CSP = (
@@ -122,6 +136,41 @@ def _not_visible(run_id: str) -> JSONResponse:
     )
 
 
+async def _sign_in_fields(request: Request) -> dict[str, str] | Response:
+    """The sign-in form's fields, read before any token is checked, so bounded: an
+    ``application/x-www-form-urlencoded`` body (what the form sends) of at most
+    :data:`SIGN_IN_BODY_LIMIT` bytes and :data:`SIGN_IN_FIELDS` fields. Anything else is answered
+    (415, 413 or 400, naming the rule) without reading further: no upload reaches memory or disk."""
+
+    def refused(status: int, message: str) -> Response:
+        return JSONResponse({"error": "bad_sign_in", "message": message}, status_code=status)
+
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return refused(
+            415, f"the sign-in form takes an application/x-www-form-urlencoded body, not {kind or 'none'!r}"
+        )
+    too_large = refused(
+        413,
+        f"the sign-in form's body is over {SIGN_IN_BODY_LIMIT} bytes (the sign-in limit); send the token only",
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.strip().isdigit() or int(declared) > SIGN_IN_BODY_LIMIT):
+        return too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > SIGN_IN_BODY_LIMIT:
+            return too_large
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=SIGN_IN_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        return refused(
+            400, f"the sign-in form's body is not UTF-8 URL-encoded text of at most {SIGN_IN_FIELDS} fields"
+        )
+    return dict(pairs)
+
+
 class _Timelines:
     """The :class:`Timeline` of recently viewed runs, each folded forward from the store as far as a
     request needs (only the events after the newest one folded are read), at most
@@ -153,6 +202,31 @@ KEPT_TIMELINES = 64
 """Runs whose timelines the viewer keeps between requests."""
 
 
+class _ResponseHeaders:
+    """Every viewer answer carries ``X-Content-Type-Options: nosniff`` (read as the type it says, never
+    sniffed into HTML: the data comes from workflows) and, except the static files, ``Cache-Control:
+    no-store`` (run data stays out of browser and proxy caches); a header a route set is kept."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = "/static/" in str(scope.get("path", ""))
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers.setdefault("x-content-type-options", "nosniff")
+                if not static:
+                    headers.setdefault("cache-control", "no-store")
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/ui") -> Starlette:
     """The viewer as an ASGI app to mount at ``base`` (see the module docstring for its routes)."""
 
@@ -171,9 +245,12 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
                     status_code=401,
                 )
             run_id = request.path_params.get("run_id")
-            if run_id is not None and not await anyio.to_thread.run_sync(visible, principal, run_id):
-                return _not_visible(run_id)
-            response: Response = await handler(request, principal)
+            try:
+                if run_id is not None and not await anyio.to_thread.run_sync(visible, principal, run_id):
+                    return _not_visible(run_id)
+                response: Response = await handler(request, principal)
+            except StoreError as exc:  # the store cannot answer now (unreachable, refusing): say so
+                return JSONResponse({"error": "store_error", "message": str(exc)}, status_code=503)
             return response
 
         return endpoint
@@ -359,24 +436,34 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
         # Reached without a principal (HttpGuard lets /login through); the token is checked there too.
         if request.method == "GET":
             return html(_pages.login_page(base=base, next_path=request.query_params.get("next", "")))
-        form = await request.form()
-        token = str(form.get("token") or "").strip()
-        target = str(form.get("next") or "")
-        if not target.startswith(base + "/") or target.startswith("//"):
+        fields = await _sign_in_fields(request)
+        if isinstance(fields, Response):
+            return fields
+        token = fields.get("token", "").strip()
+        target = fields.get("next", "")
+        # Only back into the viewer: a path as the browser will resolve it (dot segments, %2e, a
+        # backslash read as a slash) that stays under the viewer's base.
+        resolved = posixpath.normpath(unquote(target).replace("\\", "/")) + (
+            "/" if target.endswith("/") else ""
+        )
+        if not target.startswith(base + "/") or not resolved.startswith(base + "/") or "\\" in target:
             target = base + "/"
-        checker = request.scope.get("state", {}).get(TOKEN_CHECK_KEY)
-        if not token or not callable(checker) or not checker(token):
+        sign_in = request.scope.get("state", {}).get(TOKEN_CHECK_KEY)
+        signed = sign_in(token) if token and callable(sign_in) else None
+        if signed is None:
             return html(
                 _pages.login_page(
                     base=base, error="That token is not valid for this server.", next_path=target
                 ),
                 401,
             )
+        name, session = signed
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path=base)
+        response.set_cookie(name, session, httponly=True, samesite="strict", path=base)
         return response
 
     return Starlette(
+        middleware=[Middleware(_ResponseHeaders)],
         routes=[
             Route("/", guarded(runs)),
             Route("/runs/{run_id}", guarded(run_page)),
@@ -387,5 +474,5 @@ def viewer_app(service: WorkflowService, control: RunControl, *, base: str = "/u
             Route("/api/runs/{run_id}/resume", guarded(resume), methods=["POST"]),
             Route("/login", login, methods=["GET", "POST"]),
             Mount("/static", StaticFiles(directory=str(_STATIC)), name="static"),
-        ]
+        ],
     )
