@@ -306,8 +306,12 @@ class AgentProvider(Protocol):
     service's provider pool closes the ones it built when the service shuts down.
     """
 
-    name: str
-    capabilities: ProviderCapabilities
+    # Read-only members, so a class-level name (``ClassVar``) and a ``Final`` table satisfy them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> ProviderCapabilities: ...
 
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult: ...
 
