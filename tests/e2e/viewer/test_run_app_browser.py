@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +67,10 @@ async def real_results(tmp_path: Path) -> dict[str, Any]:
             later = await call(client, "workflow_run_status", {"runId": rid})
     finally:
         await env.service.shutdown("the test ended", timeout_s=10)
-    dump: Callable[[CallToolResult], dict[str, Any]] = lambda r: r.model_dump(
-        mode="json", by_alias=True, exclude_none=True
-    )  # noqa: E731
+
+    def dump(r: CallToolResult) -> dict[str, Any]:
+        return r.model_dump(mode="json", by_alias=True, exclude_none=True)
+
     return {"runId": rid, "first": dump(first), "later": dump(later)}
 
 
