@@ -1265,7 +1265,7 @@ class _Run:
                     reason = self.cancel_reason or (_RETURNED if self.returned else "cancelled")
                     self._agent_failed(call, reason, totals, "cancelled")
                     raise
-                totals = _add_usage(totals, result.usage)
+                totals = totals + result.usage
                 self.budget.charge(result.usage.output)
                 if result.outcome == "provider_failed":
                     message = well_formed(result.message or "provider failure")
@@ -1581,15 +1581,6 @@ def clip_text(text: str, max_units: int, keep: int) -> str:
     head = units[: 2 * keep].decode("utf-16-le", "replace")
     tail = units[len(units) - 2 * keep :].decode("utf-16-le", "replace")
     return f"{head}\n\n... [{len(units) // 2 - 2 * keep} characters truncated] ...\n\n{tail}"
-
-
-def _add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
-    return TokenUsage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-    )
 
 
 _CLAMP = re.compile(r"^Bash\(\S(?:[\s\S]*\S)?\)$")
