@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,23 @@ def test_every_recognised_option_reaches_the_provider_and_unknown_ones_do_not() 
     assert "label" not in request.options and "phase" not in request.options
 
 
-@pytest.mark.parametrize("effort", ["'ludicrous'", "42", "''", "' low'", "{}", "null"])
-def test_an_invalid_effort_is_ignored_and_the_call_still_runs(effort: str) -> None:
+def one_call(**opts: Any) -> Callable[[ScriptedWorkflow], Coroutine[Any, Any, Any]]:
+    """A scripted workflow making one agent('p', opts) call and returning its result."""
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        return await realm.agent("p", **opts)
+
+    return script
+
+
+# The options below reach the engine as the JSON values the realm sends; the realm's own reading of
+# a JavaScript options object is the conformance cases' (agents-option-fallbacks, effort-names-normalized).
+
+
+@pytest.mark.parametrize("effort", ["ludicrous", 42, "", " low", {}, None])
+def test_an_invalid_effort_is_ignored_and_the_call_still_runs(effort: Any) -> None:
     provider = FakeProvider({"default": {"text": "effort={effort}"}})
-    outcome = run_source(f"return await agent('p', {{ effort: {effort} }})", provider=provider)
+    outcome = run_scripted(one_call(effort=effort), provider=provider)
     assert outcome.result == "effort="
     (request,) = provider.calls
     assert request.effort is None
@@ -80,14 +94,14 @@ def test_an_invalid_effort_is_ignored_and_the_call_still_runs(effort: str) -> No
 @pytest.mark.parametrize("effort", ["low", "medium", "high", "xhigh", "max"])
 def test_each_valid_effort_reaches_the_provider(effort: str) -> None:
     provider = FakeProvider()
-    run_source(f"return await agent('p', {{ effort: '{effort}' }})", provider=provider)
+    run_scripted(one_call(effort=effort), provider=provider)
     assert provider.calls[0].effort == effort
 
 
-@pytest.mark.parametrize(("effort", "reaches"), [("'HIGH'", "high"), ("'Low'", "low"), ("['max']", "max")])
-def test_an_effort_is_read_as_its_lower_case_string_as_claude_reads_it(effort: str, reaches: str) -> None:
+@pytest.mark.parametrize(("effort", "reaches"), [("HIGH", "high"), ("Low", "low"), (["max"], "max")])
+def test_an_effort_is_read_as_its_lower_case_string_as_claude_reads_it(effort: Any, reaches: str) -> None:
     provider = FakeProvider()
-    run_source(f"return await agent('p', {{ effort: {effort} }})", provider=provider)
+    run_scripted(one_call(effort=effort), provider=provider)
     assert provider.calls[0].effort == reaches
     assert provider.calls[0].options["effort"] == reaches
 
@@ -118,11 +132,6 @@ def test_agents_before_the_first_phase_have_none_and_later_ones_take_the_current
 
 
 # -- stalls ------------------------------------------------------------------------------------
-
-STALL_BODY = (
-    "try { return 'resolved: ' + await agent('x', { label: 'slow', stallMs: 50 }) }\n"
-    "catch (e) { return 'rejected: ' + e.message }"
-)
 
 
 async def stalling(realm: ScriptedWorkflow) -> str:
@@ -162,15 +171,17 @@ def test_a_stalled_call_that_answers_on_a_retry_resolves() -> None:
 
 # -- structured output -------------------------------------------------------------------------
 
-SCHEMA_BODY = (
-    f"try {{ return await agent('x', {{ label: 's', schema: {SCHEMA_JS} }}) }}\n"
-    "catch (e) { return 'rejected: ' + e.message }"
-)
+
+async def schema_call(realm: ScriptedWorkflow) -> Any:
+    try:
+        return await realm.agent("x", label="s", schema=SCHEMA)
+    except AgentRejected as exc:
+        return "rejected: " + exc.message
 
 
 def test_an_answer_that_always_fails_the_schema_is_asked_exactly_five_times_then_rejects() -> None:
     provider = FakeProvider({"default": {"result": {"n": "not a number"}}})
-    outcome = run_source(SCHEMA_BODY, provider=provider)
+    outcome = run_scripted(schema_call, provider=provider)
     assert str(outcome.result).startswith("rejected: ")
     assert "5" in outcome.result
     assert [c.attempt for c in provider.calls] == [1, 2, 3, 4, 5]
@@ -185,7 +196,7 @@ def test_an_answer_that_passes_the_schema_on_a_re_ask_resolves_with_it() -> None
     provider = FakeProvider(
         {"default": {"sequence": [{"result": {"n": "x"}}, {"result": {}}, {"result": {"n": 3}}]}}
     )
-    outcome = run_source(SCHEMA_BODY, provider=provider)
+    outcome = run_scripted(schema_call, provider=provider)
     assert outcome.result == {"n": 3}
     assert len(provider.calls) == 3
 
@@ -366,8 +377,10 @@ class Retrying:
 
 def test_retry_events_are_not_progress_so_a_backend_that_reconnects_forever_stalls() -> None:
     provider = Retrying()
-    outcome = run_source(STALL_BODY, provider=provider)
-    assert re.match(r"rejected: agent stalled on all 6 attempts", outcome.result), outcome.result
+    outcome = run_scripted(stalling, provider=provider, virtual_time=True)
+    assert re.match(r"rejected: agent stalled on all 6 attempts.* after 0\.300 s$", outcome.result), (
+        outcome.result
+    )
     assert "the provider was retrying: Reconnecting... 2/5 (no network)" in outcome.result
     assert provider.calls == 6
     warnings = [e.payload["message"] for e in outcome.of("warning")]
@@ -380,8 +393,14 @@ def test_retry_events_are_not_progress_so_a_backend_that_reconnects_forever_stal
 def test_the_stall_window_applies_to_providers_that_do_not_stream_and_its_default_is_an_option() -> None:
     # No stallMs option: the run's default window (RunOptions.stall_ms, else the profile's 180 s).
     provider = Retrying(streaming=False)
-    body = "try { return await agent('x', { label: 'quiet' }) } catch (e) { return 'rejected: ' + e.message }"
-    outcome = run_source(body, provider=provider, stall_ms=40)
+
+    async def quiet(realm: ScriptedWorkflow) -> str:
+        try:
+            return str(await realm.agent("x", label="quiet"))
+        except AgentRejected as exc:
+            return "rejected: " + exc.message
+
+    outcome = run_scripted(quiet, provider=provider, stall_ms=40, virtual_time=True)
     assert outcome.result.startswith("rejected: agent stalled on all 6 attempts (no progress for 40 ms each)")
     assert provider.calls == 6
 
@@ -410,7 +429,7 @@ class RateLimited:
 
 def test_a_rate_limited_answer_is_retried_honouring_retry_after_then_resolves() -> None:
     provider = RateLimited(times=2)
-    outcome = run_source("return await agent('x', { label: 'busy' })", provider=provider)
+    outcome = run_scripted(one_call(label="busy"), provider=provider, virtual_time=True)
     assert outcome.result == "answered on call 3"
     warnings = [e.payload["message"] for e in outcome.of("warning")]
     assert warnings == [
@@ -423,7 +442,7 @@ def test_a_rate_limited_answer_is_retried_honouring_retry_after_then_resolves() 
 def test_rate_limit_retries_are_bounded_then_the_call_resolves_null_like_a_provider_failure() -> None:
     provider = RateLimited(times=100, retry_after_s=None)
     policy = RetryPolicy(retries=2, base_ms=1, max_ms=2)
-    outcome = run_source("return await agent('x', { label: 'busy' })", provider=provider, retry=policy)
+    outcome = run_scripted(one_call(label="busy"), provider=provider, retry=policy, virtual_time=True)
     assert outcome.status == "completed" and outcome.result is None
     assert provider.calls == 3
     (failed,) = outcome.of("agent.failed")
@@ -433,7 +452,7 @@ def test_rate_limit_retries_are_bounded_then_the_call_resolves_null_like_a_provi
 
 def test_a_retry_after_longer_than_the_policy_allows_is_not_waited_for() -> None:
     provider = RateLimited(times=1, retry_after_s=3600)
-    outcome = run_source("return await agent('x', { label: 'busy' })", provider=provider)
+    outcome = run_scripted(one_call(label="busy"), provider=provider, virtual_time=True)
     assert outcome.result is None and provider.calls == 1 and not outcome.of("warning")
 
 

@@ -12,9 +12,10 @@ from workflow_mcp import MemoryStore, RunFailedError, WorkflowService
 from workflow_mcp.engine.run import RunOptions
 from workflow_mcp.events import EVENT_TYPES, Event
 from workflow_mcp.providers import FakeProvider
+from workflow_mcp.realm.scripted import ScriptedWorkflow
 from workflow_mcp.state import TERMINAL_EVENTS
 
-from helpers import Outcome, arun, run_source, start, workflow
+from helpers import Outcome, arun, run_source, start_scripted, workflow
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -133,7 +134,13 @@ def test_agent_events_carry_their_phase_and_the_failure_reason(mixed: tuple[Outc
 
 def test_a_live_subscriber_sees_exactly_the_logged_events_and_can_start_after_a_sequence() -> None:
     async def scenario() -> tuple[list[Event], list[Event], list[Event]]:
-        handle = start("log('a')\nawait agent('x')\nlog('b')\nreturn 1")
+        async def script(realm: ScriptedWorkflow) -> int:
+            realm.log("a")
+            await realm.agent("x")
+            realm.log("b")
+            return 1
+
+        handle = start_scripted(script)
         live = [e async for e in handle.events()]
         tail = [e async for e in handle.events(after=3)]
         return live, tail, handle.log.events
