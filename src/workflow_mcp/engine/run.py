@@ -83,7 +83,7 @@ from ..realm.worker import (
 from ..state import RunStatus
 from .backoff import RETRYABLE, RetryPolicy
 from .budget import Budget
-from .calls import AgentCall, ResolvedCall
+from .calls import AgentCall, ResolvedCall, agent_request
 from .checkpoint import CheckpointAsker, CheckpointReply, checkpoint_id
 from .executor import AgentExecutor, LocalExecutor
 from .journal import Replay, content_key, json_value_problem, records_from_events
@@ -1196,7 +1196,7 @@ class _Run:
         signal = CancelSignal()
         self.signals[agent_id] = signal
         self.call_keys[agent_id] = key
-        totals = TokenUsage()
+        totals = _NO_TOKENS
         feedback: str | None = None
         cwd = self.cwd
         tree: Worktree | None = None
@@ -1222,7 +1222,7 @@ class _Run:
             attempt = 0
             while True:
                 attempt += 1
-                request = AgentRequest(
+                request = agent_request(
                     prompt=prompt,
                     label=label,
                     run_id=self.run_id,
@@ -1524,6 +1524,7 @@ class _Delivery:
 
 
 _RETURNED = "the workflow returned before this agent() call finished"
+_NO_TOKENS = TokenUsage()
 
 
 def _batch(texts: list[str]) -> str:

@@ -164,6 +164,10 @@ class _Respond:
     tokens: TokenUsage = field(default_factory=TokenUsage)
     resets_at: float | None = None  # fail: usage_limit — epoch seconds the simulated limit resets at
     retry_after_ms: float | None = None  # fail: usage_limit — a relative Retry-After hint
+    # A text answer without placeholders is the same every call: its result and delta, built once
+    # (frozen values; the fake's cost per call is part of the engine's measured cost per call).
+    reply: AgentResult | None = None
+    delta: ProviderEvent | None = None
 
     def expired(self, now: float) -> bool:
         """A simulated usage limit whose reset time ``now`` (epoch seconds) has reached."""
@@ -376,6 +380,10 @@ async def _delay(seconds: float, context: AgentContext) -> None:
 
 
 async def _answer(respond: _Respond, request: AgentRequest, context: AgentContext) -> AgentResult:
+    if respond.reply is not None:
+        if respond.delta is not None:
+            await context.emit(respond.delta)
+        return respond.reply
     usage = respond.tokens
     if respond.fail == "error":
         raise AgentExecutionError(respond.message or "fake execution error")
@@ -549,6 +557,10 @@ def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> 
     tokens = _parse_tokens(raw["tokens"], f"{path}.tokens", where) if "tokens" in raw else TokenUsage()
     if "result" in raw:
         _check_json(raw["result"], f"{path}.result", where)
+    reply = delta = None
+    if text is not None and fail is None and not _PLACEHOLDER.search(text):
+        reply = AgentResult(text=text, usage=tokens)
+        delta = ProviderEvent(kind="output.delta", text=text) if text else None
     return (
         _Respond(
             text=text,
@@ -561,6 +573,8 @@ def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> 
             tokens=tokens,
             resets_at=resets_at,
             retry_after_ms=retry_after_ms,
+            reply=reply,
+            delta=delta,
         ),
     )
 

@@ -812,3 +812,15 @@ def test_a_script_given_as_a_string_is_refused_never_read_as_a_file(tmp_path: Pa
     path.write_text(json.dumps({"default": {"text": "from file"}}), encoding="utf-8")
     with pytest.raises(InvalidInputError, match=r"^fake script: must be a JSON object .*, got a string$"):
         FakeProvider(str(path))  # type: ignore[arg-type]
+
+
+def test_a_constant_text_answer_is_the_same_value_every_call_and_streams_each_time() -> None:
+    provider = FakeProvider({"default": {"text": "fixed", "tokens": {"input": 1, "output": 2}}})
+    first_events: list[ProviderEvent] = []
+    again_events: list[ProviderEvent] = []
+    first = run(execute(provider, request("a", "a"), first_events))
+    again = run(execute(provider, request("b", "b"), again_events))
+    assert first == again == AgentResult(text="fixed", usage=TokenUsage(input=1, output=2))
+    assert first_events == again_events == [ProviderEvent(kind="output.delta", text="fixed")]
+    templated = FakeProvider({"default": {"text": "for {label}"}})
+    assert [text_of(templated, label=label) for label in ("x", "y")] == ["for x", "for y"]
