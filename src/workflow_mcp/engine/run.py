@@ -1453,10 +1453,12 @@ class _Run:
 
             try:
                 async with scope:
-                    checkpoint = self._checkpoint_of(request, signal, scope)
-                    return await self.executor.execute(
-                        self.provider, request, AgentContext(signal=signal, emit=emit, checkpoint=checkpoint)
+                    context = AgentContext(
+                        signal=signal, emit=emit, checkpoint=self._checkpoint_of(request, signal, scope)
                     )
+                    if type(self.executor) is LocalExecutor:  # what it does, minus a coroutine per attempt
+                        return await self.provider.execute(request, context)
+                    return await self.executor.execute(self.provider, request, context)
             except TimeoutError:
                 if not scope.expired():
                     raise  # a provider's own timeout, not our watchdog
