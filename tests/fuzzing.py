@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workflow_mcp.definitions._analysis import analyze_source, check_analyses
+from workflow_mcp.definitions._analysis import Analysis, analyze_source, check_analyses
 from workflow_mcp.definitions.load import load_workflow
 from workflow_mcp.definitions.profile import get_profile
 from workflow_mcp.engine.run import RunOptions, run_workflow
@@ -152,7 +152,7 @@ def _validate_batch(report: FuzzReport, mutants: list[str], deadline_s: float) -
     """Validate ``mutants`` through the loader's batch path (one realm call); return the valid ones."""
     profile = get_profile()
     started = time.monotonic()
-    analyses = []
+    analyses: list[Analysis | None] = []
     for text in mutants:
         try:
             analyses.append(analyze_source(text, profile, label="mutant.js"))

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from workflow_mcp import FakeProvider, RunOptions, SqliteStore, WorkflowService, load_workflow
+from workflow_mcp.engine.journal import ResumePolicy
 from workflow_mcp.events import Event
 
 HEAD = "export const meta = { name: 'matrix', description: 'resume matrix' }\n"
@@ -65,7 +66,7 @@ for option, (before, after) in HASHED.items():
     )
 
 
-def run_pair(tmp: Path, v1: str, v2: str, policy: str) -> tuple[list[str], int, Any]:
+def run_pair(tmp: Path, v1: str, v2: str, policy: ResumePolicy) -> tuple[list[str], int, Any]:
     async def go() -> tuple[list[str], int, Any]:
         store = SqliteStore(tmp / f"{policy}.db")
         service = WorkflowService(store, cwd=str(tmp), home=str(tmp / "home"))
@@ -97,7 +98,12 @@ def run_pair(tmp: Path, v1: str, v2: str, policy: str) -> tuple[list[str], int, 
 )
 @pytest.mark.parametrize("policy", ["content", "prefix"])
 def test_a_resumed_run_replays_exactly_the_calls_its_policy_allows(
-    tmp_path: Path, policy: str, v1: list[str], v2: list[str], content_live: list[str], prefix_live: list[str]
+    tmp_path: Path,
+    policy: ResumePolicy,
+    v1: list[str],
+    v2: list[str],
+    content_live: list[str],
+    prefix_live: list[str],
 ) -> None:
     live, cached, status = run_pair(tmp_path, calls(*v1), calls(*v2), policy)
     expected = content_live if policy == "content" else prefix_live

@@ -68,7 +68,7 @@ def home_of(case: dict[str, Any], tmp: Path) -> str | None:
 
 def run_dir(case: dict[str, Any], tmp: Path) -> Path:
     """The directory a case's run starts in (its ``cwd`` layout field, else the temporary directory)."""
-    return tmp / case.get("cwd", "")
+    return tmp / str(case.get("cwd", ""))
 
 
 def options_for(case: dict[str, Any], tmp: Path) -> RunOptions:

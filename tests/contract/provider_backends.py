@@ -52,8 +52,12 @@ class Backend(Protocol):
     cwd: str
     has_login: bool
     """Whether a login can be refused (the fake has none)."""
-    login_hint: str | None
-    """How its auth error says to log in."""
+
+    @property
+    def login_hint(self) -> str | None:
+        """How its auth error says to log in."""
+        ...
+
     secret: str
     """The credential the backend was given: never in a message."""
 
@@ -219,7 +223,7 @@ def backend_for(name: str, tmp_path: Path, cwd: Path, monkeypatch: pytest.Monkey
         with MockResponses() as mock:
             home = tmp_path / "codex-home"
             mock.codex_config(home)
-            settings = {"codex_home": str(home), "env": ["MOCK_API_KEY"]}
+            settings: dict[str, object] = {"codex_home": str(home), "env": ["MOCK_API_KEY"]}
             yield MockBackend(
                 "codex",
                 cwd,

@@ -86,7 +86,9 @@ def killed_run(repo: Path, tmp_path: Path) -> tuple[str, dict[str, str]]:
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
-    run_id, trees, seen = None, {}, []
+    run_id: str | None = None
+    trees: dict[str, str] = {}
+    seen: list[str] = []
     deadline = time.monotonic() + BOUND_S
     try:
         while run_id is None or len(trees) < 3:

@@ -44,7 +44,7 @@ def serve(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_table_names_every_http_only_option_of_serve() -> None:
-    params = cli.commands["serve"].params  # type: ignore[attr-defined]
+    params = cli.commands["serve"].params
     assert sorted(p.opts[0] for p in params if p.name in HTTP_ONLY_OPTIONS) == sorted(GIVEN)
     # Every option whose help says it is for HTTP is in the table, and only those.
     http_help = {p.opts[0] for p in params if (getattr(p, "help", None) or "").startswith("HTTP")}

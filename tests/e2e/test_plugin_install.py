@@ -69,9 +69,10 @@ def codex_binary() -> Path | None:
     except ImportError:
         return None
     try:
-        return bundled_codex_path()
+        path: Path = bundled_codex_path()
     except FileNotFoundError:
         return None
+    return path
 
 
 @pytest.fixture
@@ -199,7 +200,8 @@ def test_claude_code_installs_the_plugin_and_offers_and_calls_the_servers_tools(
                     await client.reconnect_mcp_server(CLAUDE_SERVER)
                     status = dict(await client.get_mcp_status())
                     await client.query("LIST-WORKFLOWS")
-                    return status, [m async for m in client.receive_response()]
+                    messages = [m async for m in client.receive_response()]
+            return status, messages
 
         status, messages = anyio.run(session)
     (server,) = [s for s in status["mcpServers"] if s["name"] == CLAUDE_SERVER]

@@ -53,7 +53,7 @@ def env_for(home: Path, tmp: Path) -> dict[str, str]:
 
 
 def cli(
-    *argv: str, home: Path, tmp: Path, preexec: Callable[[], None] | None = None
+    *argv: str, home: Path, tmp: Path, preexec: Callable[[], object] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [CLI, *argv],

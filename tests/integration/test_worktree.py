@@ -12,6 +12,7 @@ import pytest
 from workflow_mcp.definitions.load import load_workflow
 from workflow_mcp.engine.run import RunOptions, run_workflow
 from workflow_mcp.engine.worktree import Worktree, create_worktree, settle_left_worktrees, settle_worktree
+from workflow_mcp.events import Event
 from workflow_mcp.providers.base import AgentContext, AgentRequest, AgentResult, ProviderCapabilities
 
 
@@ -76,8 +77,8 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def run(body: str, cwd: Path, worktrees: Path, provider: WritingProvider) -> tuple[str, object, list]:
-    async def main() -> tuple[str, object, list]:
+def run(body: str, cwd: Path, worktrees: Path, provider: WritingProvider) -> tuple[str, object, list[Event]]:
+    async def main() -> tuple[str, object, list[Event]]:
         handle = run_workflow(
             load_workflow(source=body),
             provider=provider,

@@ -246,7 +246,7 @@ def racing_store(kind: str, where: str, hook: str) -> Any:
 
         base = PostgresStore
 
-    class Racing(base):  # type: ignore[misc,valid-type]
+    class Racing(base):  # type: ignore[misc]
         meanwhile: Any = None
 
         def _fire(self) -> None:

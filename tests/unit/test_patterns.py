@@ -65,7 +65,9 @@ def schema_call(schema_js: str) -> str:
     ],
     ids=["pattern", "patternProperties", "additionalProperties"],
 )
-def test_a_catastrophic_schema_pattern_rejects_the_call_in_bounded_time(schema_js: str, answer: dict) -> None:
+def test_a_catastrophic_schema_pattern_rejects_the_call_in_bounded_time(
+    schema_js: str, answer: dict[str, object]
+) -> None:
     provider = FakeProvider({"default": {"result": answer}})
     began = time.monotonic()
     outcome = run_source(schema_call(schema_js), provider=provider, timeout=60)

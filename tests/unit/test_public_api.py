@@ -58,7 +58,7 @@ def test_every_public_error_derives_from_the_one_root() -> None:
 
 def test_an_unknown_name_raises_attribute_error() -> None:
     with pytest.raises(AttributeError):
-        _ = workflow_mcp.run_everything  # type: ignore[attr-defined]
+        _ = workflow_mcp.run_everything
 
 
 def test_star_import_gives_exactly_the_public_names() -> None:

@@ -86,7 +86,7 @@ from ..realm.worker import (
 from ..state import RunStatus
 from .backoff import RETRYABLE, RetryPolicy
 from .budget import Budget
-from .calls import AgentCall, ResolvedCall
+from .calls import AgentCall, ResolvedCall, agent_request
 from .checkpoint import CheckpointAsker, CheckpointReply, checkpoint_id
 from .executor import AgentExecutor, LocalExecutor
 from .journal import Replay, content_key, images_key, json_value_problem, records_from_events
@@ -1219,7 +1219,7 @@ class _Run:
         signal = CancelSignal()
         self.signals[agent_id] = signal
         self.call_keys[agent_id] = key
-        totals = TokenUsage()
+        totals = _NO_TOKENS
         feedback: str | None = None
         cwd = self.cwd
         tree: Worktree | None = None
@@ -1245,7 +1245,7 @@ class _Run:
             attempt = 0
             while True:
                 attempt += 1
-                request = AgentRequest(
+                request = agent_request(
                     prompt=prompt,
                     label=label,
                     run_id=self.run_id,
@@ -1289,7 +1289,7 @@ class _Run:
                     reason = self.cancel_reason or (_RETURNED if self.returned else "cancelled")
                     self._agent_failed(call, reason, totals, "cancelled")
                     raise
-                totals = _add_usage(totals, result.usage)
+                totals = totals + result.usage
                 self.budget.charge(result.usage.output)
                 if result.outcome == "provider_failed":
                     message = well_formed(result.message or "provider failure")
@@ -1477,10 +1477,12 @@ class _Run:
 
             try:
                 async with scope:
-                    checkpoint = self._checkpoint_of(request, signal, scope)
-                    return await self.executor.execute(
-                        self.provider, request, AgentContext(signal=signal, emit=emit, checkpoint=checkpoint)
+                    context = AgentContext(
+                        signal=signal, emit=emit, checkpoint=self._checkpoint_of(request, signal, scope)
                     )
+                    if type(self.executor) is LocalExecutor:  # what it does, minus a coroutine per attempt
+                        return await self.provider.execute(request, context)
+                    return await self.executor.execute(self.provider, request, context)
             except TimeoutError:
                 if not scope.expired():
                     raise  # a provider's own timeout, not our watchdog
@@ -1548,6 +1550,7 @@ class _Delivery:
 
 
 _RETURNED = "the workflow returned before this agent() call finished"
+_NO_TOKENS = TokenUsage()
 
 
 def _batch(texts: list[str]) -> str:
@@ -1605,15 +1608,6 @@ def clip_text(text: str, max_units: int, keep: int) -> str:
     head = units[: 2 * keep].decode("utf-16-le", "replace")
     tail = units[len(units) - 2 * keep :].decode("utf-16-le", "replace")
     return f"{head}\n\n... [{len(units) // 2 - 2 * keep} characters truncated] ...\n\n{tail}"
-
-
-def _add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
-    return TokenUsage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-    )
 
 
 _CLAMP = re.compile(r"^Bash\(\S(?:[\s\S]*\S)?\)$")

@@ -82,7 +82,7 @@ class ProviderBase(Generic[S]):
     dataclass, ``S``) and ``install_hint``; it is built from one ``S`` value (:attr:`settings`)
     plus the ``policy`` and the ``source`` of the settings, and sets ``_closed`` in ``aclose``."""
 
-    name: ClassVar[str]
+    name: str  # set by the class; an instance may give itself another (the fake's ``name=``)
     settings_type: ClassVar[type[Any]]
     install_hint: ClassVar[str]
     _closed: bool = False
@@ -95,7 +95,8 @@ class ProviderBase(Generic[S]):
         :class:`~.config.ProviderConfigError` naming ``source`` and the key when a value is out
         of its bounds or choices, or :meth:`check_more` or :meth:`setup` refuses it."""
         given: S = settings if settings is not None else self.settings_type()
-        values = dataclasses.asdict(given)  # type: ignore[call-overload]
+        # the fields as they are (a shallow view: a table is checked, never copied or recursed into)
+        values = {f.name: getattr(given, f.name) for f in dataclasses.fields(given)}  # type: ignore[arg-type]
         check_settings(type(given), values, provider=self.name, source=source)
         self.check_more(values, source)
         self.settings: S = given
@@ -270,13 +271,17 @@ def _type_problem(hint: Any, value: Any) -> str | None:
             return "must be a list of non-empty strings"
         return None
     if origin in (dict, Mapping):
-        return "must be a table"  # a table's values are checked by _check_value
+        # a table's values are checked by _check_value; a table that is one option of a union is
+        # taken as a table of its values' type unchecked
+        return None if isinstance(value, Mapping) else "must be a table"
     raise TypeError(f"settings annotation {hint!r} is not one check_settings knows")
 
 
 def _name(hint: Any) -> str:
     if typing.get_origin(hint) in (Union, types.UnionType):
         return " or ".join(_name(a) for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) in (dict, Mapping):
+        return "table"
     names = {bool: "boolean", int: "integer", float: "number", str: "string"}
     return names.get(hint, "any") if hint is not Any else "any"
 

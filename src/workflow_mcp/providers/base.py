@@ -58,9 +58,14 @@ class TokenUsage:
     cache_write: int = 0
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        """The counts of two calls together, field by field (a call's re-asks, a turn's parts)."""
+        """The counts of two calls together, field by field (a call's re-asks, a turn's parts).
+        A sum with no tokens on one side is the other value itself (the values are frozen)."""
         if not isinstance(other, TokenUsage):
             return NotImplemented
+        if not (other.input or other.output or other.cache_read or other.cache_write):
+            return self
+        if not (self.input or self.output or self.cache_read or self.cache_write):
+            return other
         return TokenUsage(
             input=self.input + other.input,
             output=self.output + other.output,
@@ -348,8 +353,12 @@ class AgentProvider(Protocol):
     service's provider pool closes the ones it built when the service shuts down.
     """
 
-    name: str
-    capabilities: ProviderCapabilities
+    # Read-only members, so a class-level name (``ClassVar``) and a ``Final`` table satisfy them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> ProviderCapabilities: ...
 
     async def execute(self, request: AgentRequest, context: AgentContext) -> AgentResult: ...
 

@@ -91,6 +91,7 @@ from typing import Any, Final
 
 from ..errors import InvalidInputError
 from ..patterns import BoundedPattern, compile_bounded
+from ._kit import ProviderBase
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -101,8 +102,9 @@ from .base import (
     ProviderUsageLimitError,
     TokenUsage,
 )
+from .policy import DEFAULT_POLICY, Policy
 
-__all__ = ["FakeProvider"]
+__all__ = ["FakeProvider", "FakeSettings"]
 
 _TOP_KEYS: Final = ("rules", "default")
 _RULE_KEYS: Final = ("match", "respond")
@@ -162,6 +164,10 @@ class _Respond:
     tokens: TokenUsage = field(default_factory=TokenUsage)
     resets_at: float | None = None  # fail: usage_limit — epoch seconds the simulated limit resets at
     retry_after_ms: float | None = None  # fail: usage_limit — a relative Retry-After hint
+    # A text answer without placeholders is the same every call: its result and delta, built once
+    # (frozen values; the fake's cost per call is part of the engine's measured cost per call).
+    reply: AgentResult | None = None
+    delta: ProviderEvent | None = None
 
     def expired(self, now: float) -> bool:
         """A simulated usage limit whose reset time ``now`` (epoch seconds) has reached."""
@@ -193,44 +199,71 @@ class _Rule:
     steps: tuple[_Respond, ...]
 
 
-class FakeProvider:
+@dataclass(frozen=True)
+class FakeSettings:
+    """The ``[providers.fake]`` table: ``script``, a fake script (the module docstring's format) as
+    an inline table, or the path of a UTF-8 JSON file holding one. ``None`` (the default) means no
+    rules: every call is synthesized."""
+
+    script: str | Mapping[str, Any] | None = None
+
+
+class FakeProvider(ProviderBase[FakeSettings]):
     """A scripted, deterministic :class:`~workflow_mcp.providers.AgentProvider`.
 
     ``script`` follows the conformance README's fake provider format (see the module docstring);
-    ``None`` means no rules, so every call is synthesized. Responses given to :meth:`enqueue` are
-    used first, one per call, in order. Every ``execute()`` request is appended to :attr:`calls`.
+    ``None`` means no rules, so every call is synthesized; a :class:`FakeSettings` value (how the
+    provider kit's ``create`` builds one from a ``[providers.fake]`` table) may name a script file
+    instead. Responses given to :meth:`enqueue` are used first, one per call, in order. Every
+    ``execute()`` request is appended to :attr:`calls`. ``name`` is the name its errors and usage
+    limits give.
 
     Raises :class:`~workflow_mcp.errors.InvalidInputError` naming the offending path when the
     script is malformed. ``clock`` (seconds since the epoch; default ``time.time``) decides when a
     scripted usage limit resets and what ``retryAfterMs`` resolves to.
     """
 
+    name = "fake"
+    settings_type = FakeSettings
+    install_hint = "nothing to install: the fake provider ships with workflow-mcp"
+    capabilities: Final = ProviderCapabilities(structured_output=True, streaming=True, cancellation=True)
+
     def __init__(
         self,
-        script: Mapping[str, Any] | None = None,
+        script: Mapping[str, Any] | FakeSettings | None = None,
         *,
         name: str = "fake",
         clock: Callable[[], float] | None = None,
-    ) -> None:
-        self._setup(name, _parse_script({} if script is None else script, "fake script"), clock)
-        #: The script as given (JSON), kept so a resumed run can be answered the same way.
-        self.script: dict[str, Any] = copy.deepcopy(dict(script)) if script is not None else {}
-
-    def _setup(
-        self,
-        name: str,
-        parsed: tuple[list[_Rule], tuple[_Respond, ...] | None],
-        clock: Callable[[], float] | None,
+        policy: Policy = DEFAULT_POLICY,
+        source: str = "fake script",
     ) -> None:
         self.name = name
         self._clock = clock or time.time
-        self.capabilities = ProviderCapabilities(structured_output=True, streaming=True, cancellation=True)
+        if isinstance(script, FakeSettings):
+            settings = script
+        elif script is None or isinstance(script, Mapping):
+            settings = FakeSettings(script=None if script is None else dict(script))
+        else:  # never read as a path: only a FakeSettings value names a file
+            raise _parse_error(script, "fake script")
+        super().__init__(settings, policy=policy, source=source)
+
+    def setup(self) -> None:
+        """Read and check the script (:class:`~workflow_mcp.errors.InvalidInputError` naming the
+        offending path; a file's errors start with its path)."""
+        given = self.settings.script
+        if isinstance(given, str):
+            where = f"fake script {given}"
+            script: Any = _read_script(given, where)
+            self._rules, self._default = _parse_script(script, where)
+        else:
+            self._rules, self._default = _parse_script({} if given is None else given, "fake script")
+            script = copy.deepcopy(dict(given)) if given is not None else {}
+        #: The script as given (JSON), kept so a resumed run can be answered the same way.
+        self.script: dict[str, Any] = script
         self.calls: list[AgentRequest] = []
-        self._rules, self._default = parsed
         # per-rule count of calls answered, for `sequence`; the default's key is -1
         self._counters: dict[int, int] = {}
         self._queue: deque[_Respond] = deque()
-        self.closed = False
 
     @classmethod
     def from_file(
@@ -241,26 +274,7 @@ class FakeProvider:
         Raises :class:`~workflow_mcp.errors.InvalidInputError` when the file cannot be read, is
         not JSON, or breaks the script format; the message starts with the file's path.
         """
-        where = f"fake script {os.fspath(path)}"
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidInputError(f"{where}: cannot read the file: {exc}") from exc
-        try:
-            script = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from exc
-        except RecursionError:
-            raise InvalidInputError(
-                f"{where}: nested too deeply to read; a result may nest at most {_MAX_DEPTH} levels"
-            ) from None
-        provider = cls.__new__(cls)
-        provider._setup(name, _parse_script(script, where), clock)
-        provider.script = script
-        return provider
+        return cls(FakeSettings(script=os.fspath(path)), name=name, clock=clock)
 
     def enqueue(self, respond: Mapping[str, Any]) -> None:
         """Queue one respond object for the next call, ahead of every rule (first in, first out).
@@ -278,10 +292,7 @@ class FakeProvider:
         :class:`asyncio.CancelledError` when ``context.signal`` fires before the answer.
         """
         self.calls.append(request)
-        if self.closed:
-            raise AgentExecutionError(f"the {self.name} provider is closed; build a new one for more calls")
-        if context.signal.cancelled:
-            raise asyncio.CancelledError(context.signal.reason)
+        self.begin(context)
         respond = self._choose(request)
         if respond.delay_ms > 0:
             await _delay(respond.delay_ms / 1000, context)
@@ -303,7 +314,7 @@ class FakeProvider:
 
     async def aclose(self) -> None:
         """Refuse later calls (idempotent). The fake holds no process or connection to release."""
-        self.closed = True
+        self._closed = True
 
     def _choose(self, request: AgentRequest) -> _Respond:
         now = self._clock()
@@ -333,6 +344,26 @@ class FakeProvider:
         return step
 
 
+def _read_script(path: str, where: str) -> Any:
+    """The JSON value in the file at ``path``; :class:`~workflow_mcp.errors.InvalidInputError`
+    starting with ``where`` when it cannot be read or is not JSON."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{where}: cannot read the file: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except RecursionError:
+        raise InvalidInputError(
+            f"{where}: nested too deeply to read; a result may nest at most {_MAX_DEPTH} levels"
+        ) from None
+
+
 def _iso(moment: float) -> str:
     """Epoch seconds as ISO 8601 UTC with whole seconds: ``2026-01-01T05:00:00Z``."""
     stamp = datetime.datetime.fromtimestamp(math.floor(moment), tz=datetime.UTC)
@@ -349,6 +380,10 @@ async def _delay(seconds: float, context: AgentContext) -> None:
 
 
 async def _answer(respond: _Respond, request: AgentRequest, context: AgentContext) -> AgentResult:
+    if respond.reply is not None:
+        if respond.delta is not None:
+            await context.emit(respond.delta)
+        return respond.reply
     usage = respond.tokens
     if respond.fail == "error":
         raise AgentExecutionError(respond.message or "fake execution error")
@@ -407,11 +442,15 @@ def _invalid(where: str, path: str, problem: str) -> InvalidInputError:
     return InvalidInputError(f"{where}: {path}: {problem}")
 
 
+def _parse_error(script: Any, where: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"{where}: must be a JSON object with `rules` and/or `default`, got {_kind(script)}"
+    )
+
+
 def _parse_script(script: Any, where: str) -> tuple[list[_Rule], tuple[_Respond, ...] | None]:
     if not isinstance(script, Mapping):
-        raise InvalidInputError(
-            f"{where}: must be a JSON object with `rules` and/or `default`, got {_kind(script)}"
-        )
+        raise _parse_error(script, where)
     _check_keys(script, _TOP_KEYS, "", where)
     rules: list[_Rule] = []
     raw_rules = script.get("rules", [])
@@ -518,6 +557,10 @@ def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> 
     tokens = _parse_tokens(raw["tokens"], f"{path}.tokens", where) if "tokens" in raw else TokenUsage()
     if "result" in raw:
         _check_json(raw["result"], f"{path}.result", where)
+    reply = delta = None
+    if text is not None and fail is None and not _PLACEHOLDER.search(text):
+        reply = AgentResult(text=text, usage=tokens)
+        delta = ProviderEvent(kind="output.delta", text=text) if text else None
     return (
         _Respond(
             text=text,
@@ -530,6 +573,8 @@ def _parse_respond(raw: Any, path: str, where: str, *, allow_sequence: bool) -> 
             tokens=tokens,
             resets_at=resets_at,
             retry_after_ms=retry_after_ms,
+            reply=reply,
+            delta=delta,
         ),
     )
 

@@ -155,7 +155,7 @@ async def test_idle_sessions_expire_and_make_room(site: Site) -> None:
     async with http_server(site, args=args) as server, httpx2.AsyncClient(timeout=BOUND_S) as h:
         with anyio.fail_after(BOUND_S):
             first, second = [await open_session(h, server, ALICE) for _ in range(2)]
-            opened = []
+            opened: list[httpx2.Response] = []
             while len(opened) < 2:  # refused (her share is full) until both have been idle a second
                 response = await open_session(h, server, ALICE)
                 if response.status_code == 200:

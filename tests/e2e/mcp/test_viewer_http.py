@@ -189,7 +189,7 @@ async def test_the_run_app_is_listed_readable_and_named_by_the_run_tools(site: S
             assert "http://" not in html and "https://" not in html  # loads nothing from anywhere
             tools = {t.name: t for t in (await alice.list_tools()).tools}
             for name in ("workflow_run", "workflow_run_status"):
-                assert tools[name].meta is not None and tools[name].meta["ui"]["resourceUri"] == APP_URI
+                assert (meta := tools[name].meta) is not None and meta["ui"]["resourceUri"] == APP_URI
             run = data(
                 await call(alice, "workflow_run", {"name": "hello", "provider": "fake", "waitMs": 10_000})
             )

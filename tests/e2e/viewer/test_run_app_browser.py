@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import CallToolResult
 from viewer_kit import CHROMIUM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "server"))
@@ -60,13 +61,16 @@ async def real_results(tmp_path: Path) -> dict[str, Any]:
             run = await call(
                 client, "workflow_run", {"name": "hello", "provider": "fake", "fakeScript": script}
             )
-            rid = run.structured_content["runId"]  # type: ignore[index]
+            rid = run.structured_content["runId"]
             first = await call(client, "workflow_run_status", {"runId": rid})
             await call(client, "workflow_run_await", {"runId": rid, "waitMs": 20_000})
             later = await call(client, "workflow_run_status", {"runId": rid})
     finally:
         await env.service.shutdown("the test ended", timeout_s=10)
-    dump = lambda r: r.model_dump(mode="json", by_alias=True, exclude_none=True)  # noqa: E731
+
+    def dump(r: CallToolResult) -> dict[str, Any]:
+        return r.model_dump(mode="json", by_alias=True, exclude_none=True)
+
     return {"runId": rid, "first": dump(first), "later": dump(later)}
 
 

@@ -7,9 +7,13 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from viewer_kit import CHROMIUM, fake_script, started_run, ui_server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
@@ -30,7 +34,7 @@ def artifacts(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Browser]:
     with playwright_sync.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         try:
@@ -39,12 +43,19 @@ def browser() -> Iterator[object]:
             chromium.close()
 
 
-def _state(page: object, label: str) -> str:
-    return page.locator(f"li.agent:has(button:text-is('{label}'))").get_attribute("data-state")  # type: ignore[attr-defined]
+def _attribute(element: Locator, name: str) -> str:
+    """The ``name`` attribute of ``element``, which must carry it."""
+    value = element.get_attribute(name)
+    assert value is not None, f"no {name} attribute"
+    return value
+
+
+def _state(page: Page, label: str) -> str | None:
+    return page.locator(f"li.agent:has(button:text-is('{label}'))").get_attribute("data-state")
 
 
 def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_reload_leaves_no_gap(
-    tmp_path: Path, browser: object, artifacts: Path
+    tmp_path: Path, browser: Browser, artifacts: Path
 ) -> None:
     home = tmp_path / "home"
     script = fake_script(
@@ -54,7 +65,7 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
     # 35 input and 17 output tokens in all (viewer_kit.fake_script): 0.035 + 0.034
     (home / "prices.toml").write_text('[fake."*"]\ninput = 1000\noutput = 2000\n')
     with ui_server(home) as url, started_run(home, tmp_path, script) as (run_id, proc):
-        page = browser.new_page(viewport={"width": 1200, "height": 900})  # type: ignore[attr-defined]
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.goto(url)
         page.wait_for_url("**/ui/")
         page.goto(url.split("/ui/")[0] + f"/ui/runs/{run_id}")
@@ -77,15 +88,13 @@ def test_bars_go_from_running_to_done_a_failed_agent_is_marked_failed_and_a_relo
         )
         page.reload()
         root = page.locator("#run")
-        after = int(root.get_attribute("data-boot").split('"after": ')[1].split(",")[0])
+        after = int(_attribute(root, "data-boot").split('"after": ')[1].split(",")[0])
         playwright_sync.expect(page.locator("#run-status")).to_have_text("completed", timeout=WAIT_MS)
         assert proc.wait(30) == 0
         playwright_sync.expect(page.locator("#result .json details").first).to_be_visible(timeout=WAIT_MS)
         assert root.get_attribute("data-gaps") == "0" and root.get_attribute("data-duplicates") == "0"
         assert (
-            int(root.get_attribute("data-applied"))
-            == int(root.get_attribute("data-last-sequence")) - after
-            > 0
+            int(_attribute(root, "data-applied")) == int(_attribute(root, "data-last-sequence")) - after > 0
         )
         for label, state in [
             ("build:1", "completed"),

@@ -78,7 +78,7 @@ def test_a_permission_request_is_answered_from_the_policy_and_denied_when_nobody
 ) -> None:
     cwd = tmp_path / "work"
     cwd.mkdir()
-    values = {
+    values: dict[str, Any] = {
         k: tuple(v.format(tmp=tmp_path) for v in val) if isinstance(val, tuple) else val
         for k, val in policy.items()
     }

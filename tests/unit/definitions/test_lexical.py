@@ -7,6 +7,8 @@ involved (docs/PROFILE.md, "Lexical edges").
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workflow_mcp.definitions import _lexical, _scan, load_workflow, validate_workflow
@@ -125,7 +127,7 @@ def test_a_fooled_static_check_is_caught_by_v8(monkeypatch: pytest.MonkeyPatch) 
     # Defence in depth: should tree-sitter ever read a real import() as text (here simulated: every
     # `import` counts as inert and the scan finds nothing), V8 reads the mark as code and refuses.
     monkeypatch.setattr(_lexical, "_is_inert", lambda node: True)
-    monkeypatch.setattr(_scan, "_TOKENS", _scan.re.compile(rb"(?!)"))
+    monkeypatch.setattr(_scan, "_TOKENS", re.compile(rb"(?!)"))
     body = "const a = 1\nawait import('x')\nreturn a"
     rule, line, column = refusal(body)
     assert (rule, line, column) == ("hidden-code", 3, 7)

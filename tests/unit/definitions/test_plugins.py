@@ -159,7 +159,7 @@ def test_plugins_come_in_the_settings_order_and_the_last_one_wins_a_shared_name(
                 order.append(name)
     assert [w.name for w in found.workflows] == order
     helper = find_agents(proj, home).definitions["wfp:helper"]
-    assert helper.plugin == "ddd@m" and "FROM-ddd" in helper.instructions
+    assert helper.plugin == "ddd@m" and "FROM-ddd" in (helper.instructions or "")
 
 
 def test_a_later_settings_entry_keeps_the_plugins_first_place(tmp_path: Path) -> None:

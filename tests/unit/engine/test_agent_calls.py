@@ -467,6 +467,56 @@ def test_the_backoff_doubles_up_to_its_bound_with_jitter_in_the_upper_half() -> 
     assert 2.0 <= (policy.delay(1, 2.0) or 0) <= 2.2
 
 
+# -- agentTimeoutMs ------------------------------------------------------------------------------
+# On a virtual-time loop: the limit is exact, and no test waits for it in wall-clock time.
+
+
+async def timed(realm: ScriptedWorkflow) -> str:
+    start = asyncio.get_running_loop().time()
+    try:
+        result = "resolved: " + str(await realm.agent("x", label="long"))
+    except AgentRejected as exc:
+        result = "rejected: " + exc.message
+    return f"{result} after {asyncio.get_running_loop().time() - start:.3f} s"
+
+
+def test_a_call_past_agent_timeout_ms_is_cut_at_the_limit_and_rejects_naming_it() -> None:
+    provider = FakeProvider({"default": {"text": "late", "delayMs": 10_000}})
+    outcome = run_scripted(timed, provider=provider, agent_timeout_ms=2_000, virtual_time=True)
+    assert outcome.result == (
+        "rejected: the agent did not finish within 2000 ms (agentTimeoutMs) after 2.000 s"
+    ), outcome.result
+    assert len(provider.calls) == 1 and not outcome.of("warning")
+    (failed,) = outcome.of("agent.failed")
+    assert failed.payload["reason"] == "error"
+
+
+def test_the_timeout_spans_the_stall_retries_of_one_call() -> None:
+    provider = FakeProvider({"default": {"text": "late", "delayMs": 10_000}})
+    outcome = run_scripted(timed, provider=provider, stall_ms=500, agent_timeout_ms=1_200, virtual_time=True)
+    assert outcome.result == (
+        "rejected: the agent did not finish within 1200 ms (agentTimeoutMs) after 1.200 s"
+    ), outcome.result
+    assert len(provider.calls) == 3  # at 0, 0.5 and 1.0 s; the third is cut at 1.2 s
+    assert count(outcome.events, "warning") == 2
+
+
+def test_a_call_that_answers_within_the_timeout_resolves() -> None:
+    provider = FakeProvider({"default": {"text": "in time", "delayMs": 1_999}})
+    outcome = run_scripted(timed, provider=provider, agent_timeout_ms=2_000, virtual_time=True)
+    assert outcome.result == "resolved: in time after 1.999 s"
+
+
+def test_a_rate_limit_retry_that_would_end_past_the_timeout_is_not_waited_for() -> None:
+    provider = RateLimited(times=1, retry_after_s=5)
+    outcome = run_scripted(
+        one_call(label="busy"), provider=provider, agent_timeout_ms=2_000, virtual_time=True
+    )
+    assert outcome.result is None and provider.calls == 1 and not outcome.of("warning")
+    (failed,) = outcome.of("agent.failed")
+    assert failed.payload["reason"] == "provider_failed"
+
+
 def test_the_queued_event_carries_a_bounded_masked_preview_of_the_prompt() -> None:
     provider = FakeProvider({"default": {"text": "ok"}})
     prompt = "Deploy with token=abcd1234secret then report. " + "detail " * 200

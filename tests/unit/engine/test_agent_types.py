@@ -1,17 +1,19 @@
 """agent({agentType}): the engine resolves the agent definition before anything is queued, and what the
 definition holds travels on the request (profile claude-code/2.1.332; the measured end-to-end facts
-are the agents-* conformance cases)."""
+are the agents-* conformance cases). What only the engine decides runs on the scripted in-memory
+realm; what the realm takes part in (child workflows, refusal messages) runs on Node."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+from typing import Any
 
 from workflow_mcp.providers import FakeProvider
 from workflow_mcp.providers.base import AgentContext, AgentRequest, AgentResult
+from workflow_mcp.realm.scripted import AgentRejected, ScriptedWorkflow
 
-from helpers import RecordingProvider, count, run_source
+from helpers import RecordingProvider, count, run_scripted, run_source
 
 AUDITOR = """---
 name: auditor
@@ -38,12 +40,11 @@ def project(tmp_path: Path, files: dict[str, str] | None = None) -> Path:
 def test_the_provider_sees_the_definitions_instructions_tools_model_and_effort(tmp_path: Path) -> None:
     cwd = project(tmp_path)
     provider = FakeProvider({"default": {"text": "{agentType}|{model}|{effort}|{tools}|{disallowedTools}"}})
-    outcome = run_source(
-        "return await agent('p', { agentType: 'auditor' })",
-        provider=provider,
-        cwd=str(cwd),
-        home=str(tmp_path),
-    )
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        return await realm.agent("p", agentType="auditor")
+
+    outcome = run_scripted(script, provider=provider, cwd=str(cwd), home=str(tmp_path))
     assert outcome.result == "auditor|haiku|max|Read,Grep|Bash"
     (request,) = provider.calls
     assert request.instructions == "You audit code. MARKER."
@@ -55,26 +56,39 @@ def test_options_win_over_the_definition_and_disallowed_tools_are_subtracted_fro
 ) -> None:
     cwd = project(tmp_path)
     provider = FakeProvider({"default": {"text": "{model}|{effort}|{tools}|{disallowedTools}"}})
-    body = (
-        "return [await agent('a', { agentType: 'auditor', model: 'Sonnet', effort: 'LOW', disallowedTools: ['Grep'] }),\n"
-        "  await agent('b', { agentType: 'auditor', model: 'inherit' }),\n"
-        "  await agent('c', { agentType: 'auditor', model: null, effort: 'ultra' })]"
-    )
-    outcome = run_source(body, provider=provider, cwd=str(cwd), home=str(tmp_path))
+
+    async def script(realm: ScriptedWorkflow) -> list[Any]:
+        return [
+            await realm.agent(
+                "a", agentType="auditor", model="Sonnet", effort="LOW", disallowedTools=["Grep"]
+            ),
+            await realm.agent("b", agentType="auditor", model="inherit"),
+            await realm.agent("c", agentType="auditor", model=None, effort="ultra"),
+        ]
+
+    outcome = run_scripted(script, provider=provider, cwd=str(cwd), home=str(tmp_path))
     assert outcome.result == ["sonnet|low|Read|Bash,Grep", "|max|Read,Grep|Bash", "haiku|max|Read,Grep|Bash"]
 
 
 def test_a_call_without_agent_type_carries_no_definition() -> None:
     provider = FakeProvider({"default": {"text": "[{agentType}][{instructions}][{tools}]"}})
-    outcome = run_source("return await agent('p', { model: 'HAIKU' })", provider=provider)
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        return await realm.agent("p", model="HAIKU")
+
+    outcome = run_scripted(script, provider=provider)
     assert outcome.result == "[][][*]"
     assert provider.calls[0].model == "haiku" and not provider.calls[0].read_only
 
 
 def test_the_started_event_names_the_agent_type_and_the_file_that_defined_it(tmp_path: Path) -> None:
     cwd = project(tmp_path)
-    body = "await agent('a', { agentType: 'auditor' }); return await agent('b', { agentType: 'Explore' })"
-    outcome = run_source(body, cwd=str(cwd), home=str(tmp_path))
+
+    async def script(realm: ScriptedWorkflow) -> Any:
+        await realm.agent("a", agentType="auditor")
+        return await realm.agent("b", agentType="Explore")
+
+    outcome = run_scripted(script, cwd=str(cwd), home=str(tmp_path))
     first, second = outcome.of("agent.started")
     assert first.payload["agentType"] == "auditor" and first.payload["agentSource"] == "project"
     assert first.payload["agentFile"] == str(cwd / ".claude" / "agents" / "auditor.md")
@@ -114,11 +128,15 @@ def test_agent_definitions_are_read_once_per_run(tmp_path: Path) -> None:
         (cwd / ".claude" / "agents" / "late.md").write_text(late)
         return AgentResult(text="done")
 
-    body = (
-        "await agent('first', { agentType: 'auditor' })\n"
-        "try { await agent('second', { agentType: 'late' }); return 'found' } catch (e) { return e.message }"
-    )
-    outcome = run_source(body, provider=RecordingProvider(answer), cwd=str(cwd), home=str(tmp_path))
+    async def script(realm: ScriptedWorkflow) -> str:
+        await realm.agent("first", agentType="auditor")
+        try:
+            await realm.agent("second", agentType="late")
+        except AgentRejected as exc:
+            return exc.message
+        return "found"
+
+    outcome = run_scripted(script, provider=RecordingProvider(answer), cwd=str(cwd), home=str(tmp_path))
     assert re.match(
         r"agent\(\{agentType\}\): agent type 'late' not found\. Available agents: ", outcome.result
     )
@@ -178,20 +196,22 @@ def test_the_schema_keywords_claude_refuses_are_refused_and_the_rest_run() -> No
         {"type": "object", "$schema": "http://json-schema.org/draft-07/schema"},
         {"type": "object", "$ref": "#/$defs/r", "$defs": {"r": {"type": "object"}}},
     ]
-    body = (
-        f"const refused = {json.dumps(refused)}\nconst accepted = {json.dumps(accepted)}\n"
-        "const out = {}\n"
-        "for (const [k, s] of Object.entries(refused)) {\n"
-        "  try { await agent('r ' + k, { schema: s }); out[k] = 'ran' } catch (e) { out[k] = e.message }\n"
-        "}\n"
-        "out.accepted = []\n"
-        "for (const s of accepted) out.accepted.push(typeof await agent('a', { schema: s }))\n"
-        "return out"
-    )
-    outcome = run_source(body, provider=FakeProvider({"default": {"result": {}}}))
+
+    async def script(realm: ScriptedWorkflow) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, schema in refused.items():
+            try:
+                await realm.agent("r " + key, schema=schema)
+                out[key] = "ran"
+            except AgentRejected as exc:
+                out[key] = exc.message
+        out["accepted"] = [type(await realm.agent("a", schema=schema)).__name__ for schema in accepted]
+        return out
+
+    outcome = run_scripted(script, provider=FakeProvider({"default": {"result": {}}}))
     assert outcome.status == "completed", outcome.error
     messages = dict(outcome.result)
-    assert messages.pop("accepted") == ["object"] * len(accepted)
+    assert messages.pop("accepted") == ["dict"] * len(accepted)
     assert messages == {
         k: f'agent({{schema}}) received an invalid JSON Schema: strict mode: unknown keyword: "{k}"'
         for k in refused
@@ -199,18 +219,25 @@ def test_the_schema_keywords_claude_refuses_are_refused_and_the_rest_run() -> No
 
 
 def test_other_json_schema_dialects_and_unresolvable_references_are_refused_before_the_provider() -> None:
-    body = """
-const out = []
-for (const s of [
-  { type: 'object', $schema: 'http://json-schema.org/draft-04/schema#' },
-  { type: 'object', properties: { a: { $ref: 'http://example.com/x.json' } } },
-  { type: 'object', properties: { a: { enum: [] } } },
-  { type: 'object', properties: { a: { type: 'string', minLength: -1 } } },
-]) { try { await agent('x', { schema: s }); out.push('ran') } catch (e) { out.push(e.message) } }
-return out
-"""
+    schemas: list[dict[str, Any]] = [
+        {"type": "object", "$schema": "http://json-schema.org/draft-04/schema#"},
+        {"type": "object", "properties": {"a": {"$ref": "http://example.com/x.json"}}},
+        {"type": "object", "properties": {"a": {"enum": []}}},
+        {"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}},
+    ]
+
+    async def script(realm: ScriptedWorkflow) -> list[str]:
+        out: list[str] = []
+        for schema in schemas:
+            try:
+                await realm.agent("x", schema=schema)
+                out.append("ran")
+            except AgentRejected as exc:
+                out.append(exc.message)
+        return out
+
     provider = FakeProvider()
-    outcome = run_source(body, provider=provider)
+    outcome = run_scripted(script, provider=provider)
     prefix = "agent({schema}) received an invalid JSON Schema: "
     draft04, remote, enum, negative = outcome.result
     assert draft04.startswith(prefix + 'no schema with key or ref "http://json-schema.org/draft-04/schema#"')
@@ -221,18 +248,27 @@ return out
 
 
 def test_nullable_lets_null_through_as_ajv_does_and_the_retry_cap_names_the_last_error() -> None:
-    schema = "{ type: 'object', properties: { s: { type: 'string', nullable: true }, n: { type: 'integer' } }, required: ['n'] }"
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "nullable": True}, "n": {"type": "integer"}},
+        "required": ["n"],
+    }
     script = {
         "rules": [
             {"match": {"prompt": "^null$"}, "respond": {"result": {"s": None, "n": 1}}},
             {"match": {"prompt": "^bad$"}, "respond": {"result": {"n": "x"}}},
         ]
     }
-    body = (
-        f"const ok = await agent('null', {{ schema: {schema} }})\n"
-        f"try {{ await agent('bad', {{ schema: {schema} }}) }} catch (e) {{ return [ok, e.name, e.message] }}"
-    )
-    outcome = run_source(body, provider=FakeProvider(script))
+
+    async def workflow(realm: ScriptedWorkflow) -> list[Any]:
+        ok = await realm.agent("null", schema=schema)
+        try:
+            await realm.agent("bad", schema=schema)
+        except AgentRejected as exc:
+            return [ok, exc.name, exc.message]
+        return [ok]
+
+    outcome = run_scripted(workflow, provider=FakeProvider(script))
     assert outcome.result == [
         {"s": None, "n": 1},
         "TelemetrySafeError",

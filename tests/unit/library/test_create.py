@@ -180,7 +180,7 @@ def test_blank_or_oversized_metadata_is_refused_before_anything_is_written(
 ) -> None:
     for kwargs in ({"tags": ["  "]}, {"category": " "}, {"author": ""}, {"category": "c" * 300}):
         with pytest.raises(LibraryError) as exc:
-            service.library.create(source("deploy"), **kwargs)  # type: ignore[arg-type]
+            service.library.create(source("deploy"), **kwargs)
         assert _reason(exc) == "invalid_input"
     with pytest.raises(LibraryError) as long_name:
         service.library.create(source("n" * 201))

@@ -770,3 +770,57 @@ def test_from_file_reports_invalid_json_with_its_position(tmp_path: Path) -> Non
 def test_from_file_reports_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"missing\.json: cannot read the file"):
         FakeProvider.from_file(tmp_path / "missing.json")
+
+
+def test_the_provider_kit_builds_a_fake_from_a_providers_fake_table(tmp_path: Path) -> None:
+    from workflow_mcp.providers.fake import FakeSettings
+    from workflow_mcp.providers.policy import DEFAULT_POLICY
+
+    inline = FakeProvider.create(
+        {"script": {"default": {"text": "inline"}}}, policy=DEFAULT_POLICY, source="c"
+    )
+    assert text_of(inline) == "inline" and inline.settings == FakeSettings({"default": {"text": "inline"}})
+    path = tmp_path / "fake.json"
+    path.write_text(json.dumps({"default": {"text": "from file"}}), encoding="utf-8")
+    from_file = FakeProvider.create({"script": str(path)}, policy=DEFAULT_POLICY, source="c")
+    assert text_of(from_file) == "from file" and from_file.script == {"default": {"text": "from file"}}
+    assert text_of(FakeProvider.create({}, policy=DEFAULT_POLICY, source="c")) == "hello"
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "problem"),
+    [
+        ({"colour": "red"}, "providers.fake.colour", "unknown setting; expected one of script"),
+        ({"script": 5}, "providers.fake.script", "must be string or table"),
+        ({"script": ["a"]}, "providers.fake.script", "must be string or table"),
+    ],
+)
+def test_a_bad_providers_fake_table_names_the_file_and_key(
+    settings: dict[str, Any], key: str, problem: str
+) -> None:
+    from workflow_mcp.providers.config import ProviderConfigError
+    from workflow_mcp.providers.policy import DEFAULT_POLICY
+
+    with pytest.raises(ProviderConfigError) as caught:
+        FakeProvider.create(settings, policy=DEFAULT_POLICY, source="/p/workflow-mcp.toml")
+    assert (caught.value.path, caught.value.key) == ("/p/workflow-mcp.toml", key)
+    assert problem in str(caught.value)
+
+
+def test_a_script_given_as_a_string_is_refused_never_read_as_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "fake.json"
+    path.write_text(json.dumps({"default": {"text": "from file"}}), encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"^fake script: must be a JSON object .*, got a string$"):
+        FakeProvider(str(path))  # type: ignore[arg-type]
+
+
+def test_a_constant_text_answer_is_the_same_value_every_call_and_streams_each_time() -> None:
+    provider = FakeProvider({"default": {"text": "fixed", "tokens": {"input": 1, "output": 2}}})
+    first_events: list[ProviderEvent] = []
+    again_events: list[ProviderEvent] = []
+    first = run(execute(provider, request("a", "a"), first_events))
+    again = run(execute(provider, request("b", "b"), again_events))
+    assert first == again == AgentResult(text="fixed", usage=TokenUsage(input=1, output=2))
+    assert first_events == again_events == [ProviderEvent(kind="output.delta", text="fixed")]
+    templated = FakeProvider({"default": {"text": "for {label}"}})
+    assert [text_of(templated, label=label) for label in ("x", "y")] == ["for x", "for y"]

@@ -187,6 +187,22 @@ def test_token_usage_adds_field_by_field() -> None:
     assert sum((TokenUsage(output=n) for n in (1, 2, 3)), TokenUsage()) == TokenUsage(output=6)
 
 
+def test_a_token_usage_sum_with_no_tokens_on_one_side_is_the_other_value() -> None:
+    spent, none = TokenUsage(1, 2, 3, 4), TokenUsage()
+    assert spent + none is spent and none + spent is spent and none + TokenUsage() == TokenUsage()
+    for only in (TokenUsage(input=1), TokenUsage(cache_read=1), TokenUsage(cache_write=1)):
+        assert (
+            only + spent
+            == spent + only
+            == TokenUsage(
+                spent.input + only.input,
+                spent.output + only.output,
+                spent.cache_read + only.cache_read,
+                spent.cache_write + only.cache_write,
+            )
+        )
+
+
 # -- structured answers -----------------------------------------------------------------------------
 
 FENCE = "```"

@@ -155,8 +155,9 @@ def text(result: CallToolResult) -> str:
 
 
 def data(result: CallToolResult) -> dict[str, Any]:
-    assert result.structured_content is not None, text(result)
-    return result.structured_content
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None, text(result)
+    return content
 
 
 async def all_events(client: Client, run_id: str) -> list[dict[str, Any]]:

@@ -93,7 +93,7 @@ async def test_a_run_over_confirm_above_starts_once_the_user_confirms_it(env: En
     async with connect(server, mode=mode, elicitation_callback=yes) as c:
         result = await call(c, "workflow_run", RUN)
     assert data(result)["status"] == "completed", text(result)
-    (question,) = yes.asked  # type: ignore[attr-defined]
+    (question,) = yes.asked
     assert "'four'" in question and "4 agent call(s)" in question and "more than the 3" in question
 
 

@@ -40,7 +40,7 @@ def lay_out(case: dict[str, Any], case_dir: Path, root: Path) -> Path:
     (root / "home").mkdir(exist_ok=True)
     cwd = root / case.get("cwd", "")
     cwd.mkdir(parents=True, exist_ok=True)
-    workflow = cwd / "workflow.js"
+    workflow: Path = cwd / "workflow.js"
     workflow.write_text((case_dir / "workflow.js").read_text())
     apply_plugin_steps(case, root, cwd)
     return workflow

@@ -140,10 +140,10 @@ async def test_following_a_run_with_progress_reads_none_of_its_log_back_from_the
         "return 1\n"
     )
     server = create_server(service, trust=SourceTrust(trusted_dirs=(service.cwd,)))
-    progress: list[float] = []
+    reported: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(progress)
 
     async with connect(server) as c:
         result = await c.call_tool(
@@ -155,7 +155,7 @@ async def test_following_a_run_with_progress_reads_none_of_its_log_back_from_the
     assert out is not None and out["status"] == "completed"
     (run_id,) = [r.run_id for r in service.list_runs()]
     total = service.event_count(run_id)
-    assert total > 1_200 and len(progress) > 100  # many batches, each reported
+    assert total > 1_200 and len(reported) > 100  # many batches, each reported
     # The service keeps the run's state as its batches are committed: progress and the final outcome
     # come from it, so not one event is read back (re-projecting the log per batch read it hundreds of
     # times).

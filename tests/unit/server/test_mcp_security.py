@@ -7,6 +7,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -19,7 +20,7 @@ from mcp_kit import BOUND_S, HELLO, PARK, Env, approve, call, connect, data, tex
 
 pytestmark = pytest.mark.anyio
 
-RUN = {"script": HELLO, "provider": "fake", "waitMs": 20_000}
+RUN: dict[str, Any] = {"script": HELLO, "provider": "fake", "waitMs": 20_000}
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

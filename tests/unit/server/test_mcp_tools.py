@@ -57,7 +57,8 @@ async def test_every_tool_publishes_an_input_schema_an_output_schema_and_annotat
     assert run.get("required", []) == []  # provider too: resumeFromRunId alone keeps the run's own
     assert run["properties"]["waitMs"]["maximum"] == 25_000
     assert "approval" not in run["properties"]  # filled by the approval resolver, never by the caller
-    assert set(tools["workflow_run"].output_schema["required"]) == {"runId", "status", "terminal"}
+    output = tools["workflow_run"].output_schema
+    assert output is not None and set(output["required"]) == {"runId", "status", "terminal"}
 
 
 async def test_workflow_list_finds_project_workflows_filters_by_query_and_reports_invalid_files(

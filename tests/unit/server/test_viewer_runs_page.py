@@ -44,7 +44,7 @@ async def test_runs_are_listed_newest_first_filtered_and_paginated(
         raise AssertionError("only the viewer is asked")
 
     guard = HttpGuard(
-        with_viewer(nothing, viewer_app(service, LocalControl(service))),  # type: ignore[arg-type]
+        with_viewer(nothing, viewer_app(service, LocalControl(service))),
         tokens,
         host="127.0.0.1",
         port=8766,

@@ -12,8 +12,9 @@ from workflow_mcp.server.mcp import PRINCIPAL_SCOPE_KEY
 from workflow_mcp.server.viewer import event_view, run_view
 from workflow_mcp.server.viewer._app import PRINCIPAL_KEY
 from workflow_mcp.server.viewer._pages import run_page
-from workflow_mcp.server.viewer._view import MAX_LOG_LINES, MAX_RESULT_BYTES, epoch_ms
+from workflow_mcp.server.viewer._view import MAX_LOG_LINES, MAX_RESULT_BYTES
 from workflow_mcp.state import project_state
+from workflow_mcp.timeline import epoch_ms
 
 RUN = "run_x"
 

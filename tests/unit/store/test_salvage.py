@@ -7,6 +7,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ def fill(db: Path, runs: dict[str, int], size: int = 300) -> None:
     store.close()
 
 
-def lines(text: str) -> list[dict[str, object]]:
+def lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
@@ -62,7 +63,7 @@ def test_an_export_holds_every_run_record_and_event_in_order(tmp_path: Path) -> 
     )
     store = SqliteStore(db)
     try:
-        assert [Event.from_json(x["event"]) for x in got[1:6]] == store.events("run_a")  # type: ignore[arg-type]
+        assert [Event.from_json(x["event"]) for x in got[1:6]] == store.events("run_a")
         assert got[0]["run"] == store.get_run("run_a").to_json()  # type: ignore[union-attr]
     finally:
         store.close()
@@ -89,8 +90,8 @@ def test_an_export_of_a_damaged_database_keeps_the_intact_runs_and_names_the_dam
     report = export_runs(db, None, out)
     got = lines(out.getvalue())
     for intact in ("run_b", "run_c"):
-        assert sum(1 for x in got if x["kind"] == "event" and x["event"]["runId"] == intact) == 3  # type: ignore[index]
-    damaged = [x for x in got if x["kind"] == "event" and x["event"]["runId"] == "run_a"]  # type: ignore[index]
+        assert sum(1 for x in got if x["kind"] == "event" and x["event"]["runId"] == intact) == 3
+    damaged = [x for x in got if x["kind"] == "event" and x["event"]["runId"] == "run_a"]
     assert 0 < len(damaged) < 400  # the readable part of the damaged run is kept
     assert report.problems and all("run run_a" in p for p in report.problems)
     assert any(x["kind"] == "problem" for x in got)
