@@ -8,6 +8,7 @@ import io
 import json
 import os
 import stat
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -389,8 +390,8 @@ async def test_a_websocket_request_is_closed_before_any_app_sees_it_whatever_it_
         async def receive() -> dict[str, Any]:
             return {"type": "websocket.connect"}
 
-        async def send(message: dict[str, Any], sent: list[dict[str, Any]] = sent) -> None:
-            sent.append(message)
+        async def send(message: MutableMapping[str, Any], sent: list[dict[str, Any]] = sent) -> None:
+            sent.append(dict(message))
 
         await guarded({"type": "websocket", "path": path, "headers": headers, "state": {}}, receive, send)
         assert sent == [{"type": "websocket.close", "code": 1008, "reason": "WebSocket is not served here"}]

@@ -96,7 +96,7 @@ async def test_a_price_table_that_does_not_read_shows_no_cost_and_says_why_on_bo
         raise AssertionError("only the viewer is asked")
 
     guard = HttpGuard(
-        with_viewer(nothing, viewer_app(service, LocalControl(service))),  # type: ignore[arg-type]
+        with_viewer(nothing, viewer_app(service, LocalControl(service))),
         tokens,
         host="127.0.0.1",
         port=8766,

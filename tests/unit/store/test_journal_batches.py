@@ -29,7 +29,7 @@ def ev(run_id: str, seq: int, type: str, agent_id: str | None = None, **payload:
 
 def calls(run_id: str) -> list[list[Event]]:
     """The batches of one run: calls whose events share a batch, span two, mix with other events."""
-    e = [
+    e: list[tuple[str, str | None, dict[str, Any]]] = [
         ("agent.queued", "ag_a", {"label": "a", "key": "v2:a", "contentKey": "c1:a", "sideEffects": True}),
         ("agent.cached", "ag_a", {"result": {"n": 1}, "tokenUsage": {"output": 3}, "fromRunId": "run_0"}),
         ("log", None, {"message": "between"}),
