@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -103,6 +104,23 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _descendants(root: int) -> list[int]:
+    """Every live process descended from ``root`` (Linux /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                parents[int(entry.name)] = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[str]:
     """A Ray head on loopback (its own temp dir and ports), joined by this process; its address."""
@@ -146,8 +164,12 @@ f"--dashboard-agent-listen-port={_free_port()}",
         yield address
     finally:
         ray.shutdown()
-        # The head's whole session (raylet, GCS, workers) is in its process group: end that group only
-        # (a graceful stop drains for 30 s; the test cluster holds nothing worth draining).
+        # End exactly the head's processes: its process group (raylet, GCS) and every process descended
+        # from it (Ray's workers start sessions of their own). A graceful stop drains for 30 s; the test
+        # cluster holds nothing worth draining.
+        for pid in _descendants(head.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(head.pid, signal.SIGKILL)
         head.wait(30)
@@ -453,3 +475,83 @@ def test_executor_and_ray_address_are_read_from_the_user_configuration_only(
     (home / "config.toml").write_text('executor = "spark"\n')
     with pytest.raises(ProviderConfigError, match=r"executor: must be one of local, ray"):
         load_config(tmp_path)
+
+
+# -- the shared runtime conformance cases, on Ray and locally ----------------------------------
+CASES_DIR = Path(__file__).resolve().parents[1] / "conformance" / "cases" / "runtime"
+ALL_CASES = sorted(d.name for d in CASES_DIR.iterdir() if (d / "case.json").is_file())
+#: A spread of the cases (fan-outs, pipelines, schemas, failures, budgets, nested workflows, agent
+#: definitions, worktrees) run on every test run; WORKFLOW_MCP_RAY_CASES=all runs every case.
+SAMPLE = [
+    name
+    for name in ALL_CASES
+    if any(
+        part in name
+        for part in ("agent-failure-modes", "parallel", "pipeline", "schema", "budget", "nested", "worktree")
+    )
+][:12]
+RAY_CASES = ALL_CASES if os.environ.get("WORKFLOW_MCP_RAY_CASES") == "all" else SAMPLE
+
+
+def _runtime_cases() -> Any:
+    """The conformance runner's own helpers (materialize a case exactly as it does)."""
+    spec = importlib.util.spec_from_file_location(
+        "ray_runtime_cases", CASES_DIR.parents[1] / "test_runtime_cases.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", RAY_CASES)
+def test_a_runtime_conformance_case_gives_on_ray_what_it_gives_locally(
+    name: str, ray_head: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases = _runtime_cases()
+    case_dir = CASES_DIR / name
+    case = json.loads((case_dir / "case.json").read_text())
+    try:
+        check_remote_script(case.get("fake"))
+    except ExecutorUnavailableError as exc:
+        pytest.skip(f"refused on Ray by design: {exc}")
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    outcomes = []
+    for executor in ("local", "ray"):
+        tmp = tmp_path / executor
+        tmp.mkdir()
+        for key, value in cases.case_environment(case, tmp).items():
+            monkeypatch.setenv(key, value)
+        path = cases.materialize(case_dir, case, tmp)
+
+        async def once(tmp: Path = tmp, path: Path = path, executor: str = executor) -> tuple[Any, ...]:
+            service = WorkflowService(
+                MemoryStore(),
+                cwd=str(cases.run_dir(case, tmp)),
+                home=cases.home_of(case, tmp),
+                executor=executor,
+                ray_address=ray_head,
+            )
+            launch = case.get("launch")
+            try:
+                handle = service.start_run(
+                    service.find_workflow(launch).workflow if launch else load_workflow(path),
+                    provider=FakeProvider(case.get("fake")),
+                    args=case.get("args", cases.MISSING),
+                    options=cases.options_for(case, tmp),
+                )
+                try:
+                    result, message = await asyncio.wait_for(handle.result(), 60), None
+                except RunFailedError as exc:
+                    result, message = None, exc.message
+                return handle.status, result, message, _comparable(service.events(handle.run_id))
+            finally:
+                await service.shutdown()
+
+        outcome = arun(once())
+        outcomes.append((outcome[0], outcome[1], str(outcome[2]).replace(str(tmp), "TMP"), outcome[3]))
+    local, remote = outcomes
+    assert remote[:3] == local[:3]
+    if "parallel" not in name and "pipeline" not in name:  # a fan-out's completion order is timing
+        assert [e[:4] for e in remote[3]] == [e[:4] for e in local[3]]
+    assert sorted(e[1] for e in remote[3]) == sorted(e[1] for e in local[3])

@@ -337,8 +337,11 @@ class RayCluster:
                 stream = self._runners[index].call.remote(spec, request)
                 return await self._follow(stream, context)
             except self._ray.exceptions.RayActorError as exc:
-                lost = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                lost = _first_line(exc)
                 dead = index
+            except self._ray.exceptions.RayError as exc:
+                # Ray itself failed the task (not the provider, whose errors come back as values).
+                raise AgentExecutionError(f"the Ray task of the call failed: {_first_line(exc)}") from None
             finally:
                 self._load[index] -= 1
                 self.in_flight -= 1
@@ -411,6 +414,11 @@ class RayCluster:
 
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(drain()), CANCEL_WAIT_S)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 async def _next(items: AsyncIterator[Any]) -> Any:
