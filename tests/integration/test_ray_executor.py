@@ -381,6 +381,59 @@ def test_a_call_whose_worker_keeps_dying_is_a_provider_failure_after_the_bounded
     assert len({e.data["rayWorkerPid"] for e in seen if "rayWorkerPid" in e.data}) == 2  # two workers died
 
 
+STUB_AGENT = Path(__file__).resolve().parent / "providers" / "acp_stub_agent.py"
+
+
+def test_a_human_checkpoint_of_a_provider_on_a_ray_worker_is_asked_of_the_run_and_answered_there(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    pytest.importorskip("acp", reason="the acp extra is not installed (pip install -e '.[test,acp]')")
+    from workflow_mcp.providers.policy import Policy
+    from workflow_mcp.providers.routing import build_router
+
+    config = ProviderConfig(
+        settings={"acp": {"command": sys.executable, "args": [str(STUB_AGENT)]}},
+        policy=Policy(approvals="ask"),
+    )
+    source = (
+        "export const meta = { name: 'gated', description: 'an agent that runs commands' }\n"
+        "return await agent('run touch a.txt', { label: 'runner' })\n"
+    )
+    asked: list[Any] = []
+
+    async def yes(context: Any) -> bool | None:
+        asked.append(context)
+        return True
+
+    async def run(cwd: Path, asker: Any) -> Any:
+        cwd.mkdir()
+        router = build_router(provider="acp", config=config)  # the coordinator's: capabilities only
+        try:
+            handle = run_workflow(
+                load_workflow(source=source),
+                provider=router,
+                options=RunOptions(cwd=str(cwd)),
+                executor=RayExecutor(cluster, ProviderSpec(name="acp", cwd=str(cwd), config=config)),
+            )
+            handle.set_checkpoint_asker(asker)
+            await asyncio.wait_for(handle.wait(), 60)
+            return handle
+        finally:
+            await router.aclose()
+
+    live = arun(run(tmp_path / "live", yes))
+    assert live.status == "completed" and (tmp_path / "live" / "a.txt").exists()  # the worker's agent ran it
+    assert [(c["tool"], c["command"]) for c in asked] == [("execute", "touch a.txt")]
+    (resolved,) = [e for e in live.log.events if e.type == "checkpoint.resolved"]
+    assert (resolved.payload["decision"], resolved.payload["source"]) == ("allow", "elicitation")
+
+    paused = arun(run(tmp_path / "nobody", None))
+    assert paused.status == "paused" and not (tmp_path / "nobody" / "a.txt").exists()
+    (pause,) = [e for e in paused.log.events if e.type == "run.paused"]
+    assert pause.payload["reason"] == "checkpoint_required"
+    assert pause.payload["checkpointContext"]["command"] == "touch a.txt"
+
+
 def test_a_fake_sequence_is_refused_on_ray_naming_the_rule() -> None:
     with pytest.raises(ExecutorUnavailableError, match=r"rules\[1\]\.respond\.sequence.*--executor local"):
         check_remote_script(

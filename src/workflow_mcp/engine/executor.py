@@ -25,9 +25,10 @@ Ray semantics (each a test in ``tests/integration/test_ray_executor.py``):
   provider ``retry`` event. Past that the call is a provider failure (``provider_failed``: agent()
   resolves ``null``). Ray itself never re-runs a call (``max_task_retries=0``), and an answer that
   reached the coordinator is final, so a completed call is never run twice.
-- **Human checkpoints** cannot cross to a Ray worker: a provider asking one there gets ``None``
-  ("nobody can be asked"), so a call under ``approvals = "ask"`` that needs a decision is refused
-  (fail closed), never allowed.
+- **Human checkpoints** cross back: a provider's :class:`CheckpointAsk` on the worker is asked of the
+  run here (``context.checkpoint``: journaled replies, a live asker, or a pause with
+  ``checkpoint_required``) and the answer goes back to the waiting provider. A call whose run can
+  ask nobody gets no hook there either, exactly as locally (fail closed).
 - **Per-run provider state** stays per call: a fake script's ``sequence`` counts the calls one provider
   answers, so it is refused up front (:func:`check_remote_script`); use the local executor for it.
 - **Worktrees** (``isolation: 'worktree'``) are created by the coordinator; the call works in that
@@ -43,6 +44,7 @@ import dataclasses
 import logging
 import os
 import socket
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -56,6 +58,7 @@ from ..providers.base import (
     AgentResult,
     AgentStalledError,
     CancelSignal,
+    CheckpointAsk,
     ProviderAuthError,
     ProviderEvent,
     ProviderSetupError,
@@ -334,8 +337,9 @@ class RayCluster:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
-                stream = self._runners[index].call.remote(spec, request)
-                return await self._follow(stream, context)
+                runner = self._runners[index]
+                stream = runner.call.remote(spec, request, context.checkpoint is not None)
+                return await self._follow(runner, stream, context)
             except self._ray.exceptions.RayActorError as exc:
                 lost = _first_line(exc)
                 dead = index
@@ -359,7 +363,7 @@ class RayCluster:
             f"{self.retries} retries): {lost}",
         )
 
-    async def _follow(self, stream: Any, context: AgentContext) -> AgentResult:
+    async def _follow(self, runner: Any, stream: Any, context: AgentContext) -> AgentResult:
         """Relay the runner's items until its answer; cancel the Ray task when the call is cancelled."""
         items: AsyncIterator[Any] = stream.__aiter__()
         cancelled = asyncio.ensure_future(context.signal.wait())
@@ -386,6 +390,10 @@ class RayCluster:
                     )
                 elif kind == "event":
                     await context.emit(value)
+                elif kind == "ask":
+                    # A human checkpoint of the provider on the worker: asked here, answered there.
+                    allow = await context.checkpoint(value["ask"]) if context.checkpoint is not None else None
+                    await runner.answer.remote(value["id"], allow)
                 elif kind == "result":
                     assert isinstance(value, AgentResult)
                     return value
@@ -485,17 +493,25 @@ class _CallRunner:
     """The Ray actor that executes calls (made remote by :meth:`RayCluster.connect`). It builds each
     run's provider from its :class:`ProviderSpec` with this worker's own environment, once per spec
     (a fake once per call), and yields ``("started", {"pid", "host"})``, ``("event", ProviderEvent)``
-    items, then one ``("result", AgentResult)`` or ``("error", {...})``."""
+    and ``("ask", {"id", "ask": CheckpointAsk})`` items (an ask waits for :meth:`answer`), then one
+    ``("result", AgentResult)`` or ``("error", {...})``."""
 
     def __init__(self) -> None:
         self._providers: dict[str, AgentProvider] = {}
         self._active = 0
+        self._asks: dict[str, asyncio.Future[bool | None]] = {}  # checkpoint questions awaiting answers
 
     def pid(self) -> int:
         return os.getpid()
 
     def active(self) -> int:
         return self._active
+
+    def answer(self, ask_id: str, allow: bool | None) -> None:
+        """The coordinator's answer to checkpoint question ``ask_id`` (``None``: nobody can answer)."""
+        waiting = self._asks.pop(ask_id, None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(allow)
 
     def _provider(self, spec: ProviderSpec) -> AgentProvider:
         from ..providers.fake import FakeProvider
@@ -509,18 +525,33 @@ class _CallRunner:
             built = self._providers[key] = build_router(provider=spec.name, cwd=spec.cwd, config=spec.config)
         return built
 
-    async def call(self, spec: ProviderSpec, request: AgentRequest) -> AsyncIterator[tuple[str, Any]]:
+    async def call(
+        self, spec: ProviderSpec, request: AgentRequest, asks: bool = False
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """One call (``asks``: the coordinator can answer human checkpoints)."""
         self._active += 1
+        mine: list[str] = []
         try:
-            queue: asyncio.Queue[ProviderEvent] = asyncio.Queue()
+            queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
             signal = CancelSignal()
 
             async def emit(event: ProviderEvent) -> None:
-                queue.put_nowait(event)
+                queue.put_nowait(("event", event))
+
+            async def checkpoint(ask: CheckpointAsk) -> bool | None:
+                # The question goes to the coordinator with the call's items; its answer comes back
+                # through answer(). A cancelled call leaves it unanswered: the provider is cancelled too.
+                ask_id = uuid.uuid4().hex
+                mine.append(ask_id)
+                waiting: asyncio.Future[bool | None] = asyncio.get_running_loop().create_future()
+                self._asks[ask_id] = waiting
+                queue.put_nowait(("ask", {"id": ask_id, "ask": ask}))
+                return await waiting
 
             async def answer() -> AgentResult:
                 provider = self._provider(spec)
-                return await provider.execute(request, AgentContext(signal=signal, emit=emit))
+                context = AgentContext(signal=signal, emit=emit, checkpoint=checkpoint if asks else None)
+                return await provider.execute(request, context)
 
             task = asyncio.ensure_future(answer())
             try:
@@ -529,11 +560,11 @@ class _CallRunner:
                     getting = asyncio.ensure_future(queue.get())
                     await asyncio.wait({task, getting}, return_when=asyncio.FIRST_COMPLETED)
                     if getting.done():
-                        yield ("event", getting.result())
+                        yield getting.result()
                         continue
                     getting.cancel()
                     while not queue.empty():
-                        yield ("event", queue.get_nowait())
+                        yield queue.get_nowait()
                     break
             except asyncio.CancelledError:
                 signal.cancel("cancelled")
@@ -548,3 +579,5 @@ class _CallRunner:
                 yield ("result", result)
         finally:
             self._active -= 1
+            for ask_id in mine:
+                self._asks.pop(ask_id, None)
