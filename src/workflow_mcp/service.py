@@ -735,13 +735,32 @@ class WorkflowService:
         from .engine.executor import ProviderSpec, RayCluster, check_remote_script
 
         check_remote_script(choice.fake_script)
-        if self._ray is None:
+        if self._ray is None:  # not joined ahead by _join_ray: join now (blocks this thread)
             self._ray = RayCluster.connect(self.ray_address or conf.ray_address)
         return self._ray.executor(
             ProviderSpec(
                 name=choice.name, cwd=options.cwd or self.cwd, config=conf, fake_script=choice.fake_script
             )
         )
+
+    async def _join_ray(self, cwd: str) -> None:
+        """Join the Ray cluster of the runs in ``cwd`` ahead of their start, in a thread (the event loop
+        keeps serving meanwhile), when they run on Ray and it is not joined yet. Raises what
+        :meth:`_executor_for` raises."""
+        if self._ray is not None or self.executor == "local":
+            return
+        from .providers.config import load_config
+
+        conf = load_config(cwd)
+        if (self.executor or conf.executor) != "ray":
+            return
+        from .engine.executor import RayCluster
+
+        joined = await asyncio.to_thread(RayCluster.connect, self.ray_address or conf.ray_address)
+        if self._ray is None:
+            self._ray = joined
+        else:  # another start joined meanwhile
+            await asyncio.to_thread(joined.close)
 
     # -- run use cases -----------------------------------------------------------------------
     def provider_names(self) -> list[str]:
@@ -811,6 +830,7 @@ class WorkflowService:
             RealmError: the run's Node worker could not start.
         """
         run_cwd = cwd or self.cwd
+        await self._join_ray(run_cwd)
         if profile is None and isinstance(target, Workflow):
             profile = target.profile
         _profile(profile)
@@ -883,6 +903,7 @@ class WorkflowService:
         profile = _profile(record.profile or None)
         limits = RunLimits.of_options(record.options).narrowed(o.limits, run_id=run_id, profile=profile)
         run_cwd = o.cwd or record.cwd or self.cwd
+        await self._join_ray(run_cwd)
         stored = ProviderChoice.of_record(record)
         wanted = o.provider.instead_of(stored) if isinstance(o.provider, ProviderChoice) else o.provider
         options = limits.within(ceiling).options(profile=profile.name, cwd=run_cwd, home=self.home)

@@ -18,8 +18,8 @@ Ray semantics (each a test in ``tests/integration/test_ray_executor.py``):
 
 - **Concurrency**: the run's scheduler bounds how many calls are in flight; each is one Ray task.
 - **Cancellation**: a cancelled call cancels its Ray task (``ray.cancel``; the runner fires the
-  provider's cancel signal and cancels it) and waits for the task to end, at most
-  :data:`CANCEL_WAIT_S` seconds, before the call ends cancelled.
+  provider's cancel signal and cancels it) and waits until the runner says the call has wound up
+  there, at most :data:`CANCEL_WAIT_S` seconds, before the call ends cancelled.
 - **A worker that dies mid-call** (its process killed, its node lost) is retried on a runner Ray
   restarts, at most ``retries`` times (:data:`WORKER_LOSS_RETRIES` by default); each retry is a
   provider ``retry`` event. Past that the call is a provider failure (``provider_failed``: agent()
@@ -235,13 +235,15 @@ class RayCluster:
         retries: int = WORKER_LOSS_RETRIES,
         init_options: Mapping[str, Any] | None = None,
     ) -> RayCluster:
-        """Join the Ray cluster at ``address`` and start the call runners (blocks: seconds).
+        """Join the Ray cluster at ``address`` and start the call runners, waiting until each answers
+        (blocks: seconds; a new local cluster, about 15 s).
 
         ``init_options`` are extra ``ray.init`` keywords (e.g. ``num_cpus`` of a new local cluster).
 
         Raises:
-            ExecutorUnavailableError: Ray is not installed (names ``workflow-mcp[ray]``), or nothing
-                answers at ``address`` within :data:`CONNECT_TIMEOUT_S` seconds (names the address).
+            ExecutorUnavailableError: Ray is not installed (names ``workflow-mcp[ray]``), nothing
+                answers at ``address`` within :data:`CONNECT_TIMEOUT_S` seconds (names the address), or
+                the call runners cannot start there (a node without workflow-mcp; names the extra).
         """
         ray = _import_ray()
         address = address or os.environ.get("RAY_ADDRESS") or None
@@ -271,7 +273,22 @@ class RayCluster:
             max_concurrency=10_000,
             scheduling_strategy="SPREAD",
         )(_CallRunner)
-        return cls(ray, [actor.remote() for _ in range(count)], address=where, retries=retries, owns=owns)
+        started = [actor.remote() for _ in range(count)]
+        try:
+            ray.get([runner.pid.remote() for runner in started], timeout=RESTART_WAIT_S)
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            for runner in started:
+                with contextlib.suppress(Exception):
+                    ray.kill(runner)
+            if isinstance(exc, ray.exceptions.GetTimeoutError | TimeoutError):
+                problem = f"they did not start within {RESTART_WAIT_S:g} s"
+            else:
+                problem = _first_line(exc)
+            raise ExecutorUnavailableError(
+                f"the call runners could not start on the Ray cluster at {where}: {problem}; every node "
+                f"needs this workflow-mcp release with the ray extra (pip install '{RAY_EXTRA}')"
+            ) from None
+        return cls(ray, started, address=where, retries=retries, owns=owns)
 
     def executor(self, spec: ProviderSpec) -> RayExecutor:
         """The executor of one run whose provider ``spec`` describes."""
@@ -338,9 +355,15 @@ class RayCluster:
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
                 runner = self._runners[index]
-                stream = runner.call.remote(spec, request, context.checkpoint is not None)
-                return await self._follow(runner, stream, context)
+                call_id = uuid.uuid4().hex
+                stream = runner.call.remote(spec, request, context.checkpoint is not None, call_id)
+                return await self._follow(runner, call_id, stream, context)
             except self._ray.exceptions.RayActorError as exc:
+                if getattr(exc, "actor_init_failed", False):  # a runner that cannot start there
+                    raise ProviderSetupError(
+                        f"the call runner could not start on the Ray worker: {_first_line(exc)}; "
+                        f"install this workflow-mcp release with pip install '{RAY_EXTRA}' on every node"
+                    ) from None
                 lost = _first_line(exc)
                 dead = index
             except self._ray.exceptions.RayError as exc:
@@ -363,7 +386,7 @@ class RayCluster:
             f"{self.retries} retries): {lost}",
         )
 
-    async def _follow(self, runner: Any, stream: Any, context: AgentContext) -> AgentResult:
+    async def _follow(self, runner: Any, call_id: str, stream: Any, context: AgentContext) -> AgentResult:
         """Relay the runner's items until its answer; cancel the Ray task when the call is cancelled."""
         items: AsyncIterator[Any] = stream.__aiter__()
         cancelled = asyncio.ensure_future(context.signal.wait())
@@ -400,25 +423,32 @@ class RayCluster:
                 elif kind == "error":
                     raise _rebuilt(value)
         except asyncio.CancelledError:
-            await self._cancel(stream, items, following)
+            await self._cancel(runner, call_id, stream, items, following)
             raise
         finally:
             cancelled.cancel()
 
     async def _cancel(
-        self, stream: Any, items: AsyncIterator[Any], pending: asyncio.Future[Any] | None
+        self,
+        runner: Any,
+        call_id: str,
+        stream: Any,
+        items: AsyncIterator[Any],
+        pending: asyncio.Future[Any] | None,
     ) -> None:
-        """Cancel the Ray task and wait (at most :data:`CANCEL_WAIT_S` seconds) until it has ended."""
+        """Cancel the Ray task and wait (at most :data:`CANCEL_WAIT_S` seconds) until it has ended and
+        the runner says the call has wound up there."""
         with contextlib.suppress(Exception):
             self._ray.cancel(stream)
 
         async def drain() -> None:
             # TaskCancelledError (the task ended cancelled) or a lost worker: either way it has ended.
             with contextlib.suppress(Exception):
-                if pending is not None and await pending is None:
-                    return
-                while await _next(items) is not None:
-                    pass
+                if pending is None or await pending is not None:
+                    while await _next(items) is not None:
+                        pass
+            with contextlib.suppress(Exception):  # a runner that died has nothing left running
+                await runner.settled.remote(call_id)
 
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(drain()), CANCEL_WAIT_S)
@@ -500,12 +530,21 @@ class _CallRunner:
         self._providers: dict[str, AgentProvider] = {}
         self._active = 0
         self._asks: dict[str, asyncio.Future[bool | None]] = {}  # checkpoint questions awaiting answers
+        self._running: dict[str, asyncio.Event] = {}  # call id -> set when the call has wound up here
 
     def pid(self) -> int:
         return os.getpid()
 
     def active(self) -> int:
         return self._active
+
+    async def settled(self, call_id: str) -> None:
+        """Return once call ``call_id`` has wound up here (its provider cancelled and cleaned up), at
+        most :data:`CANCEL_WAIT_S` seconds; at once for a call that ended or never started."""
+        ended = self._running.get(call_id)
+        if ended is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ended.wait(), CANCEL_WAIT_S)
 
     def answer(self, ask_id: str, allow: bool | None) -> None:
         """The coordinator's answer to checkpoint question ``ask_id`` (``None``: nobody can answer)."""
@@ -526,10 +565,12 @@ class _CallRunner:
         return built
 
     async def call(
-        self, spec: ProviderSpec, request: AgentRequest, asks: bool = False
+        self, spec: ProviderSpec, request: AgentRequest, asks: bool, call_id: str
     ) -> AsyncIterator[tuple[str, Any]]:
-        """One call (``asks``: the coordinator can answer human checkpoints)."""
+        """One call (``asks``: the coordinator can answer human checkpoints; ``call_id`` names it for
+        :meth:`settled`)."""
         self._active += 1
+        self._running[call_id] = asyncio.Event()
         mine: list[str] = []
         try:
             queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -579,5 +620,6 @@ class _CallRunner:
                 yield ("result", result)
         finally:
             self._active -= 1
+            self._running.pop(call_id).set()
             for ask_id in mine:
                 self._asks.pop(ask_id, None)
