@@ -1,5 +1,6 @@
 """Agent calls on a real Ray cluster (engine/executor.py): one local head (`ray start --head`, 2 CPUs)
-shared by every test here, joined in process and by the CLI through its address.
+shared by every Ray test (all of them are here; the cluster stops when they are done), joined in
+process and by the CLI through its address.
 
 The realm, the journal and the event store stay with the coordinator, so a fake-provider run gives the
 same result and the same events on Ray as locally; the scheduler still bounds what is in flight;
@@ -120,7 +121,7 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_head() -> Iterator[str]:
     """A Ray head on loopback (its own temp dir and ports), joined by this process; its address."""
     temp = tempfile.mkdtemp(prefix="wfray-", dir="/tmp")  # short: Ray's socket paths are length-bound
@@ -180,7 +181,7 @@ f"--dashboard-agent-listen-port={_free_port()}",
                 os.environ[key] = value
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(ray_head: str) -> Iterator[RayCluster]:
     joined = RayCluster.connect(ray_head, runners=2)
     yield joined
