@@ -540,7 +540,7 @@ CASES_DIR = Path(__file__).resolve().parents[1] / "conformance" / "cases" / "run
 ALL_CASES = sorted(d.name for d in CASES_DIR.iterdir() if (d / "case.json").is_file())
 #: A spread of the cases (failure modes, a budgeted fan-out, a nested workflow, failures in a fan-out, a
 #: pipeline, structured output) run on every test run; WORKFLOW_MCP_RAY_CASES=all runs every case
-#: (all 144 gave on Ray what they give locally, the one with a fake `sequence` refused by design).
+#: (143 of the 144 give on Ray what they give locally; the one with a fake `sequence` is refused by design).
 SAMPLE = [
     "agent-failure-modes",
     "budget-admission-in-parallel",
