@@ -55,7 +55,21 @@ _SAVED_AUTH = {key: os.environ.get(key) for key in ("RAY_AUTH_MODE", "RAY_AUTH_T
 os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
 os.environ["RAY_AUTH_MODE"] = "token"
 os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'workflow-mcp[ray]'")
+
+
+def _restore_auth() -> None:
+    for key, value in _SAVED_AUTH.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+try:
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'workflow-mcp[ray]'")
+except BaseException:  # skipped: leave the environment as it was
+    _restore_auth()
+    raise
 
 HEAD_START_S = 120.0  # a loaded 2-core machine starts a head in 10-30 s
 SOURCE = """export const meta = {
@@ -174,11 +188,7 @@ f"--dashboard-agent-listen-port={_free_port()}",
             os.killpg(head.pid, signal.SIGKILL)
         head.wait(30)
         shutil.rmtree(temp, ignore_errors=True)
-        for key, value in _SAVED_AUTH.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _restore_auth()
 
 
 @pytest.fixture(scope="module")
