@@ -1,6 +1,7 @@
 """Scale-out benchmarks. Prints one line per figure.
 
     python benchmarks/scale.py [--starts N] [--repeat N] [--database-url postgresql://…]
+                               [--ray-calls N] [--ray-address HOST:PORT]
 
 - realm worker start-up (spawn to ``hello``, then close), bare and under ``--sandbox bwrap``, median
   and 90th percentile of N starts each, and the sandbox's overhead;
@@ -9,7 +10,11 @@
   (concurrency 16, fake provider), SQLite file vs PostgreSQL: the time spent inside
   ``append_many`` (the store's share) and end to end. PostgreSQL is the server ``--database-url``
   names (a fresh schema in it), else a throw-away local cluster (``initdb`` from Debian's
-  ``postgresql``, as the tests start it); skipped, saying so, when neither is available.
+  ``postgresql``, as the tests start it); skipped, saying so, when neither is available;
+- agent calls on Ray (``--executor ray``): a 200-call fan-out with a 50 ms provider delay at
+  concurrency 32, local vs Ray (2 call runners), results compared; the Ray path's overhead per call
+  (one call at a time, no delay); the memory of the local Ray cluster it started (``--ray-address``
+  measures an existing cluster instead, memory then not counted). Skipped, saying so, without ``ray``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import shutil
 import statistics
 import sys
@@ -175,15 +181,132 @@ def _fresh_schema(url: str, stack: contextlib.ExitStack) -> str:
     return f"{url}{separator}options=-csearch_path%3D{name}"
 
 
+FAN_OUT = (
+    "export const meta = { name: 'fan-out', description: 'N agents at once' }\n"
+    "return await parallel(Array.from({ length: args.n }, (_, i) => () => agent('call ' + i)))\n"
+)
+ONE_AT_A_TIME = (
+    "export const meta = { name: 'one-at-a-time', description: 'N agents in turn' }\n"
+    "const out = []\n"
+    "for (let i = 0; i < args.n; i++) out.push(await agent('call ' + i))\n"
+    "return out\n"
+)
+
+
+async def _calls(
+    source: str, n: int, delay_ms: int, concurrency: int, executor: object
+) -> tuple[float, object]:
+    from workflow_mcp.engine.run import run_workflow
+
+    script = {"default": {"echo": True, "delayMs": delay_ms}}
+    began = time.perf_counter()
+    handle = run_workflow(
+        load_workflow(source=source),
+        provider=FakeProvider(script),
+        args={"n": n},
+        options=RunOptions(concurrency=concurrency, cwd=tempfile.gettempdir()),
+        executor=executor,  # type: ignore[arg-type]
+    )
+    result = await handle.result()
+    return time.perf_counter() - began, result
+
+
+def _descendants_rss_mb() -> float:
+    """The resident memory of every process descended from this one (a local Ray cluster), in MB."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+        rss[int(entry.name)] = next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
+        )
+    ours, frontier = set(), [os.getpid()]
+    while frontier:
+        pid = frontier.pop()
+        children = [c for c, p in parents.items() if p == pid and c not in ours]
+        ours.update(children)
+        frontier.extend(children)
+    return sum(rss.get(pid, 0) for pid in ours) / 1024
+
+
+def ray_calls(n: int, address: str | None) -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print("ray: not installed (pip install 'workflow-mcp[ray]'); skipped")
+        return
+    from workflow_mcp.engine.executor import ProviderSpec, RayCluster
+    from workflow_mcp.providers.config import ProviderConfig
+
+    began = time.perf_counter()
+    cluster = RayCluster.connect(
+        address, runners=2, init_options={} if address else {"num_cpus": 2, "object_store_memory": 100 << 20}
+    )
+    spec = ProviderSpec(
+        name="fake",
+        cwd=tempfile.gettempdir(),
+        config=ProviderConfig(),
+        fake_script={"default": {"echo": True}},
+    )
+    spec_delayed = ProviderSpec(
+        name="fake",
+        cwd=tempfile.gettempdir(),
+        config=ProviderConfig(),
+        fake_script={"default": {"echo": True, "delayMs": 50}},
+    )
+    try:
+
+        async def measure() -> None:
+            await cluster.wait_ready()
+            ready = time.perf_counter() - began
+            await _calls(FAN_OUT, 32, 50, 32, cluster.executor(spec_delayed))  # warm both runners
+            local_s, local = await _calls(FAN_OUT, n, 50, 32, None)
+            ray_s, remote = await _calls(FAN_OUT, n, 50, 32, cluster.executor(spec_delayed))
+            assert remote == local, "the Ray run's result differs from the local run's"
+            print(
+                f"ray: {n}-call fan-out, 50 ms provider delay, concurrency 32: local {n / local_s:6.0f} calls/s "
+                f"({local_s:.2f} s), Ray with 2 call runners {n / ray_s:6.0f} calls/s ({ray_s:.2f} s); results equal"
+            )
+            turns = 50
+            local_s, local = await _calls(ONE_AT_A_TIME, turns, 0, 1, None)
+            ray_s, remote = await _calls(ONE_AT_A_TIME, turns, 0, 1, cluster.executor(spec))
+            assert remote == local
+            print(
+                f"ray: overhead per call {1000 * (ray_s - local_s) / turns:.1f} ms "
+                f"({turns} calls one at a time, no delay: {1000 * local_s / turns:.1f} ms local, "
+                f"{1000 * ray_s / turns:.1f} ms on Ray)"
+            )
+            if address is None:
+                print(
+                    f"ray: the local cluster (2 CPUs, 2 call runners) started in {ready:.1f} s and holds "
+                    f"{_descendants_rss_mb():.0f} MB resident"
+                )
+
+        asyncio.run(measure())
+    finally:
+        cluster.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=20, help="worker starts (and runs) per variant")
     parser.add_argument("--repeat", type=int, default=3, help="fan-out runs per store")
     parser.add_argument("--database-url", default=None, help="a PostgreSQL server to measure")
+    parser.add_argument("--ray-calls", type=int, default=200, help="calls of the Ray fan-out (0: skip Ray)")
+    parser.add_argument("--ray-address", default=None, help="an existing Ray cluster to measure")
     ns = parser.parse_args()
     if ns.starts > 0:
         sandbox_overhead(ns.starts)
     store_throughput(ns.repeat, ns.database_url)
+    if ns.ray_calls > 0:
+        ray_calls(ns.ray_calls, ns.ray_address)
 
 
 if __name__ == "__main__":

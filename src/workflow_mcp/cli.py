@@ -122,6 +122,29 @@ def _database_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def _executor_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--executor local|ray`` and ``--ray-address`` on every command that runs agent calls."""
+    fn = click.option(
+        "--ray-address",
+        "ray_address",
+        default=None,
+        metavar="HOST:PORT",
+        expose_value=False,
+        callback=_remember,
+        help="The Ray cluster of --executor ray (default: the configuration's ray_address, else "
+        "$RAY_ADDRESS, else a new local cluster).",
+    )(fn)
+    return click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Where live agent calls run: local (this process) or ray (a Ray task each, the provider "
+        "built on the Ray worker; pip install 'workflow-mcp[ray]'). Default: the configuration's executor.",
+    )(fn)
+
+
 def _sqlite_only(command: str) -> None:
     """Refuse ``command`` (it reads the SQLite file itself) when a PostgreSQL database is in force."""
     from .service import DATABASE_URL_ENV, database_url
@@ -545,6 +568,7 @@ _EVENTS_OPTION = click.option(
 @_EVENTS_OPTION
 @_sandbox_option
 @_database_option
+@_executor_option
 def run(
     target: str,
     args_json: str | None,
@@ -824,6 +848,7 @@ async def _execute(
 @_EVENTS_OPTION
 @_sandbox_option
 @_database_option
+@_executor_option
 def resume(
     target: str,
     live_copy: str | None,
@@ -1444,6 +1469,7 @@ def _refuse_http_options(ctx: click.Context) -> None:
 )
 @_sandbox_option
 @_database_option
+@_executor_option
 def serve(
     use_http: bool,
     host: str,

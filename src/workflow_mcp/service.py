@@ -55,6 +55,7 @@ from .definitions.load import (
 )
 from .definitions.profile import Profile, get_profile
 from .engine.checkpoint import CheckpointAsker, CheckpointReply, journaled_decisions, parse_checkpoint_replies
+from .engine.executor import AgentExecutor
 from .engine.journal import JournalRecord, Replay, ResumePolicy, delivery_turns
 from .engine.nested import ChildCheck
 from .engine.run import MISSING, RunHandle, RunOptions, check_args, new_run_id, run_workflow
@@ -84,6 +85,7 @@ from .store.library import MemoryLibraryStore, library_store_for
 from .store.sqlite import default_home
 
 if TYPE_CHECKING:
+    from .engine.executor import RayCluster
     from .store.salvage import ExportReport, RepairReport
 
 __all__ = [
@@ -324,8 +326,14 @@ class WorkflowService:
         notify: Callable[[str], None] | None = None,
         providers: ProviderPool | None = None,
         sandbox: Sandbox | None = None,
+        executor: str | None = None,
+        ray_address: str | None = None,
     ) -> None:
         self.store = store
+        # Where live agent calls run (None: the user configuration's `executor`, else local).
+        self.executor = executor
+        self.ray_address = ray_address
+        self._ray: RayCluster | None = None  # joined at the first run on Ray
         self.sandbox = sandbox  # the realm worker's OS sandbox (None: the configuration's [realm] sandbox)
         self.cwd = cwd or os.getcwd()
         self.home = home
@@ -362,13 +370,18 @@ class WorkflowService:
         notify: Callable[[str], None] | None = None,
         sandbox: Sandbox | None = None,
         database_url: str | None = None,
+        executor: str | None = None,
+        ray_address: str | None = None,
     ) -> WorkflowService:
         """The service over the state database, ``$WORKFLOW_MCP_HOME/state.db`` (SQLite; created 0600 in
         a 0700 directory). ``store_notices`` then says what opening it changed or found (e.g. loose file
         modes tightened). ``sandbox`` runs every run's realm worker under that OS sandbox (``None``: the
         configuration's ``[realm] sandbox``; :mod:`workflow_mcp.realm.sandbox`). ``database_url``
         (default ``$WORKFLOW_MCP_DATABASE_URL``) names a PostgreSQL database shared with other
-        servers instead (``postgresql://…``, :mod:`workflow_mcp.store.postgres`).
+        servers instead (``postgresql://…``, :mod:`workflow_mcp.store.postgres`). ``executor``
+        (``local`` or ``ray``; default the user configuration's ``executor``) and ``ray_address``
+        (default its ``ray_address``, else ``$RAY_ADDRESS``) say where live agent calls run
+        (:mod:`workflow_mcp.engine.executor`).
 
         Raises:
             StoreError: the database cannot be opened (damaged, from a newer release, unreachable; the
@@ -377,7 +390,15 @@ class WorkflowService:
         from .store import open_store
 
         store = open_store(_database_url(database_url))
-        return cls(store, cwd=cwd, home=home, notify=notify, sandbox=sandbox)
+        return cls(
+            store,
+            cwd=cwd,
+            home=home,
+            notify=notify,
+            sandbox=sandbox,
+            executor=executor,
+            ray_address=ray_address,
+        )
 
     def _sandbox_for(self, cwd: str | None) -> Sandbox:
         """The worker sandbox of a run in ``cwd``: the service's, else the configuration's
@@ -659,6 +680,7 @@ class WorkflowService:
             existing = self.find_idempotent_run(idempotency_key, owner, params=params)
             if existing is not None and existing in self.live:
                 return self.live[existing]
+        executor = self._executor_for(provider_choice or ProviderChoice.of_provider(provider), opts)
         self._starting.add(run_id)
         try:
             self.store.create_run(record)  # claims the run, and the run it resumes
@@ -693,12 +715,62 @@ class WorkflowService:
             resumed_from=resume_from,
             worker=worker,
             child_check=child_check,
+            executor=executor,
         )
         self.live[run_id] = handle
         self._owners[run_id] = owner
         self._starting.discard(run_id)
         self._ensure_watcher()
         return handle
+
+    # -- where agent calls run (engine/executor.py) ---------------------------------------------
+    def _executor_for(self, choice: ProviderChoice, options: RunOptions) -> AgentExecutor | None:
+        """The executor of a run (``None``: local): ``--executor``, else the user configuration's
+        ``executor``. On Ray the run's provider is rebuilt on the workers from ``choice`` and the
+        configuration in the run's directory; the cluster is joined once, at the first such run.
+
+        Raises (before anything is recorded):
+            ExecutorUnavailableError: Ray is not installed (names the extra), its address cannot be
+                reached (names it), or a fake script that Ray cannot answer the same way.
+            ProviderConfigError: the configuration file is malformed (file and key named).
+        """
+        from .providers.config import load_config
+
+        conf = load_config(options.cwd)
+        kind = self.executor or conf.executor
+        if kind == "local" or options.dry_run:
+            return None
+        if kind != "ray":
+            raise InvalidInputError(f"unknown executor {kind!r}: use 'local' or 'ray'")
+        from .engine.executor import ProviderSpec, RayCluster, check_remote_script
+
+        check_remote_script(choice.fake_script)
+        if self._ray is None:  # not joined ahead by _join_ray: join now (blocks this thread)
+            self._ray = RayCluster.connect(self.ray_address or conf.ray_address)
+        return self._ray.executor(
+            ProviderSpec(
+                name=choice.name, cwd=options.cwd or self.cwd, config=conf, fake_script=choice.fake_script
+            )
+        )
+
+    async def _join_ray(self, cwd: str) -> None:
+        """Join the Ray cluster of the runs in ``cwd`` ahead of their start, in a thread (the event loop
+        keeps serving meanwhile), when they run on Ray and it is not joined yet. Raises what
+        :meth:`_executor_for` raises."""
+        if self._ray is not None or self.executor == "local":
+            return
+        from .providers.config import load_config
+
+        conf = load_config(cwd)
+        if (self.executor or conf.executor) != "ray":
+            return
+        from .engine.executor import RayCluster
+
+        joined = await asyncio.to_thread(RayCluster.connect, self.ray_address or conf.ray_address)
+        if self._ray is None:
+            self._ray = joined
+        else:  # another start joined meanwhile
+            await asyncio.to_thread(joined.close)
 
     # -- run use cases -----------------------------------------------------------------------
     def provider_names(self, cwd: str | None = None) -> list[str]:
@@ -785,6 +857,7 @@ class WorkflowService:
             RealmError: the run's Node worker could not start.
         """
         run_cwd = cwd or self.cwd
+        await self._join_ray(run_cwd)
         if profile is None and isinstance(target, Workflow):
             profile = target.profile
         _profile(profile)
@@ -857,6 +930,7 @@ class WorkflowService:
         profile = _profile(record.profile or None)
         limits = RunLimits.of_options(record.options).narrowed(o.limits, run_id=run_id, profile=profile)
         run_cwd = o.cwd or record.cwd or self.cwd
+        await self._join_ray(run_cwd)
         stored = ProviderChoice.of_record(record)
         wanted = o.provider.instead_of(stored) if isinstance(o.provider, ProviderChoice) else o.provider
         options = limits.within(ceiling).options(profile=profile.name, cwd=run_cwd, home=self.home)
@@ -2257,6 +2331,9 @@ class WorkflowService:
                 async with asyncio.timeout(timeout_s):
                     await asyncio.gather(*pending, return_exceptions=True)
         await self.providers.aclose()  # after the runs: their agent processes stop with them
+        if self._ray is not None:
+            ray, self._ray = self._ray, None
+            await asyncio.to_thread(ray.close)
         if self._index is not None:
             await asyncio.to_thread(self._index.close)  # its watcher restarts with the next listing
         return [h.run_id for h in running]

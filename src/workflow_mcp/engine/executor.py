@@ -2,19 +2,96 @@
 
 The run coordinator decides everything about a call first (admission, the cap, the budget, replay,
 the stall watchdog, schema re-asks); an executor only carries out one attempt and returns the
-provider's answer. :class:`LocalExecutor` runs it in this process, on the run's event loop (every run
-today); an executor that runs calls elsewhere (a Ray cluster) plugs in here, while the realm, the
-journal and the event store stay with the coordinator, so a run's results and journal do not depend
-on where its calls ran.
+provider's answer. The realm, the journal and the event store stay with the coordinator, so a run's
+results, events and journal do not depend on where its calls ran.
+
+- :class:`LocalExecutor` runs each call in this process, on the run's event loop (the default).
+- :class:`RayExecutor` sends each call to a Ray task (``pip install 'workflow-mcp[ray]'``): an actor
+  task on one of the *call runners* of a :class:`RayCluster`. The runner builds the provider itself
+  from the run's :class:`ProviderSpec` — the provider name (or the routing), the fake's script and the
+  configuration resolved where the run started (routing, settings, model maps, policy) — so the
+  credentials a provider reads come from the Ray worker's own environment and never travel from the
+  coordinator. The provider's progress events stream back as the call goes (they reset the stall
+  window exactly as a local provider's do); its answer or its error comes back as a value.
+
+Ray semantics (each a test in ``tests/integration/test_ray_executor.py``):
+
+- **Concurrency**: the run's scheduler bounds how many calls are in flight; each is one Ray task.
+- **Cancellation**: a cancelled call cancels its Ray task (``ray.cancel``; the runner fires the
+  provider's cancel signal and cancels it) and waits until the runner says the call has wound up
+  there, at most :data:`CANCEL_WAIT_S` seconds, before the call ends cancelled.
+- **A worker that dies mid-call** (its process killed, its node lost) is retried on a runner Ray
+  restarts, at most ``retries`` times (:data:`WORKER_LOSS_RETRIES` by default); each retry is a
+  provider ``retry`` event. Past that the call is a provider failure (``provider_failed``: agent()
+  resolves ``null``). Ray itself never re-runs a call (``max_task_retries=0``), and an answer that
+  reached the coordinator is final, so a completed call is never run twice.
+- **Human checkpoints** cross back: a provider's :class:`CheckpointAsk` on the worker is asked of the
+  run here (``context.checkpoint``: journaled replies, a live asker, or a pause with
+  ``checkpoint_required``) and the answer goes back to the waiting provider. A call whose run can
+  ask nobody gets no hook there either, exactly as locally (fail closed).
+- **Per-run provider state** stays per call: a fake script's ``sequence`` counts the calls one provider
+  answers, so it is refused up front (:func:`check_remote_script`); use the local executor for it.
+- **Worktrees** (``isolation: 'worktree'``) are created by the coordinator; the call works in that
+  path on the Ray worker, so the worker must see the coordinator's files (one host, or a shared
+  filesystem mounted at the same path).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from ..providers.base import AgentContext, AgentProvider, AgentRequest, AgentResult
+from ..errors import InvalidInputError
+from ..providers.base import (
+    AgentContext,
+    AgentExecutionError,
+    AgentProvider,
+    AgentRequest,
+    AgentResult,
+    AgentStalledError,
+    CancelSignal,
+    CheckpointAsk,
+    ProviderAuthError,
+    ProviderEvent,
+    ProviderSetupError,
+    ProviderUsageLimitError,
+)
 
-__all__ = ["AgentExecutor", "LocalExecutor"]
+if TYPE_CHECKING:
+    from ..providers.config import ProviderConfig
+
+__all__ = [
+    "CANCEL_WAIT_S",
+    "CONNECT_TIMEOUT_S",
+    "RESTART_WAIT_S",
+    "WORKER_LOSS_RETRIES",
+    "AgentExecutor",
+    "ExecutorUnavailableError",
+    "LocalExecutor",
+    "ProviderSpec",
+    "RayCluster",
+    "RayExecutor",
+    "check_remote_script",
+]
+
+#: How many times a call whose Ray worker died is sent again before it is a provider failure.
+WORKER_LOSS_RETRIES: Final = 3
+#: Seconds a cancelled call waits for its Ray task to end before it ends anyway.
+CANCEL_WAIT_S: Final = 10.0
+#: Seconds a retry waits for Ray to restart the call runner whose process died (when it has no other).
+RESTART_WAIT_S: Final = 60.0
+#: Seconds the coordinator tries to reach a Ray address before it says the address is unreachable.
+CONNECT_TIMEOUT_S: Final = 5.0
+#: The extra that installs Ray.
+RAY_EXTRA: Final = "workflow-mcp[ray]"
 
 
 class AgentExecutor(Protocol):
@@ -37,3 +114,512 @@ class LocalExecutor:
         self, provider: AgentProvider, request: AgentRequest, context: AgentContext
     ) -> AgentResult:
         return await provider.execute(request, context)
+
+
+class ExecutorUnavailableError(InvalidInputError):
+    """Raised before any call when the chosen executor cannot be used: Ray is not installed (the
+    message names the extra) or its cluster cannot be reached (the message names the address)."""
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """How a Ray worker builds a run's provider: ``name`` forced for every call (``None``: the
+    configuration routes each call), ``fake_script`` the fake's script (with ``fake`` only), ``cwd`` the
+    run's directory and ``config`` the configuration that applies there, read by the coordinator
+    (:func:`~workflow_mcp.providers.config.load_config`; it holds settings and policy, no secret)."""
+
+    name: str | None
+    cwd: str
+    config: ProviderConfig
+    fake_script: Mapping[str, Any] | None = None
+
+
+def check_remote_script(script: Mapping[str, Any] | None) -> None:
+    """Refuse a fake script whose answers depend on the calls one provider instance answered before:
+    a ``sequence`` (a rule's or the default's). On Ray each call builds its own provider.
+
+    Raises:
+        ExecutorUnavailableError: naming the rule (``rules[2].respond.sequence``).
+    """
+    if not script:
+        return
+    places: list[tuple[str, Any]] = [("default", script.get("default"))]
+    rules = script.get("rules")
+    if isinstance(rules, list):
+        places += [
+            (f"rules[{i}].respond", rule.get("respond"))
+            for i, rule in enumerate(rules)
+            if isinstance(rule, dict)
+        ]
+    for where, respond in places:
+        if isinstance(respond, Mapping) and "sequence" in respond:
+            raise ExecutorUnavailableError(
+                f"fake script {where}.sequence counts the calls of one provider, but --executor ray "
+                "builds each call's provider on a Ray worker; run this script with --executor local"
+            )
+
+
+# -- Ray --------------------------------------------------------------------------------------
+
+
+def _import_ray() -> Any:
+    """The ``ray`` module, or a clear error naming the extra."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ExecutorUnavailableError(
+            f"--executor ray needs Ray, which is not installed ({exc}): pip install '{RAY_EXTRA}'"
+        ) from None
+    return ray
+
+
+def _notices_to_stderr(ray: Any) -> None:
+    """Ray's driver prints cluster notices ("a worker died…") on ``sys.stdout``; here stdout may carry
+    JSON-RPC (``serve`` on stdio), so they go to stderr. Ray offers no switch for it: its module-level
+    printer is wrapped once (nothing happens when a Ray release no longer has it)."""
+    module = getattr(getattr(ray, "_private", None), "worker", None)
+    original = getattr(module, "print_to_stdstream", None)
+    if module is None or original is None or getattr(original, "to_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.to_stderr = True  # type: ignore[attr-defined]
+    module.print_to_stdstream = to_stderr
+
+
+def _probe(address: str, timeout_s: float) -> None:
+    """Refuse a ``HOST:PORT`` address nothing listens on (``ray.init`` would retry for minutes).
+    Other forms (``auto``, ``ray://…``, ``local``) are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout_s):
+            return
+    except OSError as exc:
+        raise ExecutorUnavailableError(
+            f"cannot reach the Ray cluster at {address} ({exc}): start it with `ray start --head` "
+            "or fix ray_address / --ray-address"
+        ) from None
+
+
+class RayCluster:
+    """A connection to a Ray cluster and the call runners this process keeps on it.
+
+    :meth:`connect` joins the cluster at ``address`` (``None``: ``$RAY_ADDRESS``, else a new local
+    cluster) and starts ``runners`` call runners (default: one per CPU of the cluster), each an async
+    Ray actor that reserves no CPU (an agent call mostly waits on a model) and runs any number of
+    calls at once; Ray spreads them over the nodes and restarts one whose process dies. ``retries``
+    bounds how often a call whose worker died is sent again. :meth:`close` stops the runners and
+    leaves the cluster (a local cluster it started stops with it). One per process: Ray's driver is.
+    """
+
+    def __init__(self, ray: Any, runners: list[Any], *, address: str, retries: int, owns: bool) -> None:
+        self._ray = ray
+        self._runners = runners
+        self._load = [0] * len(runners)  # calls in flight per runner
+        self.address = address
+        self.retries = retries
+        self._owns = owns  # ray.init was ours: close() shuts Ray down
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    @classmethod
+    def connect(
+        cls,
+        address: str | None = None,
+        *,
+        runners: int | None = None,
+        retries: int = WORKER_LOSS_RETRIES,
+        init_options: Mapping[str, Any] | None = None,
+    ) -> RayCluster:
+        """Join the Ray cluster at ``address`` and start the call runners, waiting until each answers
+        (blocks: seconds; a new local cluster, about 15 s).
+
+        ``init_options`` are extra ``ray.init`` keywords (e.g. ``num_cpus`` of a new local cluster).
+
+        Raises:
+            ExecutorUnavailableError: Ray is not installed (names ``workflow-mcp[ray]``), nothing
+                answers at ``address`` within :data:`CONNECT_TIMEOUT_S` seconds (names the address), or
+                the call runners cannot start there (a node without workflow-mcp; names the extra).
+        """
+        ray = _import_ray()
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        if address is not None:
+            _probe(address, CONNECT_TIMEOUT_S)
+        owns = not ray.is_initialized()
+        if owns:
+            try:
+                ray.init(
+                    address=address,
+                    # Ray workers' output must never reach stdout: in `serve` it carries JSON-RPC.
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                    **({"include_dashboard": False} | dict(init_options or {})),
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ExecutorUnavailableError(
+                    f"cannot join the Ray cluster at {address or 'a new local cluster'}: {exc}"
+                ) from None
+        _notices_to_stderr(ray)
+        where = address or str(ray.get_runtime_context().gcs_address)
+        count = runners or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor = ray.remote(
+            num_cpus=0,
+            max_restarts=-1,
+            max_task_retries=0,  # never re-run a call behind our back: the executor decides
+            max_concurrency=10_000,
+            scheduling_strategy="SPREAD",
+        )(_CallRunner)
+        started = [actor.remote() for _ in range(count)]
+        try:
+            ray.get([runner.pid.remote() for runner in started], timeout=RESTART_WAIT_S)
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            for runner in started:
+                with contextlib.suppress(Exception):
+                    ray.kill(runner)
+            if isinstance(exc, ray.exceptions.GetTimeoutError | TimeoutError):
+                problem = f"they did not start within {RESTART_WAIT_S:g} s"
+            else:
+                problem = _first_line(exc)
+            raise ExecutorUnavailableError(
+                f"the call runners could not start on the Ray cluster at {where}: {problem}; every node "
+                f"needs this workflow-mcp release with the ray extra (pip install '{RAY_EXTRA}')"
+            ) from None
+        return cls(ray, started, address=where, retries=retries, owns=owns)
+
+    def executor(self, spec: ProviderSpec) -> RayExecutor:
+        """The executor of one run whose provider ``spec`` describes."""
+        return RayExecutor(self, spec)
+
+    async def active_calls(self) -> list[int]:
+        """How many calls each runner is executing right now (its own count)."""
+        return [int(n) for n in await asyncio.gather(*(r.active.remote() for r in self._runners))]
+
+    async def wait_ready(self) -> None:
+        """Wait until every runner answers (Ray restarts one whose process died), each at most
+        :data:`RESTART_WAIT_S` seconds."""
+        await asyncio.gather(*(self._ready(i) for i in range(len(self._runners))))
+
+    async def runner_pids(self) -> list[int]:
+        """The process id of each runner (a runner Ray restarted has a new one)."""
+        return [int(n) for n in await asyncio.gather(*(r.pid.remote() for r in self._runners))]
+
+    def close(self) -> None:
+        """Stop the runners and, when this process started Ray, shut Ray down. Never raises."""
+        for runner in self._runners:
+            with contextlib.suppress(Exception):  # a runner or a cluster already gone
+                self._ray.kill(runner)
+        self._runners = []
+        if self._owns:
+            with contextlib.suppress(Exception):
+                self._ray.shutdown()
+
+    def _pick(self, avoid: int | None) -> int:
+        """The least loaded runner, other than ``avoid`` (the one that just died) when there are others."""
+        if not self._runners:
+            raise AgentExecutionError("the Ray executor is closed")
+        choices = [i for i in range(len(self._runners)) if i != avoid] or [0]
+        return min(choices, key=self._load.__getitem__)
+
+    async def _ready(self, index: int) -> None:
+        """Wait until runner ``index`` answers again (Ray restarts a dead one), at most
+        :data:`RESTART_WAIT_S` seconds; a runner still down then fails the next attempt as lost."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RESTART_WAIT_S
+        pause = 0.1
+        while True:
+            try:
+                await asyncio.wait_for(self._runners[index].pid.remote(), max(0.1, deadline - loop.time()))
+                return
+            except (self._ray.exceptions.RayActorError, TimeoutError):
+                if loop.time() + pause >= deadline:
+                    return
+            await asyncio.sleep(pause)  # backoff while Ray restarts the runner's process
+            pause = min(pause * 2, 2.0)
+
+    async def execute(self, spec: ProviderSpec, request: AgentRequest, context: AgentContext) -> AgentResult:
+        """One call on a runner; see the module docstring for cancellation and lost workers."""
+        lost = ""
+        dead: int | None = None
+        for attempt in range(self.retries + 1):
+            if context.signal.cancelled:
+                raise asyncio.CancelledError(context.signal.reason)
+            index = self._pick(dead)
+            if index == dead:
+                await self._ready(index)
+            self._load[index] += 1
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                runner = self._runners[index]
+                call_id = uuid.uuid4().hex
+                stream = runner.call.remote(spec, request, context.checkpoint is not None, call_id)
+                return await self._follow(runner, call_id, stream, context)
+            except self._ray.exceptions.RayActorError as exc:
+                if getattr(exc, "actor_init_failed", False):  # a runner that cannot start there
+                    raise ProviderSetupError(
+                        f"the call runner could not start on the Ray worker: {_first_line(exc)}; "
+                        f"install this workflow-mcp release with pip install '{RAY_EXTRA}' on every node"
+                    ) from None
+                lost = _first_line(exc)
+                dead = index
+            except self._ray.exceptions.RayError as exc:
+                # Ray itself failed the task (not the provider, whose errors come back as values).
+                raise AgentExecutionError(f"the Ray task of the call failed: {_first_line(exc)}") from None
+            finally:
+                self._load[index] -= 1
+                self.in_flight -= 1
+            if attempt < self.retries:
+                await context.emit(
+                    ProviderEvent(
+                        kind="retry",
+                        text=f"the Ray worker running the call died ({lost}); sending it again "
+                        f"({attempt + 1} of {self.retries})",
+                    )
+                )
+        return AgentResult(
+            outcome="provider_failed",
+            message=f"the Ray worker running the call died {self.retries + 1} times (at most "
+            f"{self.retries} retries): {lost}",
+        )
+
+    async def _follow(self, runner: Any, call_id: str, stream: Any, context: AgentContext) -> AgentResult:
+        """Relay the runner's items until its answer; cancel the Ray task when the call is cancelled."""
+        items: AsyncIterator[Any] = stream.__aiter__()
+        cancelled = asyncio.ensure_future(context.signal.wait())
+        following: asyncio.Future[Any] | None = None
+        try:
+            while True:
+                following = asyncio.ensure_future(_next(items))
+                await asyncio.wait({following, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():
+                    raise asyncio.CancelledError(context.signal.reason)
+                item = following.result()
+                following = None
+                if item is None:
+                    raise AgentExecutionError("the Ray task ended without an answer")
+                kind, value = item
+                if kind == "started":
+                    # A sign of life (it resets the stall window) saying where the call runs.
+                    await context.emit(
+                        ProviderEvent(
+                            kind="progress",
+                            text=f"running on the Ray worker pid {value['pid']} at {value['host']}",
+                            data={"rayWorkerPid": value["pid"], "rayNode": value["host"]},
+                        )
+                    )
+                elif kind == "event":
+                    await context.emit(value)
+                elif kind == "ask":
+                    # A human checkpoint of the provider on the worker: asked here, answered there.
+                    allow = await context.checkpoint(value["ask"]) if context.checkpoint is not None else None
+                    await runner.answer.remote(value["id"], allow)
+                elif kind == "result":
+                    assert isinstance(value, AgentResult)
+                    return value
+                elif kind == "error":
+                    raise _rebuilt(value)
+        except asyncio.CancelledError:
+            await self._cancel(runner, call_id, stream, items, following)
+            raise
+        finally:
+            cancelled.cancel()
+
+    async def _cancel(
+        self,
+        runner: Any,
+        call_id: str,
+        stream: Any,
+        items: AsyncIterator[Any],
+        pending: asyncio.Future[Any] | None,
+    ) -> None:
+        """Cancel the Ray task and wait (at most :data:`CANCEL_WAIT_S` seconds) until it has ended and
+        the runner says the call has wound up there."""
+        with contextlib.suppress(Exception):
+            self._ray.cancel(stream)
+
+        async def drain() -> None:
+            # TaskCancelledError (the task ended cancelled) or a lost worker: either way it has ended.
+            with contextlib.suppress(Exception):
+                if pending is None or await pending is not None:
+                    while await _next(items) is not None:
+                        pass
+            with contextlib.suppress(Exception):  # a runner that died has nothing left running
+                await runner.settled.remote(call_id)
+
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(drain()), CANCEL_WAIT_S)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def _next(items: AsyncIterator[Any]) -> Any:
+    """The next item the runner yielded (``None`` when its stream ended)."""
+    try:
+        ref = await items.__anext__()
+    except StopAsyncIteration:
+        return None
+    return await ref
+
+
+class RayExecutor:
+    """Runs each call of one run on a :class:`RayCluster`, its provider built there from ``spec``.
+    The coordinator's own ``provider`` object is not used (it stays for capability checks)."""
+
+    def __init__(self, cluster: RayCluster, spec: ProviderSpec) -> None:
+        self.cluster = cluster
+        self.spec = spec
+
+    async def execute(
+        self, provider: AgentProvider, request: AgentRequest, context: AgentContext
+    ) -> AgentResult:
+        return await self.cluster.execute(self.spec, request, context)
+
+
+# -- what crosses back from a runner ----------------------------------------------------------
+
+_ERRORS: Final[dict[str, type[Exception]]] = {
+    "execution": AgentExecutionError,
+    "setup": ProviderSetupError,
+    "stalled": AgentStalledError,
+}
+
+
+def _flattened(exc: BaseException) -> dict[str, Any]:
+    """A provider error as plain data (exceptions with their own constructors do not pickle back)."""
+    if isinstance(exc, ProviderAuthError):
+        return {"kind": "auth", "backend": exc.backend, "detail": exc.detail, "hint": exc.login_hint}
+    if isinstance(exc, ProviderUsageLimitError):
+        return {"kind": "usage_limit", "backend": exc.backend, "detail": exc.detail, "resets": exc.resets_at}
+    if isinstance(exc, ProviderSetupError):
+        return {"kind": "setup", "message": str(exc)}
+    if isinstance(exc, AgentStalledError):
+        return {"kind": "stalled", "message": str(exc)}
+    if isinstance(exc, AgentExecutionError | InvalidInputError):
+        # InvalidInputError: the worker could not build the provider (unknown, not installed there).
+        return {"kind": "execution", "message": str(exc)}
+    return {
+        "kind": "execution",
+        "message": f"the provider failed on the Ray worker {socket.gethostname()}: {type(exc).__name__}: {exc}",
+    }
+
+
+def _rebuilt(data: Mapping[str, Any]) -> Exception:
+    kind = data.get("kind")
+    if kind == "auth":
+        return ProviderAuthError(data["backend"], data["detail"], login_hint=data["hint"])
+    if kind == "usage_limit":
+        return ProviderUsageLimitError(data["backend"], data["detail"], resets_at=data["resets"])
+    return _ERRORS.get(str(kind), AgentExecutionError)(str(data.get("message", "")))
+
+
+class _CallRunner:
+    """The Ray actor that executes calls (made remote by :meth:`RayCluster.connect`). It builds each
+    run's provider from its :class:`ProviderSpec` with this worker's own environment, once per spec
+    (a fake once per call), and yields ``("started", {"pid", "host"})``, ``("event", ProviderEvent)``
+    and ``("ask", {"id", "ask": CheckpointAsk})`` items (an ask waits for :meth:`answer`), then one
+    ``("result", AgentResult)`` or ``("error", {...})``."""
+
+    def __init__(self) -> None:
+        self._providers: dict[str, AgentProvider] = {}
+        self._active = 0
+        self._asks: dict[str, asyncio.Future[bool | None]] = {}  # checkpoint questions awaiting answers
+        self._running: dict[str, asyncio.Event] = {}  # call id -> set when the call has wound up here
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def active(self) -> int:
+        return self._active
+
+    async def settled(self, call_id: str) -> None:
+        """Return once call ``call_id`` has wound up here (its provider cancelled and cleaned up), at
+        most :data:`CANCEL_WAIT_S` seconds; at once for a call that ended or never started."""
+        ended = self._running.get(call_id)
+        if ended is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ended.wait(), CANCEL_WAIT_S)
+
+    def answer(self, ask_id: str, allow: bool | None) -> None:
+        """The coordinator's answer to checkpoint question ``ask_id`` (``None``: nobody can answer)."""
+        waiting = self._asks.pop(ask_id, None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(allow)
+
+    def _provider(self, spec: ProviderSpec) -> AgentProvider:
+        from ..providers.fake import FakeProvider
+        from ..providers.routing import build_router
+
+        if spec.name == "fake":
+            return FakeProvider(spec.fake_script)
+        key = repr((spec.name, spec.cwd, dataclasses.asdict(spec.config)))
+        built = self._providers.get(key)
+        if built is None:
+            built = self._providers[key] = build_router(provider=spec.name, cwd=spec.cwd, config=spec.config)
+        return built
+
+    async def call(
+        self, spec: ProviderSpec, request: AgentRequest, asks: bool, call_id: str
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """One call (``asks``: the coordinator can answer human checkpoints; ``call_id`` names it for
+        :meth:`settled`)."""
+        self._active += 1
+        self._running[call_id] = asyncio.Event()
+        mine: list[str] = []
+        try:
+            queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+            signal = CancelSignal()
+
+            async def emit(event: ProviderEvent) -> None:
+                queue.put_nowait(("event", event))
+
+            async def checkpoint(ask: CheckpointAsk) -> bool | None:
+                # The question goes to the coordinator with the call's items; its answer comes back
+                # through answer(). A cancelled call leaves it unanswered: the provider is cancelled too.
+                ask_id = uuid.uuid4().hex
+                mine.append(ask_id)
+                waiting: asyncio.Future[bool | None] = asyncio.get_running_loop().create_future()
+                self._asks[ask_id] = waiting
+                queue.put_nowait(("ask", {"id": ask_id, "ask": ask}))
+                return await waiting
+
+            async def answer() -> AgentResult:
+                provider = self._provider(spec)
+                context = AgentContext(signal=signal, emit=emit, checkpoint=checkpoint if asks else None)
+                return await provider.execute(request, context)
+
+            task = asyncio.ensure_future(answer())
+            try:
+                yield ("started", {"pid": os.getpid(), "host": socket.gethostname()})
+                while True:
+                    getting = asyncio.ensure_future(queue.get())
+                    await asyncio.wait({task, getting}, return_when=asyncio.FIRST_COMPLETED)
+                    if getting.done():
+                        yield getting.result()
+                        continue
+                    getting.cancel()
+                    while not queue.empty():
+                        yield queue.get_nowait()
+                    break
+            except asyncio.CancelledError:
+                signal.cancel("cancelled")
+                task.cancel()
+                await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+                raise
+            try:
+                result = task.result()
+            except Exception as exc:  # the provider's error crosses back as data
+                yield ("error", _flattened(exc))
+            else:
+                yield ("result", result)
+        finally:
+            self._active -= 1
+            self._running.pop(call_id).set()
+            for ask_id in mine:
+                self._asks.pop(ask_id, None)

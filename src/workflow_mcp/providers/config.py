@@ -40,6 +40,10 @@ Format (every key optional)::
     sandbox = "bwrap"                  # none | bwrap (bubblewrap OS sandbox; a project file may turn it
                                        # on, never off when the user file turns it on)
 
+    executor = "ray"                   # where live agent calls run: local (default) | ray
+    ray_address = "10.0.0.5:6379"      # the Ray cluster (default: $RAY_ADDRESS, else a local one);
+                                       # both keys only in the user file (engine/executor.py)
+
     [estimates]                        # what `workflow-mcp plan` assumes per call (estimates.py)
     input_tokens = 20000
 
@@ -115,9 +119,13 @@ _TOP_KEYS: Final = (
     "estimates",
     "auto_resume",
     "realm",
+    "executor",
+    "ray_address",
 )
 SANDBOXES: Final = ("none", "bwrap")
 """The values of ``[realm] sandbox`` (:mod:`workflow_mcp.realm.sandbox`)."""
+EXECUTORS: Final = ("local", "ray")
+"""The values of ``executor`` (:mod:`workflow_mcp.engine.executor`)."""
 LIMIT_KEYS: Final = (
     "agent_timeout_ms",
     "stall_ms",
@@ -180,7 +188,8 @@ class ProviderConfig:
     (``[estimates]``, :mod:`~workflow_mcp.providers.estimates`); ``auto_resume`` the ``[auto_resume]``
     table, checked (keys of :data:`AUTO_RESUME_KEYS`: ``enabled`` a boolean, ``attempts`` an integer
     from 1 to 1,000, ``backoff_s`` and ``max_backoff_s`` non-negative seconds, backoff ≤ max); ``sandbox`` the realm worker's OS
-    sandbox (``[realm] sandbox``: ``none`` or ``bwrap``)."""
+    sandbox (``[realm] sandbox``: ``none`` or ``bwrap``); ``executor`` and ``ray_address`` where live
+    agent calls run (``local`` or ``ray``, and the Ray cluster's address; user file only)."""
 
     path: str | None = None
     default: str | None = None
@@ -194,6 +203,8 @@ class ProviderConfig:
     estimates: Estimates = DEFAULT_ESTIMATES
     auto_resume: Mapping[str, Any] = field(default_factory=dict)
     sandbox: str = "none"
+    executor: str = "local"
+    ray_address: str | None = None
 
     @property
     def where(self) -> str:
@@ -252,13 +263,15 @@ def load_config(
     ceiling = DEFAULT_POLICY
     user_data: Mapping[str, Any] | None = None
     user_sandbox = "none"
+    placement: dict[str, Any] = {}
     if user.is_file():
         user_data = _read(user)
         ceiling = _policy(user_data, str(user), DEFAULT_POLICY, narrow=False)
         user_sandbox = _sandbox(user_data.get("realm", {}), str(user))
+        placement = _placement(user_data, str(user))
     chosen = Path(path) if path is not None else find_config(cwd, environ)
     if chosen is None:
-        return ProviderConfig(policy=ceiling, sandbox=user_sandbox)
+        return ProviderConfig(policy=ceiling, sandbox=user_sandbox, **placement)
     if user_data is not None and chosen.resolve() == user.resolve():
         return parse_config(user_data, str(user), ceiling=DEFAULT_POLICY, narrow=False)
     project = _read(chosen)
@@ -270,7 +283,7 @@ def load_config(
         conf = replace(conf, estimates=parse_config(user_data, str(user), narrow=False).estimates)
     if user_sandbox != "none":  # a repository may add the sandbox, never take the user's away
         conf = replace(conf, sandbox=user_sandbox)
-    return conf
+    return replace(conf, **placement) if placement else conf
 
 
 def _over_user_providers(project: ProviderConfig, user: ProviderConfig) -> ProviderConfig:
@@ -296,6 +309,13 @@ def parse_config(
         if key not in _TOP_KEYS:
             raise ProviderConfigError(
                 source, str(key), f"unknown key; expected one of {', '.join(_TOP_KEYS)}"
+            )
+        if narrow and key in ("executor", "ray_address"):
+            raise ProviderConfigError(
+                source,
+                str(key),
+                f"decides which machines run the agents, so it may be set only in the user "
+                f"configuration ({user_config_path()})",
             )
     default = data.get("default")
     if default is not None:
@@ -370,7 +390,27 @@ def parse_config(
         estimates=estimates,
         auto_resume=auto_resume,
         sandbox=_sandbox(data.get("realm", {}), source),
+        **_placement(data, source),
     )
+
+
+def _placement(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The user file's ``executor`` and ``ray_address`` (only those it sets)."""
+    out: dict[str, Any] = {}
+    if "executor" in data:
+        if data["executor"] not in EXECUTORS:
+            raise ProviderConfigError(
+                source, "executor", f"must be one of {', '.join(EXECUTORS)}, got {data['executor']!r}"
+            )
+        out["executor"] = data["executor"]
+    if "ray_address" in data:
+        address = data["ray_address"]
+        if not isinstance(address, str) or not address.strip():
+            raise ProviderConfigError(
+                source, "ray_address", f'must be a Ray address such as "HOST:6379", got {address!r}'
+            )
+        out["ray_address"] = address.strip()
+    return out
 
 
 def _auto_resume(raw: Any, source: str) -> dict[str, Any]:
