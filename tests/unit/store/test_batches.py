@@ -10,20 +10,10 @@ from pathlib import Path
 import pytest
 
 from store_kinds import made_store
+from store_kinds import run_record as record
 from workflow_mcp.errors import EventBatchError, SequenceConflictError
 from workflow_mcp.events import Event
-from workflow_mcp.store import RunRecord
 from workflow_mcp.store.base import RunStore
-
-
-def record(run_id: str) -> RunRecord:
-    return RunRecord(
-        run_id=run_id,
-        workflow_name="wf",
-        source_hash="h",
-        source="export const meta = {}",
-        created_at="2026-11-30T10:00:00.000Z",
-    )
 
 
 def ev(seq: int, run_id: str = "run_1", type: str = "log", agent_id: str | None = None) -> Event:

@@ -11,21 +11,12 @@ from typing import Any
 import pytest
 
 from store_kinds import made_store
+from store_kinds import run_record as record
 from workflow_mcp.events import Event
-from workflow_mcp.store import RunRecord, SqliteStore
+from workflow_mcp.store import SqliteStore
 from workflow_mcp.store.base import RunStore
 
 TYPES = ("agent.completed", "agent.cached", "checkpoint.resolved")
-
-
-def record(run_id: str) -> RunRecord:
-    return RunRecord(
-        run_id=run_id,
-        workflow_name="wf",
-        source_hash="h",
-        source="export const meta = {}",
-        created_at="2026-11-30T10:00:00.000Z",
-    )
 
 
 def ev(run_id: str, seq: int, type: str, payload: dict[str, Any] | None = None, **ids: Any) -> Event:

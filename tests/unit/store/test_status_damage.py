@@ -5,12 +5,14 @@ recovered as interrupted. Real SQLite files written with a raw ``sqlite3`` conne
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from store_kinds import run_record
 from workflow_mcp.events import Event
 from workflow_mcp.state import project_state, status_of
 from workflow_mcp.store import RunRecord, SqliteStore
@@ -19,15 +21,7 @@ from workflow_mcp.store._process import this_process
 
 def record(run_id: str) -> RunRecord:
     # Owned by this process's pid with no claim: recovery treats it as orphaned once it is unfinished.
-    return RunRecord(
-        run_id=run_id,
-        workflow_name="wf",
-        source_hash="h",
-        source="export const meta = {}",
-        created_at="2026-11-30T10:00:00.000Z",
-        owner_pid=os.getpid(),
-        owner_host=this_process().host,
-    )
+    return dataclasses.replace(run_record(run_id), owner_pid=os.getpid(), owner_host=this_process().host)
 
 
 def ev(run_id: str, seq: int, type: str) -> Event:
