@@ -472,6 +472,9 @@ class SqliteStore:
         self._written: dict[str, int] = {}
         self._data_version: int | None = None
         self._executing: set[str] = set()  # runs this store claimed to execute, until their end is stored
+        # The executing runs whose claim a batch found still this store's under the current data_version:
+        # only another connection's commit (or this store's own next claim) can take a claim away.
+        self._fenced: set[str] = set()
         self._read_only: str | None = None
         self._damaged: str | None = _files.read_damage(self.path)
         self._unread_wal: str | None = None  # read as an immutable file, blind to a non-empty -wal
@@ -724,6 +727,7 @@ class SqliteStore:
             "INSERT OR REPLACE INTO run_claims (run_id, holder_run, owner_id, claimed_at) VALUES (?,?,?,?)",
             (run_id, holder_run, self._owner_id, utc_now()),
         )
+        self._fenced.discard(holder_run)
 
     def heartbeat(self) -> None:
         """Renew this store's lease (only once it owns something: a reader never writes)."""
@@ -847,14 +851,16 @@ class SqliteStore:
             if e.sequence <= before:
                 raise SequenceConflictError(e.run_id, e.sequence, before)
             last[e.run_id] = e.sequence
-        for run_id in sorted(last.keys() & self._executing):
+        for run_id in sorted((last.keys() & self._executing) - self._fenced):
             # The fence of a lease: a run this store executes is written only while its claim is still
             # this store's (a process paused past its lease may wake to find another took the run over).
+            # Read again only after another connection committed (see _note_foreign_commits).
             row = db.execute(
                 "SELECT owner_id, holder_run FROM run_claims WHERE run_id = ?", (run_id,)
             ).fetchone()
             if row is None or row[0] != self._owner_id or row[1] != run_id:
                 raise ClaimLostError(run_id, None if row is None else str(row[1]))
+            self._fenced.add(run_id)
         for run_id, sequence in last.items():
             if run_id in self._written:
                 self._written[run_id] = sequence
@@ -959,6 +965,7 @@ class SqliteStore:
         version = int(db.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
             self._written.clear()
+            self._fenced.clear()
             self._data_version = version
 
     def damaged_events(self, run_id: str) -> list[Event]:
