@@ -124,6 +124,24 @@ class JournalRow:
     side_effects: bool = False
     source_run: str | None = None
 
+    def upsert_values(self) -> tuple[Any, ...]:
+        """The parameters of a store's journal upsert, in the order both stores' statements name them:
+        ``(run_id, agent_id, ordinal, key, content_key, status, label, result_json, tokens as JSON,
+        side_effects, source_run)`` (SQLite binds the bool as 0/1)."""
+        return (
+            self.run_id,
+            self.agent_id,
+            self.ordinal,
+            self.key,
+            self.content_key,
+            self.status,
+            self.label,
+            self.result_json,
+            json.dumps(self.tokens),
+            self.side_effects,
+            self.source_run,
+        )
+
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 

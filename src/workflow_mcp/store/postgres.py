@@ -592,7 +592,7 @@ class PostgresStore:
         rows = [(e.run_id, e.sequence, e.type, e.timestamp, e.agent_id, _encode(e.to_json())) for e in events]
         # One upsert per call, not per event: a replayed call's queued and cached events share a batch.
         journal_rows = [
-            _journal_values(jr) for jr in batch_journal_rows(events, lambda e: self._ordinal(conn, e))
+            jr.upsert_values() for jr in batch_journal_rows(events, lambda e: self._ordinal(conn, e))
         ]
         # One round trip for the writes (libpq pipeline mode): the checks above already passed.
         with conn.pipeline(), conn.cursor() as cur:
@@ -871,23 +871,6 @@ def _holds_nul(value: Any) -> bool:
 def _max_sequence(conn: psycopg.Connection[Any], run_id: str) -> int:
     row = conn.execute("SELECT MAX(sequence) FROM events WHERE run_id = %s", (run_id,)).fetchone()
     return int(row[0] or 0) if row is not None else 0
-
-
-def _journal_values(jr: JournalRow) -> tuple[Any, ...]:
-    """The parameters of the journal upsert for one entry."""
-    return (
-        jr.run_id,
-        jr.agent_id,
-        jr.ordinal,
-        jr.key,
-        jr.content_key,
-        jr.status,
-        jr.label,
-        jr.result_json,
-        json.dumps(jr.tokens),
-        jr.side_effects,
-        jr.source_run,
-    )
 
 
 def _insert_run(conn: psycopg.Connection[Any], record: RunRecord) -> None:

@@ -325,23 +325,6 @@ UPSERT_JOURNAL = (
 it into the call's entry as each later event of the call does."""
 
 
-def _journal_values(jr: JournalRow) -> tuple[Any, ...]:
-    """The parameters of :data:`UPSERT_JOURNAL` for one entry."""
-    return (
-        jr.run_id,
-        jr.agent_id,
-        jr.ordinal,
-        jr.key,
-        jr.content_key,
-        jr.status,
-        jr.label,
-        jr.result_json,
-        json.dumps(jr.tokens),
-        int(jr.side_effects),
-        jr.source_run,
-    )
-
-
 def _sql_list(types: Collection[str]) -> str:
     """``('a', 'b')``: a SQL list of event type names (our constants, checked to be plain names)."""
     assert all(t.replace(".", "").replace("_", "").isalpha() for t in types), types
@@ -871,7 +854,7 @@ class SqliteStore:
         # One upsert per call, not per event: a replayed call's queued and cached events share a batch.
         journal = batch_journal_rows(events, lambda e: self._ordinal(db, e))
         if journal:
-            db.executemany(UPSERT_JOURNAL, [_journal_values(jr) for jr in journal])
+            db.executemany(UPSERT_JOURNAL, [jr.upsert_values() for jr in journal])
         ended = [(e.run_id,) for e in events if e.type in RELEASING_TYPES]
         if ended:
             db.executemany("DELETE FROM run_claims WHERE holder_run = ?", ended)
