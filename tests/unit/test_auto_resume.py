@@ -6,7 +6,6 @@ checkpoint, nor a cancelled one."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -33,51 +32,21 @@ from workflow_mcp.providers.pool import ProviderPool
 from workflow_mcp.service import ProviderChoice
 
 from helpers import LoggedOutAfterFirst
-
-BOUND_S = 60.0
-RESET = "2026-01-01T05:00:00Z"
-RESET_EPOCH = 1767243600.0
-
-TWO_CALLS = (
-    "export const meta = { name: 'two-calls', description: 'a then b' }\n"
-    "const a = await agent('first', { label: 'a' })\n"
-    "const b = await agent('second', { label: 'b' })\n"
-    "return [a, b]\n"
+from paused_runs import (
+    ALWAYS_LIMITED,
+    LIMITED,
+    RESET,
+    RESET_EPOCH,
+    TWO_CALLS,
+    Clock,
+    arun,
+    paused_run,
+    service_over,
 )
-LIMITED_UNTIL_RESET = {
-    "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "resetsAt": RESET}}],
-    "default": {"echo": True},
-}
-ALWAYS_LIMITED = {  # a relative Retry-After never expires: every attempt pauses again
-    "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "retryAfterMs": 60_000}}],
-    "default": {"echo": True},
-}
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def arun(coro: Coroutine[Any, Any, Any]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, BOUND_S)
-
-    return asyncio.run(bounded())
 
 
 def service_at(tmp_path: Path, clock: Clock) -> WorkflowService:
-    (tmp_path / "two.js").write_text(TWO_CALLS)
-    return WorkflowService(MemoryStore(), cwd=str(tmp_path), providers=ProviderPool(fake_clock=clock))
-
-
-async def paused_run(service: WorkflowService, tmp_path: Path, script: dict[str, Any]) -> str:
-    handle = await service.start(str(tmp_path / "two.js"), provider=ProviderChoice("fake", script))
-    assert await handle.wait() == "paused"
-    return handle.run_id
+    return service_over(MemoryStore(), tmp_path, clock)
 
 
 def notes(service: WorkflowService, run_id: str) -> list[Event]:
@@ -91,7 +60,7 @@ async def settle(service: WorkflowService, run_id: str) -> str:
 def test_a_scripted_usage_limit_pauses_the_run_with_its_reset_time_in_the_status(tmp_path: Path) -> None:
     async def go() -> None:
         service = service_at(tmp_path, Clock(RESET_EPOCH - 60))
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         state = service.status(run_id)
         assert (state.status, state.paused_reason, state.resets_at) == ("paused", "usage_limit", RESET)
         (paused,) = [e for e in service.events(run_id) if e.type == "run.paused"]
@@ -108,7 +77,7 @@ def test_the_run_is_resumed_only_once_the_clock_has_passed_resets_at_and_replays
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 60)
         service = service_at(tmp_path, clock)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         resumer = AutoResumer(service, clock=clock)
         assert await resumer.tick() == [] and resumer.waiting() == {run_id: RESET_EPOCH}
         clock.now = RESET_EPOCH - 0.001
@@ -260,7 +229,7 @@ def test_a_resume_that_cannot_start_is_a_warning_and_is_tried_again_after_its_ba
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 1)
         service = service_at(tmp_path, clock)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         failures = [WorkflowMcpError("the store is read-only")]
 
         async def resume(rid: str) -> str:
@@ -288,7 +257,7 @@ def test_a_deferred_resume_spends_no_attempt_and_is_noted_once(tmp_path: Path) -
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 1)
         service = service_at(tmp_path, clock)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         clock.now = RESET_EPOCH
         deferrals = 2
 
@@ -321,7 +290,7 @@ def test_a_run_resumed_by_hand_meanwhile_is_left_to_that_resume(tmp_path: Path) 
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 1)
         service = service_at(tmp_path, clock)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         resumer = AutoResumer(service, clock=clock)
         assert await resumer.tick() == []
         clock.now = RESET_EPOCH
@@ -372,7 +341,7 @@ def test_a_run_another_process_resumed_meanwhile_is_not_resumed_again(tmp_path: 
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 1)
         service = service_at(tmp_path, clock)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         resumer = AutoResumer(service, clock=clock)
         assert await resumer.tick() == [] and run_id in resumer.waiting()
         clock.now = RESET_EPOCH
@@ -391,7 +360,7 @@ def test_the_loop_sleeps_until_the_reset_in_poll_sized_steps_and_then_resumes(tm
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 12)
         service = service_at(tmp_path, clock)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         resumer = AutoResumer(service, clock=clock)
         waits: list[float] = []
 
@@ -414,7 +383,7 @@ def test_a_deferral_with_no_backoff_waits_a_poll_interval_instead_of_spinning(tm
     async def go() -> None:
         clock = Clock(RESET_EPOCH - 1)
         service = service_at(tmp_path, clock)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         clock.now = RESET_EPOCH
 
         async def busy(rid: str) -> str:
@@ -447,7 +416,7 @@ def test_a_failing_pass_is_reported_and_the_loop_goes_on(tmp_path: Path) -> None
             store, cwd=str(tmp_path), providers=ProviderPool(fake_clock=clock), notify=heard.append
         )
         (tmp_path / "two.js").write_text(TWO_CALLS)
-        run_id = await paused_run(service, tmp_path, LIMITED_UNTIL_RESET)
+        run_id = await paused_run(service, tmp_path, LIMITED)
         clock.now = RESET_EPOCH
         store.armed = True  # the first pass's look for a run that already resumes it fails
         resumer = AutoResumer(service, clock=clock)

@@ -6,7 +6,6 @@ clock over a real SQLite file."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -14,48 +13,22 @@ import pytest
 
 from workflow_mcp import WorkflowService
 from workflow_mcp._auto_resume import STORE_SCAN_S, AutoResumer, AutoResumeSettings
-from workflow_mcp.providers.pool import ProviderPool
 from workflow_mcp.service import ProviderChoice
 from workflow_mcp.store.sqlite import SqliteStore
 
-BOUND_S = 60.0
-RESET = "2026-01-01T05:00:00Z"
-RESET_EPOCH = 1767243600.0
-TWO_CALLS = (
-    "export const meta = { name: 'two-calls', description: 'a then b' }\n"
-    "const a = await agent('first', { label: 'a' })\n"
-    "const b = await agent('second', { label: 'b' })\n"
-    "return [a, b]\n"
+from paused_runs import (
+    ALWAYS_LIMITED,
+    LIMITED,
+    RESET,
+    RESET_EPOCH,
+    Clock,
+    arun,
+    service_over,
 )
-LIMITED = {
-    "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "resetsAt": RESET}}],
-    "default": {"echo": True},
-}
-ALWAYS_LIMITED = {
-    "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "retryAfterMs": 60_000}}],
-    "default": {"echo": True},
-}
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def arun(coro: Coroutine[Any, Any, Any]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, BOUND_S)
-
-    return asyncio.run(bounded())
 
 
 def service_at(tmp_path: Path, clock: Clock) -> WorkflowService:
-    (tmp_path / "two.js").write_text(TWO_CALLS)
-    store = SqliteStore(tmp_path / "state.db")
-    return WorkflowService(store, cwd=str(tmp_path), providers=ProviderPool(fake_clock=clock))
+    return service_over(SqliteStore(tmp_path / "state.db"), tmp_path, clock)
 
 
 def pause_before_start(tmp_path: Path, clock: Clock, owner: str | None = None, script: Any = LIMITED) -> str:

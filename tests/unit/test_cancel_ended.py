@@ -5,10 +5,8 @@ winner, whose loser says why — also when the two come from different processes
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -19,50 +17,11 @@ from workflow_mcp._auto_resume import AutoResumer
 from workflow_mcp._ended_runs import MARKER_STALE_S
 from workflow_mcp.errors import InvalidInputError, RunCancelledError, RunContinuedError
 from workflow_mcp.events import Event, utc_now
-from workflow_mcp.providers.pool import ProviderPool
 from workflow_mcp.service import ProviderChoice
 from workflow_mcp.store.base import RunRecord
 from workflow_mcp.store.sqlite import SqliteStore
 
-BOUND_S = 60.0
-RESET_EPOCH = 1767243600.0
-RESET = "2026-01-01T05:00:00Z"
-TWO_CALLS = (
-    "export const meta = { name: 'two-calls', description: 'a then b' }\n"
-    "const a = await agent('first', { label: 'a' })\n"
-    "const b = await agent('second', { label: 'b' })\n"
-    "return [a, b]\n"
-)
-LIMITED = {
-    "rules": [{"match": {"label": "b"}, "respond": {"fail": "usage_limit", "resetsAt": RESET}}],
-    "default": {"echo": True},
-}
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def arun(coro: Coroutine[Any, Any, Any]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, BOUND_S)
-
-    return asyncio.run(bounded())
-
-
-def service_over(store: Any, tmp_path: Path, clock: Clock) -> WorkflowService:
-    (tmp_path / "two.js").write_text(TWO_CALLS)
-    return WorkflowService(store, cwd=str(tmp_path), providers=ProviderPool(fake_clock=clock))
-
-
-async def paused_run(service: WorkflowService, tmp_path: Path) -> str:
-    handle = await service.start(str(tmp_path / "two.js"), provider=ProviderChoice("fake", LIMITED))
-    assert await handle.wait() == "paused"
-    return handle.run_id
+from paused_runs import RESET_EPOCH, TWO_CALLS, Clock, arun, paused_run, service_over
 
 
 def run_events(service: WorkflowService, run_id: str) -> list[str]:

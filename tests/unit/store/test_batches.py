@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from store_kinds import made_store
-from store_kinds import run_record as record
 from workflow_mcp.errors import EventBatchError, SequenceConflictError
 from workflow_mcp.events import Event
 from workflow_mcp.store.base import RunStore
+
+from store_kinds import made_store
+from store_kinds import run_record as record
 
 
 def ev(seq: int, run_id: str = "run_1", type: str = "log", agent_id: str | None = None) -> Event:

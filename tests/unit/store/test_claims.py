@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from store_kinds import made_store
 from workflow_mcp.errors import ClaimLostError, RunClaimedError, SequenceConflictError
 from workflow_mcp.events import Event
 from workflow_mcp.store import LEASE_TTL_S, MemoryStore, RunRecord, SqliteStore
@@ -24,6 +23,7 @@ from workflow_mcp.store.base import RunStore
 from workflow_mcp.store.sqlite import migrations
 
 from store_faults import runs_of_a_killed_owner
+from store_kinds import made_store
 
 
 def record(run_id: str, **fields: object) -> RunRecord:

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from store_kinds import made_store
-from store_kinds import run_record as record
 from workflow_mcp.events import Event
 from workflow_mcp.store import SqliteStore
 from workflow_mcp.store.base import RunStore
+
+from store_kinds import made_store
+from store_kinds import run_record as record
 
 TYPES = ("agent.completed", "agent.cached", "checkpoint.resolved")
 

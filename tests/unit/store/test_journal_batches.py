@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from store_kinds import STORE_KINDS, made_store, run_record
 from workflow_mcp.events import Event
 from workflow_mcp.store.base import JournalRow, RunStore, batch_journal_rows, merge_journal_rows
+
+from store_kinds import STORE_KINDS, made_store, run_record
 
 
 def ev(run_id: str, seq: int, type: str, agent_id: str | None = None, **payload: Any) -> Event:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from store_kinds import made_store
 from workflow_mcp import WorkflowService
 from workflow_mcp.events import Event
 from workflow_mcp.store import RunRecord, SqliteStore
 from workflow_mcp.store.base import STATUS_BATCH, RunStore
+
+from store_kinds import made_store
 
 
 def record(run_id: str, at: int = 0) -> RunRecord:

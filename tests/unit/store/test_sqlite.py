@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from store_kinds import made_store
 from workflow_mcp.events import Event
 from workflow_mcp.store import RunRecord, SqliteStore, StoreError
 from workflow_mcp.store.base import RunStore
+
+from store_kinds import made_store
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "workflow_mcp" / "store" / "migrations"
 

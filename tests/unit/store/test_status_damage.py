@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from store_kinds import run_record
 from workflow_mcp.events import Event
 from workflow_mcp.state import project_state, status_of
 from workflow_mcp.store import RunRecord, SqliteStore
 from workflow_mcp.store._process import this_process
+
+from store_kinds import run_record
 
 
 def record(run_id: str) -> RunRecord:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from store_kinds import run_record
 from workflow_mcp.errors import StoreError
 from workflow_mcp.events import Event
 from workflow_mcp.store import SqliteStore
+
+from store_kinds import run_record
 
 
 def log(run_id: str, sequence: int, message: str) -> Event:
