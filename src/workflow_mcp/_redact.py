@@ -62,8 +62,10 @@ def redact(text: str) -> str:
     """``text`` with every match of :data:`SECRET_SHAPES` replaced by ``[redacted]``."""
     lowered = text.lower()
     for markers, shape in _SHAPES:
-        if any(marker in lowered for marker in markers):
-            text = shape.sub(_mask, text)
+        for marker in markers:  # plain loops: a generator per shape cost more than the tests
+            if marker in lowered:
+                text = shape.sub(_mask, text)
+                break
     return text
 
 
