@@ -205,7 +205,10 @@ def _spec(tmp_path: Path, script: dict[str, Any] | None = SCRIPT) -> ProviderSpe
 def _comparable(events: list[Event], root: Path | None = None) -> list[tuple[Any, ...]]:
     """The events without what differs between two runs of one workflow: ids, times, places (and
     ``root``, the run's own directory, written ``TMP``)."""
-    volatile = {"runId", "startedAt", "durationMs", "elapsedMs", "pid", "host", "cwd", "path", "workerPid"}
+    volatile = {
+        "runId", "startedAt", "durationMs", "elapsedMs", "pid", "host", "cwd", "path", "workerPid",
+        "rayNodeId", "rayWorkerPid",
+    }  # fmt: skip
 
     def clean(value: Any) -> Any:
         if isinstance(value, dict):
@@ -394,6 +397,237 @@ def test_a_call_whose_worker_keeps_dying_is_a_provider_failure_after_the_bounded
     assert result.message is not None and "died 2 times (at most 1 retries)" in result.message
     assert [e.kind for e in seen if e.kind == "retry"] == ["retry"]
     assert len({e.data["rayWorkerPid"] for e in seen if "rayWorkerPid" in e.data}) == 2  # two workers died
+
+
+# -- worktree isolation on the node that runs the call ------------------------------------------
+#: A command-line agent (the built-in ``cli`` provider runs it in the call's directory): it logs
+#: ``<its parent's pid> <its directory>`` to $CALLS_LOG, then works as its prompt says: "wait first"
+#: makes its first attempt in a directory say so on stderr and wait while its parent lives (the test
+#: kills that Ray worker), "commit" commits a file, "shape" answers a wrong shape on its first attempt.
+AGENT = """import os, subprocess, sys, time
+from pathlib import Path
+prompt = sys.stdin.read()
+here, parent = os.getcwd(), os.getppid()
+log = Path(os.environ["CALLS_LOG"])
+with log.open("a") as out:
+    out.write(f"{parent} {here}\\n")
+seen = sum(1 for line in log.read_text().splitlines() if line.split(" ", 1)[1] == here)
+if "wait first" in prompt and seen == 1:
+    print("waiting", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + 60
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sys.exit(1)
+if "commit" in prompt:
+    Path("work.txt").write_text("the agent's work\\n")
+    subprocess.run(["git", "add", "work.txt"], check=True)
+    subprocess.run(["git", "-c", "commit.gpgsign=false", "commit", "-qm", "agent work"], check=True)
+print('{"n": "x"}' if "shape" in prompt and seen == 1 else '{"n": 1}' if "shape" in prompt else "done")
+"""
+ISOLATED = """export const meta = { name: 'isolated', description: 'calls in worktrees' }
+const work = await agent('commit the work', { label: 'work', isolation: 'worktree' })
+const look = await agent('look, in shape', {
+  label: 'look',
+  isolation: 'worktree',
+  schema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+})
+return { work, look }
+"""
+_GIT_ID = {"NAME": "Agent", "EMAIL": "agent@example.invalid", "DATE": "2026-01-01T00:00:00Z"}
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "README").write_text("base\n")
+    subprocess.run([*git, "add", "README"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    return repo
+
+
+def _cli_config(tmp_path: Path, log: Path) -> ProviderConfig:
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    fixed = {f"GIT_{who}_{k}": v for who in ("AUTHOR", "COMMITTER") for k, v in _GIT_ID.items()}
+    return ProviderConfig(
+        settings={
+            "cli": {"command": [sys.executable, str(agent)], "set_env": {"CALLS_LOG": str(log), **fixed}}
+        }
+    )
+
+
+def _calls(log: Path) -> list[tuple[int, str]]:
+    """``(the agent's parent pid, its directory)`` of each agent process, in order."""
+    return [(int(pid), where) for pid, where in (line.split(" ", 1) for line in log.read_text().splitlines())]
+
+
+def _worktree_events(events: list[Event]) -> list[dict[str, Any]]:
+    return [e.payload for e in events if e.type == "artifact.created" and e.payload.get("kind") == "worktree"]
+
+
+def test_an_isolated_call_on_ray_gets_its_worktree_made_judged_and_run_in_by_the_ray_worker_as_locally(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    from workflow_mcp.engine.journal import records_from_events
+    from workflow_mcp.providers.routing import build_router
+
+    repo = _repo(tmp_path)
+
+    async def once(executor: str) -> tuple[Any, list[Event], list[tuple[int, str]]]:
+        log = tmp_path / f"{executor}.log"
+        log.touch()
+        config = _cli_config(tmp_path, log)
+        router = build_router(provider="cli", config=config)
+        try:
+            handle = run_workflow(
+                load_workflow(source=ISOLATED),
+                provider=router,
+                options=RunOptions(cwd=str(repo), worktree_root=str(tmp_path / "trees")),
+                executor=RayExecutor(cluster, ProviderSpec(name="cli", cwd=str(repo), config=config))
+                if executor == "ray"
+                else None,
+            )
+            result = await asyncio.wait_for(handle.result(), 60)
+            return result, list(handle.log.events), _calls(log)
+        finally:
+            await router.aclose()
+
+    local = arun(once("local"))
+    remote = arun(once("ray"))
+    assert local[0] == remote[0] == {"work": "done", "look": {"n": 1}}
+    assert _comparable(remote[1]) == _comparable(local[1])
+    journal = [
+        [
+            (r.key, r.content_key, r.label, r.result, r.tokens, r.side_effects)
+            for r in records_from_events(run[1])
+        ]
+        for run in (local, remote)
+    ]
+    assert journal[0] == journal[1] and len(journal[0]) == 2
+
+    (kept_here,) = _worktree_events(local[1])
+    (kept,) = _worktree_events(remote[1])  # the clean `look` worktree was removed on both
+    assert kept["kept"] and kept["changed"] and kept["head"] == kept_here["head"]  # the same commit
+    assert "rayNodeId" not in kept_here
+    work, look, look_again = remote[2]
+    # The worktree was made by the pinned runner of its node, in the very process that ran the agent.
+    assert work == (kept["rayWorkerPid"], kept["path"]) and kept["rayWorkerPid"] != os.getpid()
+    assert arun(cluster.pinned_pids()) == {kept["rayNodeId"]: kept["rayWorkerPid"]}
+    assert kept["rayNodeId"] == ray.get_runtime_context().get_node_id()  # the one node of this cluster
+    assert local[2][0] == (os.getpid(), kept_here["path"])  # locally: this process
+    done = subprocess.run(
+        ["git", "log", "-1", "--format=%s %H"], cwd=kept["path"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["agent", "work", kept["head"]]
+    # The schema re-ask ran again in the same (clean, then removed) worktree on the same worker.
+    assert look[0] == look_again[0] == kept["rayWorkerPid"] and look[1] == look_again[1] != work[1]
+    assert not Path(look[1]).exists() and not Path(look[1] + ".base.json").exists()
+
+
+def test_a_ray_worker_killed_mid_call_retries_the_call_on_its_node_in_the_same_worktree(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    from workflow_mcp.providers.routing import build_router
+
+    repo = _repo(tmp_path)
+    log = tmp_path / "calls.log"
+    log.touch()
+    config = _cli_config(tmp_path, log)
+    source = (
+        "export const meta = { name: 'retried', description: 'an isolated call whose worker dies' }\n"
+        "return await agent('wait first, then commit', { label: 'work', isolation: 'worktree' })\n"
+    )
+
+    class Killing(RayExecutor):
+        """Kills the Ray worker of the call's first attempt once the agent there says it waits."""
+
+        def __init__(self) -> None:
+            super().__init__(cluster, ProviderSpec(name="cli", cwd=str(repo), config=config))
+            self.started: list[dict[str, Any]] = []
+            self.retries: list[str] = []
+
+        async def execute(
+            self, provider: AgentProvider, request: AgentRequest, context: AgentContext
+        ) -> AgentResult:
+            async def emit(event: ProviderEvent) -> None:
+                if "rayWorkerPid" in event.data:
+                    self.started.append(event.data)
+                elif event.kind == "retry":
+                    self.retries.append(event.text)
+                elif event.text == "waiting" and len(self.started) == 1:
+                    os.kill(int(self.started[0]["rayWorkerPid"]), signal.SIGKILL)
+                await context.emit(event)
+
+            return await super().execute(provider, request, AgentContext(signal=context.signal, emit=emit))
+
+    async def go() -> tuple[Any, list[Event]]:
+        router = build_router(provider="cli", config=config)
+        try:
+            handle = run_workflow(
+                load_workflow(source=source),
+                provider=router,
+                options=RunOptions(cwd=str(repo), worktree_root=str(tmp_path / "trees")),
+                executor=executor,
+            )
+            return await asyncio.wait_for(handle.result(), 90), list(handle.log.events)
+        finally:
+            await router.aclose()
+
+    executor = Killing()
+    result, events = arun(go())
+    assert result == "done"
+    first, second = executor.started
+    assert first["rayNodeId"] == second["rayNodeId"] and first["rayWorkerPid"] != second["rayWorkerPid"]
+    assert len(executor.retries) == 1 and "died" in executor.retries[0]
+    (kept,) = _worktree_events(events)
+    # Both attempts ran in the one worktree, made by the first attempt's (killed) process.
+    assert _calls(log) == [(first["rayWorkerPid"], kept["path"]), (second["rayWorkerPid"], kept["path"])]
+    assert (kept["rayWorkerPid"], kept["rayNodeId"]) == (first["rayWorkerPid"], first["rayNodeId"])
+    assert kept["kept"] and (Path(kept["path"]) / "work.txt").read_text() == "the agent's work\n"
+    assert [e.type for e in events if e.type.startswith("agent.")] == [
+        "agent.queued",
+        "agent.started",
+        "agent.completed",
+    ]
+
+
+async def _ignore(event: ProviderEvent) -> None:
+    return None
+
+
+def test_a_gone_node_or_a_repository_missing_on_the_node_fails_the_isolated_call_naming_it(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    from workflow_mcp.engine.executor import Placement
+    from workflow_mcp.engine.worktree import Worktree, WorktreeError
+
+    missing = tmp_path / "not-here"
+    with pytest.raises(WorktreeError) as raised:
+        arun(cluster.create_worktree(str(missing), str(tmp_path / "trees"), "run_x", "ag_0001"))
+    node = ray.get_runtime_context().get_node_id()
+    assert f"repository at {missing} on the Ray node {node}" in str(raised.value)
+    assert "same path on every node" in str(raised.value)
+
+    gone = Placement(node_id="ab" * 28, host="lost-host", pid=1)  # a node this cluster never had
+    path = str(tmp_path / "trees" / "run_x" / "ag_0002")
+    answer = arun(
+        cluster.execute(
+            _spec(tmp_path, {"default": {"echo": True}}),
+            AgentRequest(prompt="p", label="stranded", cwd=path),
+            AgentContext(signal=CancelSignal(), emit=_ignore),
+            placement=gone,
+        )
+    )
+    assert answer.outcome == "provider_failed" and answer.message is not None
+    assert (
+        f"the Ray node {'ab' * 28} (lost-host) that holds the call's worktree {path} is gone"
+        in answer.message
+    )
+    info = arun(cluster.finish_worktree(Worktree(path=path, root=str(tmp_path), base="0" * 40), gone))
+    assert info["kept"] is True and info["changed"] is True and info["rayNodeId"] == "ab" * 28
+    assert f"could not be judged on the Ray node {'ab' * 28} (lost-host)" in str(info["error"])
 
 
 STUB_AGENT = Path(__file__).resolve().parent / "providers" / "acp_stub_agent.py"

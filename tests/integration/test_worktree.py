@@ -6,10 +6,12 @@ import asyncio
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from workflow_mcp.definitions.load import load_workflow
+from workflow_mcp.engine.executor import LocalExecutor
 from workflow_mcp.engine.run import RunOptions, run_workflow
 from workflow_mcp.engine.worktree import Worktree, create_worktree, settle_left_worktrees, settle_worktree
 from workflow_mcp.events import Event
@@ -108,6 +110,55 @@ def test_a_changed_worktree_is_kept_and_its_path_is_in_an_event_while_an_unchang
         "worktree", "list", cwd=repo
     )
     assert not (repo / "agent-output.txt").exists()  # the repository itself is untouched
+
+
+class OwningExecutor:
+    """A local executor that keeps the worktrees it was asked to make and to judge, and the cwd of
+    every attempt it ran."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, str]] = []
+        self.judged: list[tuple[str, dict[str, object]]] = []
+        self.cwds: list[str | None] = []
+
+    async def execute(self, provider: Any, request: AgentRequest, context: AgentContext) -> AgentResult:
+        self.cwds.append(request.cwd)
+        return await LocalExecutor().execute(provider, request, context)
+
+    async def create_worktree(self, cwd: str, root_dir: str, run_id: str, agent_id: str) -> Worktree:
+        tree = await LocalExecutor().create_worktree(cwd, root_dir, run_id, agent_id)
+        self.made.append((agent_id, tree.path))
+        return tree
+
+    async def finish_worktree(self, tree: Worktree) -> dict[str, object]:
+        info = await LocalExecutor().finish_worktree(tree)
+        self.judged.append((tree.path, info))
+        return info
+
+
+def test_the_runs_executor_makes_and_judges_every_worktree_and_its_attempts_run_there(
+    repo: Path, tmp_path: Path
+) -> None:
+    executor = OwningExecutor()
+
+    async def main() -> tuple[object, list[Event]]:
+        handle = run_workflow(
+            load_workflow(source=BODY),
+            provider=WritingProvider(),
+            options=RunOptions(cwd=str(repo), worktree_root=str(tmp_path / "wt")),
+            executor=executor,
+        )
+        return await asyncio.wait_for(handle.result(), 60), handle.log.events
+
+    result, events = asyncio.run(main())
+    assert result == ["write a file", "read only", "plain call"]
+    (writer, written), (reader, read) = executor.made
+    assert (writer, reader) == ("ag_0001", "ag_0002")
+    assert written == str(tmp_path / "wt" / events[0].run_id / "ag_0001")
+    assert executor.cwds == [written, read, str(repo)]  # each attempt in its call's worktree
+    assert [(path, info["kept"]) for path, info in executor.judged] == [(written, True), (read, False)]
+    (kept,) = [e.payload for e in events if e.type == "artifact.created"]
+    assert kept == {"kind": "worktree", "label": "writer", **executor.judged[0][1]}
 
 
 def test_a_worktree_call_outside_a_git_repository_rejects_with_a_clear_message(tmp_path: Path) -> None:

@@ -31,9 +31,17 @@ Ray semantics (each a test in ``tests/integration/test_ray_executor.py``):
   ask nobody gets no hook there either, exactly as locally (fail closed).
 - **Per-run provider state** stays per call: a fake script's ``sequence`` counts the calls one provider
   answers, so it is refused up front (:func:`check_remote_script`); use the local executor for it.
-- **Worktrees** (``isolation: 'worktree'``) are created by the coordinator; the call works in that
-  path on the Ray worker, so the worker must see the coordinator's files (one host, or a shared
-  filesystem mounted at the same path).
+- **Worktrees** (``isolation: 'worktree'``) belong to the executor. Locally they are made and judged in
+  this process (:func:`~.worktree.create_worktree`, :func:`~.worktree.finish_worktree`). On Ray the
+  call is placed on one node first: the *pinned runner* of that node (a call runner held there by
+  ``NodeAffinitySchedulingStrategy(node, soft=False)``, so Ray restarts it only there) creates the
+  worktree, runs every attempt of the call in it (retries after a worker death, schema re-asks, stall
+  and rate-limit retries) and finally judges it by the same rule (kept when changed or committed,
+  else removed). The judgement crosses back with where the worktree is (``rayNodeId``, ``host``,
+  ``rayWorkerPid``: the process that created it), so the coordinator emits the same events as a local
+  run. The repository must be at the same path on every node (a shared checkout); a node without it
+  fails the call naming the node and the path. A node lost with the worktree fails the call as a
+  provider failure (``provider_failed``) naming the node.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ from ..providers.base import (
     ProviderSetupError,
     ProviderUsageLimitError,
 )
+from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 
 if TYPE_CHECKING:
     from ..providers.config import ProviderConfig
@@ -76,6 +85,7 @@ __all__ = [
     "AgentExecutor",
     "ExecutorUnavailableError",
     "LocalExecutor",
+    "Placement",
     "ProviderSpec",
     "RayCluster",
     "RayExecutor",
@@ -92,10 +102,20 @@ RESTART_WAIT_S: Final = 60.0
 CONNECT_TIMEOUT_S: Final = 5.0
 #: The extra that installs Ray.
 RAY_EXTRA: Final = "workflow-mcp[ray]"
+#: How every call runner is made: it reserves no CPU (an agent call mostly waits on a model), runs any
+#: number of calls at once, is restarted whenever its process dies, and never re-runs a call behind
+#: the executor's back (the executor decides).
+_RUNNER_OPTIONS: Final[dict[str, Any]] = {
+    "num_cpus": 0,
+    "max_restarts": -1,
+    "max_task_retries": 0,
+    "max_concurrency": 10_000,
+}
 
 
 class AgentExecutor(Protocol):
-    """Carries out one provider attempt of one live agent call."""
+    """Carries out one provider attempt of one live agent call, and owns the worktree of a call with
+    ``isolation: 'worktree'`` (made before its first attempt, judged after its last)."""
 
     async def execute(
         self, provider: AgentProvider, request: AgentRequest, context: AgentContext
@@ -106,14 +126,36 @@ class AgentExecutor(Protocol):
         ``CancelledError`` when the run cancels the call)."""
         ...
 
+    async def create_worktree(self, cwd: str, root_dir: str, run_id: str, agent_id: str) -> Worktree:
+        """The worktree ``<root_dir>/<run_id>/<agent_id>`` of ``cwd``'s repository at its ``HEAD``,
+        made where the call's attempts will run (they get its ``path`` as ``request.cwd``).
+
+        Raises:
+            WorktreeError: as :func:`~.worktree.create_worktree`, or the place that would run the
+                call cannot make it there (the message names it).
+        """
+        ...
+
+    async def finish_worktree(self, tree: Worktree) -> dict[str, object]:
+        """Judge ``tree`` after the call's last attempt, where it was made, by
+        :func:`~.worktree.settle_worktree`'s rule; its payload ``{"path", "changed", "kept", "head"?,
+        "error"?}`` plus where the worktree is, when that is not this process. Never raises."""
+        ...
+
 
 class LocalExecutor:
-    """Runs each call in this process, on the run's event loop."""
+    """Runs each call in this process, on the run's event loop; its worktrees are made here."""
 
     async def execute(
         self, provider: AgentProvider, request: AgentRequest, context: AgentContext
     ) -> AgentResult:
         return await provider.execute(request, context)
+
+    async def create_worktree(self, cwd: str, root_dir: str, run_id: str, agent_id: str) -> Worktree:
+        return await create_worktree(cwd, root_dir, run_id, agent_id)
+
+    async def finish_worktree(self, tree: Worktree) -> dict[str, object]:
+        return await finish_worktree(tree)
 
 
 class ExecutorUnavailableError(InvalidInputError):
@@ -132,6 +174,20 @@ class ProviderSpec:
     cwd: str
     config: ProviderConfig
     fake_script: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a Ray call's worktree was made: the Ray ``node_id`` (hex), that node's ``host`` name and
+    the ``pid`` of the runner process that created it. Every attempt of the call runs on that node."""
+
+    node_id: str
+    host: str
+    pid: int
+
+    def to_json(self) -> dict[str, object]:
+        """The keys the worktree's finish payload adds: ``rayNodeId``, ``host``, ``rayWorkerPid``."""
+        return {"rayNodeId": self.node_id, "host": self.host, "rayWorkerPid": self.pid}
 
 
 def check_remote_script(script: Mapping[str, Any] | None) -> None:
@@ -223,6 +279,9 @@ class RayCluster:
         self.address = address
         self.retries = retries
         self._owns = owns  # ray.init was ours: close() shuts Ray down
+        self._pinned: dict[str, Any] = {}  # node id -> the runner held on that node (worktree calls)
+        self._placed: dict[str, int] = {}  # node id -> worktree calls placed there, in flight
+        self._chosen: dict[str, int] = {}  # node id -> worktree calls ever placed there (ties rotate)
         self.in_flight = 0
         self.peak_in_flight = 0
 
@@ -266,13 +325,7 @@ class RayCluster:
         _notices_to_stderr(ray)
         where = address or str(ray.get_runtime_context().gcs_address)
         count = runners or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        actor = ray.remote(
-            num_cpus=0,
-            max_restarts=-1,
-            max_task_retries=0,  # never re-run a call behind our back: the executor decides
-            max_concurrency=10_000,
-            scheduling_strategy="SPREAD",
-        )(_CallRunner)
+        actor = ray.remote(**_RUNNER_OPTIONS, scheduling_strategy="SPREAD")(_CallRunner)
         started = [actor.remote() for _ in range(count)]
         try:
             ray.get([runner.pid.remote() for runner in started], timeout=RESTART_WAIT_S)
@@ -307,12 +360,20 @@ class RayCluster:
         """The process id of each runner (a runner Ray restarted has a new one)."""
         return [int(n) for n in await asyncio.gather(*(r.pid.remote() for r in self._runners))]
 
+    async def pinned_pids(self) -> dict[str, int]:
+        """``{node id: process id}`` of the pinned runner of each node that ran a worktree call (one
+        that cannot answer, its node gone, is left out)."""
+        nodes = list(self._pinned)
+        pids = await asyncio.gather(*(self._pinned[n].pid.remote() for n in nodes), return_exceptions=True)
+        return {node: int(pid) for node, pid in zip(nodes, pids, strict=True) if isinstance(pid, int)}
+
     def close(self) -> None:
         """Stop the runners and, when this process started Ray, shut Ray down. Never raises."""
-        for runner in self._runners:
+        for runner in [*self._runners, *self._pinned.values()]:
             with contextlib.suppress(Exception):  # a runner or a cluster already gone
                 self._ray.kill(runner)
         self._runners = []
+        self._pinned = {}
         if self._owns:
             with contextlib.suppress(Exception):
                 self._ray.shutdown()
@@ -327,34 +388,160 @@ class RayCluster:
     async def _ready(self, index: int) -> None:
         """Wait until runner ``index`` answers again (Ray restarts a dead one), at most
         :data:`RESTART_WAIT_S` seconds; a runner still down then fails the next attempt as lost."""
+        await self._answering(self._runners[index])
+
+    async def _answering(self, runner: Any) -> None:
+        """Wait until ``runner`` answers (see :meth:`_ready`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + RESTART_WAIT_S
         pause = 0.1
         while True:
             try:
-                await asyncio.wait_for(self._runners[index].pid.remote(), max(0.1, deadline - loop.time()))
+                await asyncio.wait_for(runner.pid.remote(), max(0.1, deadline - loop.time()))
                 return
-            except (self._ray.exceptions.RayActorError, TimeoutError):
+            except (self._ray.exceptions.RayError, TimeoutError):  # also a node gone: unschedulable
                 if loop.time() + pause >= deadline:
                     return
             await asyncio.sleep(pause)  # backoff while Ray restarts the runner's process
             pause = min(pause * 2, 2.0)
 
-    async def execute(self, spec: ProviderSpec, request: AgentRequest, context: AgentContext) -> AgentResult:
-        """One call on a runner; see the module docstring for cancellation and lost workers."""
+    # -- worktree calls: one node each ----------------------------------------------------------
+
+    async def _live_nodes(self) -> dict[str, str] | None:
+        """``{node id: host name}`` of the cluster's live nodes (``None`` when Ray cannot tell)."""
+        try:
+            nodes = await asyncio.to_thread(self._ray.nodes)
+        except (self._ray.exceptions.RayError, OSError, RuntimeError):  # the GCS out of reach for now
+            return None
+        return {
+            str(n["NodeID"]): str(n.get("NodeManagerHostname", ""))
+            for n in nodes
+            if n.get("Alive") and n.get("NodeID")
+        }
+
+    async def _choose_node(self) -> str:
+        """The live node with the fewest worktree calls in flight (nodes with CPUs first; ties go to
+        the node chosen least often)."""
+        try:
+            nodes = [
+                n for n in await asyncio.to_thread(self._ray.nodes) if n.get("Alive") and n.get("NodeID")
+            ]
+        except self._ray.exceptions.RayError as exc:
+            raise WorktreeError(f"the Ray cluster could not list its nodes: {_first_line(exc)}") from None
+        working = [n for n in nodes if float(n.get("Resources", {}).get("CPU", 0)) > 0] or nodes
+        if not working:
+            raise WorktreeError("the Ray cluster has no live node to make the call's worktree on")
+        ids = sorted(str(n["NodeID"]) for n in working)
+        return min(ids, key=lambda node: (self._placed.get(node, 0), self._chosen.get(node, 0)))
+
+    def _pinned_runner(self, node: str) -> Any:
+        """The call runner held on ``node`` (started at its first use: about a second): Ray restarts
+        it only there, and a node that is gone makes it unschedulable."""
+        runner = self._pinned.get(node)
+        if runner is None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            pinned = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+            actor = self._ray.remote(**_RUNNER_OPTIONS, scheduling_strategy=pinned)(_CallRunner)
+            runner = self._pinned[node] = actor.remote()
+        return runner
+
+    async def create_worktree(
+        self, cwd: str, root_dir: str, run_id: str, agent_id: str
+    ) -> tuple[Worktree, Placement]:
+        """Place a worktree call on a node and have that node's pinned runner create its worktree
+        there (:func:`~.worktree.create_worktree`); the call's attempts then go to that runner.
+
+        Raises:
+            WorktreeError: as :func:`~.worktree.create_worktree` (git's message, from the node); the
+                repository path does not exist on the node (naming the node and the path); the runner
+                could not be reached there (naming the node).
+        """
+        if not self._runners:
+            raise WorktreeError("the Ray executor is closed")
+        node = await self._choose_node()
+        self._chosen[node] = self._chosen.get(node, 0) + 1
+        try:
+            answer = await self._pinned_runner(node).create_worktree.remote(cwd, root_dir, run_id, agent_id)
+        except self._ray.exceptions.RayError as exc:
+            raise WorktreeError(
+                f"isolation: 'worktree' could not make the call's worktree on the Ray node {node}: "
+                f"{_first_line(exc)}"
+            ) from None
+        if "error" in answer:
+            raise WorktreeError(str(answer["error"]))
+        self._placed[node] = self._placed.get(node, 0) + 1
+        return answer["tree"], Placement(node_id=node, host=str(answer["host"]), pid=int(answer["pid"]))
+
+    async def finish_worktree(self, tree: Worktree, placement: Placement) -> dict[str, object]:
+        """Judge ``tree`` on its node (:func:`~.worktree.settle_worktree`, by its pinned runner; one
+        whose process died is waited for while Ray restarts it there). Its payload plus
+        :meth:`Placement.to_json`; a node that is gone, or a runner that cannot answer, gives a kept
+        worktree with an ``error`` naming the node. Never raises."""
+        node = placement.node_id
+        where = placement.to_json()
+        runner = self._pinned_runner(node) if self._runners else None
+        problem = "the Ray executor is closed"
+        try:
+            for attempt in range(2):
+                if runner is None:
+                    break
+                try:
+                    info = await runner.finish_worktree.remote(tree)
+                    return {**info, **where}
+                except self._ray.exceptions.RayActorError as exc:
+                    problem = _first_line(exc)
+                    live = await self._live_nodes()
+                    if live is not None and node not in live:
+                        problem = f"the node is gone ({problem})"
+                        break
+                    if attempt == 0:
+                        await self._answering(runner)  # Ray restarts it on the same node
+                except self._ray.exceptions.RayError as exc:  # unschedulable: the node is gone
+                    problem = _first_line(exc)
+                    break
+        finally:
+            self._placed[node] = max(0, self._placed.get(node, 0) - 1)
+        return {
+            "path": tree.path,
+            "changed": True,
+            "kept": True,
+            "error": f"the worktree could not be judged on the Ray node {node} ({placement.host}): {problem}",
+            **where,
+        }
+
+    async def execute(
+        self,
+        spec: ProviderSpec,
+        request: AgentRequest,
+        context: AgentContext,
+        *,
+        placement: Placement | None = None,
+    ) -> AgentResult:
+        """One call on a runner; see the module docstring for cancellation and lost workers. With
+        ``placement`` (a worktree call) every attempt goes to the pinned runner of that node, and a
+        node that is gone makes the call a provider failure naming the node."""
         lost = ""
         dead: int | None = None
         for attempt in range(self.retries + 1):
             if context.signal.cancelled:
                 raise asyncio.CancelledError(context.signal.reason)
-            index = self._pick(dead)
-            if index == dead:
-                await self._ready(index)
-            self._load[index] += 1
+            if placement is not None:
+                index = -1
+                if not self._runners:
+                    raise AgentExecutionError("the Ray executor is closed")
+                runner = self._pinned_runner(placement.node_id)
+                if dead is not None:
+                    await self._answering(runner)  # Ray restarts it on the same node, or cannot
+            else:
+                index = self._pick(dead)
+                if index == dead:
+                    await self._ready(index)
+                runner = self._runners[index]
+                self._load[index] += 1
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
-                runner = self._runners[index]
                 call_id = uuid.uuid4().hex
                 stream = runner.call.remote(spec, request, context.checkpoint is not None, call_id)
                 return await self._follow(runner, call_id, stream, context)
@@ -366,11 +553,18 @@ class RayCluster:
                     ) from None
                 lost = _first_line(exc)
                 dead = index
+                if placement is not None:
+                    live = await self._live_nodes()
+                    if live is not None and placement.node_id not in live:
+                        return _node_gone(placement, request, lost)
             except self._ray.exceptions.RayError as exc:
+                if placement is not None and isinstance(exc, _unschedulable(self._ray)):
+                    return _node_gone(placement, request, _first_line(exc))
                 # Ray itself failed the task (not the provider, whose errors come back as values).
                 raise AgentExecutionError(f"the Ray task of the call failed: {_first_line(exc)}") from None
             finally:
-                self._load[index] -= 1
+                if index >= 0:
+                    self._load[index] -= 1
                 self.in_flight -= 1
             if attempt < self.retries:
                 await context.emit(
@@ -408,7 +602,11 @@ class RayCluster:
                         ProviderEvent(
                             kind="progress",
                             text=f"running on the Ray worker pid {value['pid']} at {value['host']}",
-                            data={"rayWorkerPid": value["pid"], "rayNode": value["host"]},
+                            data={
+                                "rayWorkerPid": value["pid"],
+                                "rayNode": value["host"],
+                                "rayNodeId": value["node"],
+                            },
                         )
                     )
                 elif kind == "event":
@@ -454,6 +652,21 @@ class RayCluster:
             await asyncio.wait_for(asyncio.shield(drain()), CANCEL_WAIT_S)
 
 
+def _unschedulable(ray: Any) -> tuple[type[BaseException], ...]:
+    """Ray's errors for a task or actor whose pinned node is gone (``soft=False``)."""
+    names = ("ActorUnschedulableError", "TaskUnschedulableError")
+    return tuple(kind for name in names if isinstance(kind := getattr(ray.exceptions, name, None), type))
+
+
+def _node_gone(placement: Placement, request: AgentRequest, detail: str) -> AgentResult:
+    """A worktree call whose node is gone: a provider failure naming the node (its worktree with it)."""
+    return AgentResult(
+        outcome="provider_failed",
+        message=f"the Ray node {placement.node_id} ({placement.host}) that holds the call's worktree "
+        f"{request.cwd} is gone ({detail}); the call cannot run anywhere else",
+    )
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -470,16 +683,31 @@ async def _next(items: AsyncIterator[Any]) -> Any:
 
 class RayExecutor:
     """Runs each call of one run on a :class:`RayCluster`, its provider built there from ``spec``.
-    The coordinator's own ``provider`` object is not used (it stays for capability checks)."""
+    The coordinator's own ``provider`` object is not used (it stays for capability checks). A worktree
+    call is placed on one node by :meth:`create_worktree`; its attempts (``request.cwd`` is the
+    worktree's path) go there until :meth:`finish_worktree`."""
 
     def __init__(self, cluster: RayCluster, spec: ProviderSpec) -> None:
         self.cluster = cluster
         self.spec = spec
+        self._placements: dict[str, Placement] = {}  # worktree path -> where it was made
 
     async def execute(
         self, provider: AgentProvider, request: AgentRequest, context: AgentContext
     ) -> AgentResult:
-        return await self.cluster.execute(self.spec, request, context)
+        placement = self._placements.get(request.cwd) if request.cwd is not None else None
+        return await self.cluster.execute(self.spec, request, context, placement=placement)
+
+    async def create_worktree(self, cwd: str, root_dir: str, run_id: str, agent_id: str) -> Worktree:
+        tree, placement = await self.cluster.create_worktree(cwd, root_dir, run_id, agent_id)
+        self._placements[tree.path] = placement
+        return tree
+
+    async def finish_worktree(self, tree: Worktree) -> dict[str, object]:
+        placement = self._placements.pop(tree.path, None)
+        if placement is None:  # not made by this executor: judged where it is, here
+            return await finish_worktree(tree)
+        return await self.cluster.finish_worktree(tree, placement)
 
 
 # -- what crosses back from a runner ----------------------------------------------------------
@@ -522,9 +750,10 @@ def _rebuilt(data: Mapping[str, Any]) -> Exception:
 class _CallRunner:
     """The Ray actor that executes calls (made remote by :meth:`RayCluster.connect`). It builds each
     run's provider from its :class:`ProviderSpec` with this worker's own environment, once per spec
-    (a fake once per call), and yields ``("started", {"pid", "host"})``, ``("event", ProviderEvent)``
+    (a fake once per call), and yields ``("started", {"pid", "host", "node"})``, ``("event", ProviderEvent)``
     and ``("ask", {"id", "ask": CheckpointAsk})`` items (an ask waits for :meth:`answer`), then one
-    ``("result", AgentResult)`` or ``("error", {...})``."""
+    ``("result", AgentResult)`` or ``("error", {...})``. A pinned runner also makes and judges the
+    worktrees of the calls placed on its node (:meth:`create_worktree`, :meth:`finish_worktree`)."""
 
     def __init__(self) -> None:
         self._providers: dict[str, AgentProvider] = {}
@@ -534,6 +763,36 @@ class _CallRunner:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def where(self) -> dict[str, Any]:
+        """``{"pid", "host", "node"}``: this process, its host name and its Ray node id."""
+        import ray
+
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "node": ray.get_runtime_context().get_node_id(),
+        }
+
+    async def create_worktree(self, cwd: str, root_dir: str, run_id: str, agent_id: str) -> dict[str, Any]:
+        """Make the call's worktree here: ``{"tree": Worktree, "pid", "host", "node"}``, or
+        ``{"error": message}`` (the repository path missing on this node names the node and the path)."""
+        here = self.where()
+        if not os.path.isdir(cwd):
+            return {
+                "error": f"isolation: 'worktree' needs the repository at {cwd} on the Ray node "
+                f"{here['node']} ({here['host']}) that runs the call, and that directory does not exist "
+                "there: keep the repository at the same path on every node (e.g. a shared checkout)"
+            }
+        try:
+            tree = await create_worktree(cwd, root_dir, run_id, agent_id)
+        except WorktreeError as exc:
+            return {"error": str(exc)}
+        return {"tree": tree, **here}
+
+    async def finish_worktree(self, tree: Worktree) -> dict[str, object]:
+        """Judge a worktree made on this node (:func:`~.worktree.settle_worktree`)."""
+        return await finish_worktree(tree)
 
     def active(self) -> int:
         return self._active
@@ -596,7 +855,7 @@ class _CallRunner:
 
             task = asyncio.ensure_future(answer())
             try:
-                yield ("started", {"pid": os.getpid(), "host": socket.gethostname()})
+                yield ("started", self.where())
                 while True:
                     getting = asyncio.ensure_future(queue.get())
                     await asyncio.wait({task, getting}, return_when=asyncio.FIRST_COMPLETED)

@@ -95,7 +95,7 @@ from .release import ReleaseOrder
 from .scheduler import CallRefused, Scheduler
 from .stall import StallWatch, StallWindow
 from .structured import check_schema, coerce_top_level, validate
-from .worktree import Worktree, WorktreeError, create_worktree, finish_worktree
+from .worktree import Worktree, WorktreeError
 
 __all__ = ["MISSING", "CallCounts", "RunHandle", "RunOptions", "check_args", "new_run_id", "run_workflow"]
 
@@ -1225,7 +1225,10 @@ class _Run:
         tree: Worktree | None = None
         if opts.get("isolation") == "worktree" and not self.options.dry_run:
             try:
-                tree = await create_worktree(self.cwd, self.worktree_root, self.run_id, agent_id)
+                # The executor owns the worktree: a Ray call's is made on the node that runs it.
+                tree = await self.executor.create_worktree(
+                    self.cwd, self.worktree_root, self.run_id, agent_id
+                )
             except WorktreeError as exc:
                 self._agent_failed(call, str(exc), totals, "error")
                 self.signals.pop(agent_id, None)
@@ -1344,7 +1347,7 @@ class _Run:
         finally:
             self.signals.pop(agent_id, None)
             if tree is not None:
-                info = await asyncio.shield(finish_worktree(tree))
+                info = await asyncio.shield(self.executor.finish_worktree(tree))
                 if info.get("kept"):
                     # What the agent wrote is never thrown away: the worktree stays, and says where.
                     self.emit(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_mcp.engine.executor import AgentExecutor, LocalExecutor
+from workflow_mcp.engine.worktree import Worktree
 from workflow_mcp.providers import AgentContext, AgentProvider, AgentRequest, AgentResult, FakeProvider
 from workflow_mcp.realm.scripted import AgentRejected, ScriptedWorkflow
 
@@ -25,6 +26,12 @@ class CountingExecutor:
         self.attempts.append((request.prompt, request.attempt))
         self.contexts.append(context)
         return await LocalExecutor().execute(provider, request, context)
+
+    async def create_worktree(self, cwd: str, root_dir: str, run_id: str, agent_id: str) -> Worktree:
+        return await LocalExecutor().create_worktree(cwd, root_dir, run_id, agent_id)
+
+    async def finish_worktree(self, tree: Worktree) -> dict[str, object]:
+        return await LocalExecutor().finish_worktree(tree)
 
 
 def test_every_live_attempt_goes_through_the_runs_executor_and_refused_calls_do_not() -> None:
