@@ -6,7 +6,9 @@ The realm, the journal and the event store stay with the coordinator, so a fake-
 same result and the same events on Ray as locally; the scheduler still bounds what is in flight;
 cancelling a run ends its Ray tasks; a Ray worker killed mid-call is retried a bounded number of
 times and never re-runs a call that completed; a missing ``ray`` or an unreachable address is a clear
-error before any call (exit 2).
+error before any call (exit 2). An ``isolation: 'worktree'`` call has its worktree made, run in and
+judged by the pinned runner of one node (proved with a command-line agent that logs its parent's pid);
+the last test joins a second node and kills it mid-call.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,22 +138,18 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="module")
-def ray_head() -> Iterator[str]:
-    """A Ray head on loopback (its own temp dir and ports), joined by this process; its address."""
-    temp = tempfile.mkdtemp(prefix="wfray-", dir="/tmp")  # short: Ray's socket paths are length-bound
-    port = _free_port()
-    ray_bin = str(Path(sys.executable).with_name("ray"))
-    argv = [
-        ray_bin, "start", "--head", "--block", "--num-cpus=2", "--object-store-memory=100000000",
-        "--include-dashboard=false",
-        "--disable-usage-stats", f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", f"--port={port}",
-f"--dashboard-agent-listen-port={_free_port()}",
-        f"--dashboard-agent-grpc-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}",
-        f"--metrics-export-port={_free_port()}", f"--node-manager-port={_free_port()}",
-        f"--object-manager-port={_free_port()}",
-    ]  # fmt: skip
-    head = subprocess.Popen(
+def _ports() -> list[str]:
+    """The ports of one Ray node's own processes, each free on loopback."""
+    names = (
+        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
+        "metrics-export-port", "node-manager-port", "object-manager-port",
+    )  # fmt: skip
+    return [f"--{name}={_free_port()}" for name in names]
+
+
+def _start_node(argv: list[str], what: str) -> subprocess.Popen[str]:
+    """Start ``ray start … --block`` in a process group of its own; return once it says it runs."""
+    node = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -162,31 +161,60 @@ f"--dashboard-agent-listen-port={_free_port()}",
     lines: list[str] = []
 
     def read() -> None:
-        assert head.stdout is not None
-        for line in head.stdout:
+        assert node.stdout is not None
+        for line in node.stdout:
             lines.append(line)
             if "Ray runtime started" in line:
                 started.set()
-        started.set()  # the head exited: its output says why
+        started.set()  # the node exited: its output says why
 
     threading.Thread(target=read, daemon=True).start()
+    if not started.wait(HEAD_START_S) or not any("Ray runtime started" in line for line in lines):
+        _stop_node(node)
+        raise RuntimeError(f"the Ray {what} did not start:\n" + "".join(lines[-30:]))
+    return node
+
+
+def _stop_node(node: subprocess.Popen[str]) -> None:
+    """End exactly one node's processes: its process group (raylet, GCS) and every process descended
+    from it (Ray's workers start sessions of their own). A graceful stop drains for 30 s; a test
+    node holds nothing worth draining."""
+    for pid in _descendants(node.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(node.pid, signal.SIGKILL)
+    node.wait(30)
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[str]:
+    """A Ray head on loopback (its own temp dir and ports), joined by this process; its address. Its
+    health checks are quick (a node that dies is marked dead within about a second)."""
+    temp = tempfile.mkdtemp(prefix="wfray-", dir="/tmp")  # short: Ray's socket paths are length-bound
+    port = _free_port()
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    quick = {
+        "health_check_period_ms": 300,
+        "health_check_timeout_ms": 500,
+        "health_check_failure_threshold": 2,
+    }
+    argv = [
+        ray_bin, "start", "--head", "--block", "--num-cpus=2", "--object-store-memory=100000000",
+        "--include-dashboard=false", f"--system-config={json.dumps(quick)}",
+        "--disable-usage-stats", f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", f"--port={port}",
+        *_ports(),
+    ]  # fmt: skip
     address = f"127.0.0.1:{port}"
+    head: subprocess.Popen[str] | None = None
     try:
-        if not started.wait(HEAD_START_S) or not any("Ray runtime started" in line for line in lines):
-            raise RuntimeError("the Ray head did not start:\n" + "".join(lines[-30:]))
+        head = _start_node(argv, "head")
         ray.init(address=address, log_to_driver=False, logging_level="warning")
         yield address
     finally:
         ray.shutdown()
-        # End exactly the head's processes: its process group (raylet, GCS) and every process descended
-        # from it (Ray's workers start sessions of their own). A graceful stop drains for 30 s; the test
-        # cluster holds nothing worth draining.
-        for pid in _descendants(head.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGKILL)
-        head.wait(30)
+        if head is not None:
+            _stop_node(head)
         shutil.rmtree(temp, ignore_errors=True)
         _restore_auth()
 
@@ -876,3 +904,61 @@ def _per_agent(events: list[tuple[Any, ...]]) -> dict[Any, list[tuple[Any, ...]]
             out.setdefault(agent, []).append((kind, phase, kept))
     out[None] = sorted(out.get(None, []))
     return out
+
+
+# Last in the module: it adds a node to the shared cluster and kills it.
+def test_a_node_lost_mid_call_makes_its_isolated_call_a_provider_failure_naming_the_node(
+    ray_head: str, cluster: RayCluster, tmp_path: Path
+) -> None:
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    argv = [
+        ray_bin, "start", "--block", f"--address={ray_head}", "--num-cpus=1", "--object-store-memory=80000000",
+        "--disable-usage-stats", "--node-ip-address=127.0.0.1", *_ports(),
+    ]  # fmt: skip
+    head = ray.get_runtime_context().get_node_id()
+    repo = _repo(tmp_path)
+    root = str(tmp_path / "trees")
+    worker = _start_node(argv, "worker node")
+    try:
+        deadline = time.monotonic() + 60
+        while sum(1 for n in ray.nodes() if n["Alive"]) < 2:  # bounded: the new node registers
+            assert time.monotonic() < deadline, "the second Ray node never joined"
+            time.sleep(0.1)
+        # Ties between nodes rotate, so the second placement at the latest lands on the new node.
+        placed = [arun(cluster.create_worktree(str(repo), root, "run_lost", "ag_0001"))]
+        if placed[0][1].node_id == head:
+            placed.append(arun(cluster.create_worktree(str(repo), root, "run_lost", "ag_0002")))
+        tree, placement = placed[-1]
+        assert placement.node_id != head and Path(tree.path).is_dir()
+        for other, where in placed[:-1]:
+            assert arun(cluster.finish_worktree(other, where))["kept"] is False  # clean: removed
+
+        async def go() -> AgentResult:
+            running = asyncio.Event()
+
+            async def emit(event: ProviderEvent) -> None:
+                if "rayWorkerPid" in event.data:
+                    assert event.data["rayNodeId"] == placement.node_id
+                    running.set()
+
+            call = asyncio.ensure_future(
+                cluster.execute(
+                    _spec(tmp_path, {"default": {"echo": True, "delayMs": 60_000}}),
+                    AgentRequest(prompt="p", label="stranded", cwd=tree.path),
+                    AgentContext(signal=CancelSignal(), emit=emit),
+                    placement=placement,
+                )
+            )
+            await asyncio.wait_for(running.wait(), 60)
+            _stop_node(worker)  # the node and every process on it, mid-call
+            return await asyncio.wait_for(call, 60)
+
+        answer = arun(go())
+        assert answer.outcome == "provider_failed" and answer.message is not None
+        assert f"the Ray node {placement.node_id} (" in answer.message
+        assert f"that holds the call's worktree {tree.path} is gone" in answer.message
+        info = arun(cluster.finish_worktree(tree, placement))
+        assert (info["kept"], info["changed"], info["rayNodeId"]) == (True, True, placement.node_id)
+        assert f"could not be judged on the Ray node {placement.node_id}" in str(info["error"])
+    finally:
+        _stop_node(worker)

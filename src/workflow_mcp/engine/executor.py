@@ -390,8 +390,9 @@ class RayCluster:
         :data:`RESTART_WAIT_S` seconds; a runner still down then fails the next attempt as lost."""
         await self._answering(self._runners[index])
 
-    async def _answering(self, runner: Any) -> None:
-        """Wait until ``runner`` answers (see :meth:`_ready`)."""
+    async def _answering(self, runner: Any, node: str | None = None) -> None:
+        """Wait until ``runner`` answers (see :meth:`_ready`); for the pinned runner of ``node``, no
+        longer than that node is alive (Ray cannot restart it elsewhere)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + RESTART_WAIT_S
         pause = 0.1
@@ -402,6 +403,8 @@ class RayCluster:
             except (self._ray.exceptions.RayError, TimeoutError):  # also a node gone: unschedulable
                 if loop.time() + pause >= deadline:
                     return
+                if node is not None and node not in (await self._live_nodes() or {node: ""}):
+                    return  # the next attempt says the node is gone
             await asyncio.sleep(pause)  # backoff while Ray restarts the runner's process
             pause = min(pause * 2, 2.0)
 
@@ -496,7 +499,7 @@ class RayCluster:
                         problem = f"the node is gone ({problem})"
                         break
                     if attempt == 0:
-                        await self._answering(runner)  # Ray restarts it on the same node
+                        await self._answering(runner, node)  # Ray restarts it on the same node
                 except self._ray.exceptions.RayError as exc:  # unschedulable: the node is gone
                     problem = _first_line(exc)
                     break
@@ -532,7 +535,7 @@ class RayCluster:
                     raise AgentExecutionError("the Ray executor is closed")
                 runner = self._pinned_runner(placement.node_id)
                 if dead is not None:
-                    await self._answering(runner)  # Ray restarts it on the same node, or cannot
+                    await self._answering(runner, placement.node_id)  # restarted on that node, or gone
             else:
                 index = self._pick(dead)
                 if index == dead:
