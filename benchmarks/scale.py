@@ -13,7 +13,9 @@
   ``postgresql``, as the tests start it); skipped, saying so, when neither is available;
 - agent calls on Ray (``--executor ray``): a 200-call fan-out with a 50 ms provider delay at
   concurrency 32, local vs Ray (2 call runners), results compared; the Ray path's overhead per call
-  (one call at a time, no delay); the memory of the local Ray cluster it started (``--ray-address``
+  (one call at a time, no delay); an ``isolation: 'worktree'`` call's (its worktree made and removed on
+  the node that runs it), locally and on Ray, and the first one's on Ray (its node's pinned runner
+  starts); the memory of the local Ray cluster it started (``--ray-address``
   measures an existing cluster instead, memory then not counted). Skipped, saying so, without ``ray``.
 """
 
@@ -22,9 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -191,10 +195,13 @@ ONE_AT_A_TIME = (
     "for (let i = 0; i < args.n; i++) out.push(await agent('call ' + i))\n"
     "return out\n"
 )
+ISOLATED_AT_A_TIME = ONE_AT_A_TIME.replace(
+    "agent('call ' + i)", "agent('call ' + i, { isolation: 'worktree' })"
+)
 
 
 async def _calls(
-    source: str, n: int, delay_ms: int, concurrency: int, executor: object
+    source: str, n: int, delay_ms: int, concurrency: int, executor: object, cwd: str | None = None
 ) -> tuple[float, object]:
     from workflow_mcp.engine.run import run_workflow
 
@@ -204,7 +211,11 @@ async def _calls(
         load_workflow(source=source),
         provider=FakeProvider(script),
         args={"n": n},
-        options=RunOptions(concurrency=concurrency, cwd=tempfile.gettempdir()),
+        options=RunOptions(
+            concurrency=concurrency,
+            cwd=cwd or tempfile.gettempdir(),
+            worktree_root=os.path.join(cwd, ".trees") if cwd else None,  # goes with the repository
+        ),
         executor=executor,  # type: ignore[arg-type]
     )
     result = await handle.result()
@@ -236,6 +247,16 @@ def _descendants_rss_mb() -> float:
     return sum(rss.get(pid, 0) for pid in ours) / 1024
 
 
+def _repository(stack: contextlib.ExitStack) -> str:
+    """A throw-away git repository with one commit (worktree calls need one)."""
+    repo = stack.enter_context(tempfile.TemporaryDirectory(prefix="wfbench-repo-"))
+    ident = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
+    Path(repo, "README").write_text("base\n")
+    for argv in (["init", "-q"], ["add", "README"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", *ident, *argv], cwd=repo, check=True)
+    return repo
+
+
 def ray_calls(n: int, address: str | None) -> None:
     try:
         import ray  # noqa: F401
@@ -261,7 +282,10 @@ def ray_calls(n: int, address: str | None) -> None:
         config=ProviderConfig(),
         fake_script={"default": {"echo": True, "delayMs": 50}},
     )
+    stack = contextlib.ExitStack()
     try:
+        repo = _repository(stack)
+        spec_repo = dataclasses.replace(spec, cwd=repo)
 
         async def measure() -> None:
             await cluster.wait_ready()
@@ -283,6 +307,16 @@ def ray_calls(n: int, address: str | None) -> None:
                 f"({turns} calls one at a time, no delay: {1000 * local_s / turns:.1f} ms local, "
                 f"{1000 * ray_s / turns:.1f} ms on Ray)"
             )
+            first_s, _ = await _calls(ISOLATED_AT_A_TIME, 1, 0, 1, cluster.executor(spec_repo), repo)
+            turns = 20
+            local_s, local = await _calls(ISOLATED_AT_A_TIME, turns, 0, 1, None, repo)
+            ray_s, remote = await _calls(ISOLATED_AT_A_TIME, turns, 0, 1, cluster.executor(spec_repo), repo)
+            assert remote == local
+            print(
+                f"ray: a worktree call (made, run in and removed where it runs; {turns} one at a time, no "
+                f"delay): {1000 * local_s / turns:.0f} ms local, {1000 * ray_s / turns:.0f} ms on Ray; the "
+                f"first on Ray {first_s:.1f} s (its node's pinned runner starts)"
+            )
             if address is None:
                 print(
                     f"ray: the local cluster (2 CPUs, 2 call runners) started in {ready:.1f} s and holds "
@@ -292,6 +326,7 @@ def ray_calls(n: int, address: str | None) -> None:
         asyncio.run(measure())
     finally:
         cluster.close()
+        stack.close()
 
 
 def main() -> None:
