@@ -637,6 +637,10 @@ def test_a_gone_node_or_a_repository_missing_on_the_node_fails_the_isolated_call
     node = ray.get_runtime_context().get_node_id()
     assert f"repository at {missing} on the Ray node {node}" in str(raised.value)
     assert "same path on every node" in str(raised.value)
+    with pytest.raises(WorktreeError, match=f"needs a git repository, and {tmp_path} is not inside one"):
+        arun(
+            cluster.create_worktree(str(tmp_path), str(tmp_path / "trees"), "run_x", "ag_0001")
+        )  # git's word
 
     gone = Placement(node_id="ab" * 28, host="lost-host", pid=1)  # a node this cluster never had
     path = str(tmp_path / "trees" / "run_x" / "ag_0002")

@@ -267,9 +267,11 @@ class RayCluster:
     :meth:`connect` joins the cluster at ``address`` (``None``: ``$RAY_ADDRESS``, else a new local
     cluster) and starts ``runners`` call runners (default: one per CPU of the cluster), each an async
     Ray actor that reserves no CPU (an agent call mostly waits on a model) and runs any number of
-    calls at once; Ray spreads them over the nodes and restarts one whose process dies. ``retries``
-    bounds how often a call whose worker died is sent again. :meth:`close` stops the runners and
-    leaves the cluster (a local cluster it started stops with it). One per process: Ray's driver is.
+    calls at once; Ray spreads them over the nodes and restarts one whose process dies. A worktree
+    call goes to the *pinned runner* of the node it is placed on, started there at the node's first
+    such call (see the module docstring). ``retries`` bounds how often a call whose worker died is
+    sent again. :meth:`close` stops the runners and leaves the cluster (a local cluster it started
+    stops with it). One per process: Ray's driver is.
     """
 
     def __init__(self, ray: Any, runners: list[Any], *, address: str, retries: int, owns: bool) -> None:
@@ -368,7 +370,8 @@ class RayCluster:
         return {node: int(pid) for node, pid in zip(nodes, pids, strict=True) if isinstance(pid, int)}
 
     def close(self) -> None:
-        """Stop the runners and, when this process started Ray, shut Ray down. Never raises."""
+        """Stop the runners (pinned ones too) and, when this process started Ray, shut Ray down.
+        Never raises."""
         for runner in [*self._runners, *self._pinned.values()]:
             with contextlib.suppress(Exception):  # a runner or a cluster already gone
                 self._ray.kill(runner)
