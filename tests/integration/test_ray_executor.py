@@ -621,6 +621,43 @@ def test_a_ray_worker_killed_mid_call_retries_the_call_on_its_node_in_the_same_w
     ]
 
 
+def test_a_stalled_isolated_call_on_ray_is_retried_by_the_same_worker_in_the_same_worktree(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    from workflow_mcp.providers.routing import build_router
+
+    repo = _repo(tmp_path)
+    log = tmp_path / "calls.log"
+    log.touch()
+    config = _cli_config(tmp_path, log)
+    source = (
+        "export const meta = { name: 'stalled', description: 'an isolated call that stalls once' }\n"
+        "return await agent('wait first, then commit', { label: 'work', isolation: 'worktree', stallMs: 2000 })\n"
+    )
+
+    async def go() -> tuple[Any, list[Event]]:
+        router = build_router(provider="cli", config=config)
+        try:
+            handle = run_workflow(
+                load_workflow(source=source),
+                provider=router,
+                options=RunOptions(cwd=str(repo), worktree_root=str(tmp_path / "trees")),
+                executor=RayExecutor(cluster, ProviderSpec(name="cli", cwd=str(repo), config=config)),
+            )
+            return await asyncio.wait_for(handle.result(), 60), list(handle.log.events)
+        finally:
+            await router.aclose()
+
+    result, events = arun(go())
+    assert result == "done"
+    (stalled,) = [e.payload["message"] for e in events if e.type == "warning"]
+    assert "stalled: no progress for 2000 ms" in stalled and "retrying (1 of 5)" in stalled
+    (kept,) = _worktree_events(events)
+    # The stalled attempt (its agent ended by the cancellation) and the retry: one worker, one worktree.
+    assert _calls(log) == [(kept["rayWorkerPid"], kept["path"])] * 2
+    assert kept["kept"] and (Path(kept["path"]) / "work.txt").is_file()
+
+
 async def _ignore(event: ProviderEvent) -> None:
     return None
 
