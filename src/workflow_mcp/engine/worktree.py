@@ -7,7 +7,9 @@ was created from) is removed; any other one (new commits, changed files, or git 
 and its path reported, so nothing an agent wrote is ever thrown away. The rule is the same when the
 call ends (:func:`finish_worktree`) and after a crash (:func:`settle_left_worktrees`, which the
 service's recovery calls for a run whose process died). Outside a git repository the call fails with a
-clear error (profile claude-code/2.1.332 fails the same way).
+clear error (profile claude-code/2.1.332 fails the same way). The run's executor calls
+:func:`create_worktree` and :func:`finish_worktree` where the call runs: in this process, or on the
+Ray node that runs it (:mod:`~workflow_mcp.engine.executor`).
 
 Layout under the worktree root::
 
