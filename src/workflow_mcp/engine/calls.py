@@ -28,12 +28,16 @@ class ResolvedCall:
     disallowed_tools: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AgentCall:
     """One admitted agent() call. ``agent_id`` names it in events (``ag_0001``…); ``opts`` are its
     normalized options (what a provider finds in ``AgentRequest.options``, ``label``/``phase``
     aside); ``key`` is its v2 cache key (``""``: not keyable) and ``content_key`` its ``c1:`` key;
-    ``side_effects`` is true for an ``isolation: 'worktree'`` call."""
+    ``side_effects`` is true for an ``isolation: 'worktree'`` call.
+
+    Not frozen, but never changed once built: it is built once per call on the engine's hot path,
+    and a frozen dataclass's ``__init__`` costs an ``object.__setattr__`` call per field (about four
+    times a plain one's)."""
 
     agent_id: str
     prompt: str

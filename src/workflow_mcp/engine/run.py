@@ -353,6 +353,10 @@ class _Run:
         self.run_id = run_id
         self.wf = wf
         self.provider = provider
+        # A router names each call's provider by its routing fields; any other provider is one name
+        # (read once: ``provider_for`` per call looked both attributes up again).
+        self._routed = callable(getattr(provider, "route_of", None))
+        self._provider_name = str(getattr(provider, "name", type(provider).__name__))
         self.executor: AgentExecutor = LocalExecutor()
         self.args = args
         self.options = options
@@ -907,7 +911,6 @@ class _Run:
 
     async def _answer(self, msg: AgentCallMessage) -> None:
         reply: dict[str, Any]
-        what = f"the result of agent [{msg.label}]"
         try:
             value = await self._agent(msg)
             reply = {"ok": True, "value": value}
@@ -917,12 +920,15 @@ class _Run:
             # Never leave the realm waiting: an unexpected failure rejects the call with its message.
             reply = {"ok": False, "error": {"name": "Error", "message": f"workflow runtime error: {exc}"}}
         reply["spent"] = self.budget.spent
-        self._answer_realm({"t": "result", "id": msg.id, "r": reply}, msg.id, what)
+        self._answer_realm({"t": "result", "id": msg.id, "r": reply}, msg.id, agent=msg.label)
 
-    def _answer_realm(self, msg: dict[str, Any], call_id: int, what: str) -> None:
+    def _answer_realm(
+        self, msg: dict[str, Any], call_id: int, what: str = "", *, agent: str | None = None
+    ) -> None:
         """Queue an answer in its realm delivery (:meth:`_reserve`); the deliveries queued in one
         event-loop turn are posted at its end. An answer over the realm's message limit rejects the
-        call instead, naming the limit."""
+        call instead, naming the limit. ``what`` names the answer in that error; ``agent`` (a label)
+        names it as that agent's result instead, worded only when an error needs it."""
         error: dict[str, str] | None = None
         delivery = self._joining.pop(call_id, None)
         if delivery is None or delivery.posted:
@@ -931,16 +937,20 @@ class _Run:
         if rank is not None:
             delivery.ranks.append(rank)
         try:
-            text = encode_message(msg, what)
+            text = encode_message(msg)
         except MessageTooLargeError as exc:
             fix = (
                 "ask for less, or let the agent write large output to a file and return its path"
-                if what.startswith("the result of agent")
+                if agent is not None
                 else "pass the child workflow less data through its args"
             )
-            error = {"name": "RangeError", "message": f"{exc}; {fix}"}
-        except MessageNotJsonError as exc:
-            error = {"name": "TypeError", "message": str(exc)}
+            named = MessageTooLargeError(
+                exc.size, f"the result of agent [{agent}]" if agent is not None else what
+            )
+            error = {"name": "RangeError", "message": f"{named}; {fix}"}
+        except MessageNotJsonError:
+            named_json = MessageNotJsonError(f"the result of agent [{agent}]" if agent is not None else what)
+            error = {"name": "TypeError", "message": str(named_json)}
         if error is not None:
             text = encode_message(
                 {"t": "result", "id": call_id, "r": {"ok": False, "error": error, "spent": self.budget.spent}}
@@ -1072,6 +1082,8 @@ class _Run:
             AgentCallRefusedError: the call rejects before any provider (unknown agent type, zero
                 tools, an unusable or invalid schema, a non-string model, a malformed tool list).
         """
+        if not opts and msg.agent_type is None:
+            return _PLAIN_CALL  # most calls pass no options: nothing to check or resolve
         _check_options(opts, self.profile)
         definition: AgentDefinition | None = None
         # The realm sends String(agentType) of the option (null/undefined: none).
@@ -1121,14 +1133,15 @@ class _Run:
         except AgentCallRefusedError as exc:
             raise _RejectCall(str(exc), name=exc.js_name) from None
         schema = resolved.schema
-        if schema is None:
-            opts.pop("schema", None)  # schema: null or false runs as a plain text call (still keyed)
-        for name, value in (("model", resolved.model), ("effort", resolved.effort)):
-            # What a provider finds in ``options`` is what the call resolved to.
-            if value is None:
-                opts.pop(name, None)
-            else:
-                opts[name] = value
+        if resolved is not _PLAIN_CALL:
+            if schema is None:
+                opts.pop("schema", None)  # schema: null or false runs as a plain text call (still keyed)
+            for name, value in (("model", resolved.model), ("effort", resolved.effort)):
+                # What a provider finds in ``options`` is what the call resolved to.
+                if value is None:
+                    opts.pop(name, None)
+                else:
+                    opts[name] = value
         self.agent_seq += 1
         agent_id = f"ag_{self.agent_seq:04d}"
         side_effects = opts.get("isolation") == "worktree"
@@ -1184,22 +1197,25 @@ class _Run:
                     phase_id=phase,
                 )
                 return record.result
-        async with self.scheduler.slot():
-            try:
-                return await self._execute(
-                    AgentCall(agent_id, prompt, label, phase, opts, resolved, key, ckey, side_effects)
-                )
-            finally:
-                reserved = self._reserved.pop(agent_id, None)
-                if reserved is not None:
-                    self._joining[msg.id] = reserved
+        scheduler = self.scheduler
+        if not scheduler.take_slot():
+            await scheduler.wait_slot()
+        try:
+            return await self._execute(
+                AgentCall(agent_id, prompt, label, phase, opts, resolved, key, ckey, side_effects)
+            )
+        finally:
+            scheduler.release()
+            reserved = self._reserved.pop(agent_id, None)
+            if reserved is not None:
+                self._joining[msg.id] = reserved
 
     async def _execute(self, call: AgentCall) -> Any:
         agent_id, prompt, label, phase, opts = call.agent_id, call.prompt, call.label, call.phase, call.opts
         resolved, key = call.resolved, call.key
         schema = resolved.schema
         definition = resolved.definition
-        started: dict[str, Any] = {**call.base, "model": resolved.model}
+        started: dict[str, Any] = {"label": label, "phase": phase, "model": resolved.model}
         if definition is not None:
             started["agentType"] = definition.name
             started["agentSource"] = definition.source
@@ -1207,12 +1223,16 @@ class _Run:
                 started["agentFile"] = definition.path
         # The provider routing sends the call to (by its configured name), read from the same fields
         # routing reads, so each call's provider is in the event log.
-        started["provider"] = provider_for(
-            self.provider,
-            label=label,
-            phase=phase,
-            model=resolved.model,
-            agent_type=definition.name if definition is not None else None,
+        started["provider"] = (
+            provider_for(
+                self.provider,
+                label=label,
+                phase=phase,
+                model=resolved.model,
+                agent_type=definition.name if definition is not None else None,
+            )
+            if self._routed
+            else self._provider_name
         )
         self.emit("agent.started", started, agent_id=agent_id, phase_id=phase)
         self.calls_run += 1
@@ -1264,7 +1284,7 @@ class _Run:
                     disallowed_tools=resolved.disallowed_tools,
                     stall_ms=opts.get("stallMs"),
                     cwd=cwd,
-                    options={k: v for k, v in opts.items() if k not in ("label", "phase")},
+                    options={k: v for k, v in opts.items() if k not in ("label", "phase")} if opts else {},
                     attempt=attempt,
                     feedback=feedback,
                     images=self.options.images,
@@ -1480,7 +1500,10 @@ class _Run:
 
             try:
                 async with scope:
-                    context = AgentContext(
+                    # AgentContext(signal=…, emit=…, checkpoint=…), minus its frozen __init__'s
+                    # setattr call per field (one per attempt, on the hot path).
+                    context = _new(AgentContext)
+                    context.__dict__.update(
                         signal=signal, emit=emit, checkpoint=self._checkpoint_of(request, signal, scope)
                     )
                     if type(self.executor) is LocalExecutor:  # what it does, minus a coroutine per attempt
@@ -1510,7 +1533,8 @@ class _Run:
 
     def _agent_done(self, call: AgentCall, value: Any, usage: TokenUsage, outcome: str = "completed") -> None:
         payload = {
-            **call.base,
+            "label": call.label,
+            "phase": call.phase,
             "outcome": outcome,
             "result": value,
             "tokenUsage": usage.to_json(),
@@ -1553,6 +1577,9 @@ class _Delivery:
 
 
 _RETURNED = "the workflow returned before this agent() call finished"
+_new = object.__new__
+_PLAIN_CALL = ResolvedCall(None, None, None, None, None, ())
+"""What a call with no options and no agent type resolves to: no schema, model, effort or definition."""
 _NO_TOKENS = TokenUsage()
 
 

@@ -14,6 +14,7 @@ One :class:`Scheduler` per run, on the run's event loop.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 
 from .budget import Budget
 
@@ -43,7 +44,8 @@ class Scheduler:
         self.admitted = 0
         self.refused_for_cap = 0
         self.refused_for_budget = 0
-        self._slots = asyncio.Semaphore(self.concurrency)
+        self._free = self.concurrency  # slots nobody holds
+        self._waiting: deque[asyncio.Future[None]] = deque()  # calls waiting for a slot, first in first
 
     def admit(self) -> None:
         """Admit one agent() call toward the cap.
@@ -67,6 +69,40 @@ class Scheduler:
             )
         self.admitted += 1
 
-    def slot(self) -> asyncio.Semaphore:
-        """The concurrency limit: ``async with scheduler.slot():`` around one live call."""
-        return self._slots
+    def take_slot(self) -> bool:
+        """Take a free slot at once if one is free and nobody waits for one (admission order);
+        ``False``: :meth:`wait_slot` instead. Every slot taken is given back with :meth:`release`."""
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return True
+        return False
+
+    async def wait_slot(self) -> None:
+        """Wait for a slot, behind every call that waited longer. A release hands its slot straight to
+        the first waiter, so a later call never takes it first. Cancelled while waiting: no slot is
+        held (one handed over in the meantime goes on to the next waiter)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just before the cancellation
+            elif waiter in self._waiting:  # (a release may have dropped it already)
+                self._waiting.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter still waiting, else to the free ones."""
+        waiting = self._waiting
+        while waiting:
+            waiter = waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+
+    @property
+    def in_use(self) -> int:
+        """Slots held now (live provider calls)."""
+        return self.concurrency - self._free

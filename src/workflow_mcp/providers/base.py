@@ -193,22 +193,34 @@ class ProviderEvent:
 
 
 class CancelSignal:
-    """A one-shot cancellation flag a provider awaits or polls. ``reason`` is set when fired."""
+    """A one-shot cancellation flag a provider awaits or polls. ``reason`` is set when fired.
+
+    The event a waiter awaits is made by the first :meth:`wait`: most calls end without anyone
+    waiting on their signal, and the engine makes one signal per call."""
+
+    __slots__ = ("_event", "_fired", "reason")
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._event: asyncio.Event | None = None
+        self._fired = False
         self.reason: str | None = None
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._fired
 
     def cancel(self, reason: str = "cancelled") -> None:
-        if not self._event.is_set():
+        if not self._fired:
+            self._fired = True
             self.reason = reason
-            self._event.set()
+            if self._event is not None:
+                self._event.set()
 
     async def wait(self) -> None:
+        if self._fired:
+            return
+        if self._event is None:
+            self._event = asyncio.Event()
         await self._event.wait()
 
 

@@ -1,4 +1,4 @@
-"""The engine's AgentRequest values: built without the frozen dataclass's per-field setattr calls,
+"""The engine's AgentRequest and AgentContext values: built without the frozen dataclass's per-field setattr calls,
 and equal to what the dataclass builds, every field set."""
 
 from __future__ import annotations
@@ -51,3 +51,21 @@ def test_the_request_the_engine_sends_a_provider_has_every_field_of_the_dataclas
         "opus",
         1000,
     )
+
+
+def test_the_context_the_engine_gives_a_provider_is_the_one_the_dataclass_builds() -> None:
+    seen: list[AgentContext] = []
+
+    async def answer(request: AgentRequest, context: AgentContext) -> AgentResult:
+        seen.append(context)
+        return AgentResult(text="ok")
+
+    async def script(realm: ScriptedWorkflow) -> object:
+        return await realm.agent("hello")
+
+    assert run_scripted(script, provider=RecordingProvider(answer)).result == "ok"
+    (context,) = seen
+    names = {f.name for f in dataclasses.fields(AgentContext)}
+    assert set(vars(context)) == names
+    assert context == AgentContext(**{name: getattr(context, name) for name in names})
+    assert context.checkpoint is not None and not context.signal.cancelled
