@@ -41,7 +41,6 @@ import hashlib
 import json
 import os
 import secrets
-import tempfile
 import threading
 import time
 import unicodedata
@@ -53,6 +52,7 @@ from typing import Any, Literal
 
 import semver
 
+from ._safe_files import RACED, opened_directory, read_file_in, remove_file_in, replace_file_in
 from .definitions.discover import DiscoveredWorkflow
 from .definitions.load import Workflow, load_workflow, validate_workflow
 from .definitions.plugins import claude_config_dir
@@ -202,7 +202,14 @@ def _clean_fields(fields: Mapping[str, Any] | None) -> dict[str, Any]:
 def _write_failed(exc: OSError, what: str) -> LibraryError:
     """``write_failed`` naming the error code and its description only (no absolute path)."""
     code = errno.errorcode.get(exc.errno or 0, "EIO")
-    return LibraryError("write_failed", f"{what} failed: {code} ({os.strerror(exc.errno or errno.EIO)})")
+    why = f"{what} failed: {code} ({os.strerror(exc.errno or errno.EIO)})"
+    if exc.errno in RACED:
+        why += (
+            "; a directory on the way to the workflows directory is a symbolic link or not a directory "
+            "(it may have been swapped while writing): the library writes only into the directory it "
+            "resolved, never through a link, so nothing was written"
+        )
+    return LibraryError("write_failed", why)
 
 
 def _store_failed(exc: StoreError, what: str) -> LibraryError:
@@ -1068,24 +1075,7 @@ class Library:
                 return Deleted(c.name, "draft", None, None, removed_file=False)
             removed_dir = False
             if c.file is not None:
-                path = os.path.join(c.root, c.file)
-                try:
-                    with open(path, "rb") as fh:
-                        now_hash = hashlib.sha256(fh.read()).hexdigest()
-                except FileNotFoundError:
-                    raise changed from None
-                except OSError as exc:
-                    raise _write_failed(exc, f"reading workflow {c.name}") from exc
-                if now_hash != c.source_hash or not _inside(path, c.root):
-                    raise changed
-                try:
-                    os.unlink(path)
-                except OSError as exc:
-                    raise _write_failed(exc, f"deleting workflow {c.name}") from exc
-                with contextlib.suppress(OSError):
-                    if not os.listdir(c.root):
-                        os.rmdir(c.root)
-                        removed_dir = True
+                removed_dir = self._remove_file(c.root, c.file, c.source_hash, c.name, changed)
             elif c.version is not None:
                 stored = next((v for v in self._versions(c.root, c.name) if v.version == c.version), None)
                 if stored is None or stored.source_hash != c.source_hash:
@@ -1101,6 +1091,33 @@ class Library:
                 removed_file=c.file is not None,
                 removed_directory=removed_dir,
             )
+
+    @staticmethod
+    def _remove_file(root: str, file: str, source_hash: str, name: str, changed: LibraryError) -> bool:
+        """Remove ``root/file`` if it still holds the source of ``source_hash``, through a descriptor of
+        ``root`` reached without following links (a directory swapped for a link, or a file swapped for
+        one, is ``changed``); then remove ``root`` if that emptied it. Returns whether ``root`` went."""
+        try:
+            with opened_directory(root) as dir_fd:
+                try:
+                    data, st = read_file_in(dir_fd, file)
+                except FileNotFoundError:
+                    raise changed from None
+                if hashlib.sha256(data).hexdigest() != source_hash:
+                    raise changed
+                if not remove_file_in(dir_fd, file, st):
+                    raise changed
+                if os.listdir(dir_fd):
+                    return False
+        except OSError as exc:
+            if exc.errno in RACED or isinstance(exc, FileNotFoundError):
+                raise changed from None
+            raise _write_failed(exc, f"deleting workflow {name}") from exc
+        parent, leaf = os.path.split(root)
+        with contextlib.suppress(OSError), opened_directory(parent) as parent_fd:
+            os.rmdir(leaf, dir_fd=parent_fd)  # only if still empty: rmdir refuses otherwise
+            return True
+        return False
 
 
 def _row_order(row: ListedWorkflow) -> tuple[Any, ...]:
@@ -1120,32 +1137,14 @@ class _Desc:
         return self.version > other.version
 
 
-def _inside(path: str, root: str) -> bool:
-    real = os.path.realpath(os.path.dirname(path))
-    return real == os.path.realpath(root)
-
-
 def _atomic_write(root: str, file: str, source: str) -> None:
     """Write ``source`` (UTF-8, exactly) to ``root/file`` through a temporary file renamed over it, so a
-    reader sees the old file or the new one, never a part (mode 0644 less the umask)."""
-    os.makedirs(root, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=".workflow-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(source.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o644 & ~umask)
-        os.replace(tmp, os.path.join(root, file))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(root, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    reader sees the old file or the new one, never a part (mode 0644 less the umask). ``root`` (a real
+    path) is reached and created without following a link, and every step works inside it
+    (:mod:`workflow_mcp._safe_files`), so a link planted meanwhile cannot redirect the write.
+
+    Raises:
+        OSError: ``ELOOP``/``ENOTDIR`` (a component became a link or a file), ``ENOSPC``, ``EROFS``.
+    """
+    with opened_directory(root, create=True) as dir_fd:
+        replace_file_in(dir_fd, file, source.encode("utf-8"), mode=0o644)
