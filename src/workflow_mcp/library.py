@@ -16,6 +16,12 @@ Rules (the library seed's powers, given to real Claude Code workflow files):
 * **File names**: ``<slug>.js``, the slug being the name's ASCII letters and digits (accents folded)
   joined by ``-`` in lower case, ``workflow`` when none is left; when that file exists and holds another
   workflow (``Deploy`` and ``deploy``), ``<slug>-<first 8 hex of SHA-256 of the name>.js``.
+* **Look-alike names** are refused (:data:`LOOK_ALIKE_RULE`): a name with an invisible or bidi-control
+  character is ``invalid_input``; a name that only looks like one already in a workflows directory this
+  library reads is ``already_exists``. Slugs that Windows reserves as device names (``con``, ``nul``…)
+  take the hashed file name.
+* **No link is followed after resolving**: files are written, read for a delete and removed through a
+  descriptor of the workflows directory opened without following links (:mod:`workflow_mcp._safe_files`).
 * **One writer at a time** (a lock file beside the state database, across processes), and the sidecar
   decides races anyway: of two creates of one ``name@version`` exactly one wins, the other gets
   ``already_exists``. The file is written atomically (a temporary file renamed over it); when writing
@@ -37,6 +43,7 @@ import contextlib
 import copy
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -74,9 +81,12 @@ __all__ = [
     "Described",
     "DraftSaved",
     "Library",
+    "LOOK_ALIKE_RULE",
     "ListedWorkflow",
     "Listing",
+    "RESERVED_SLUGS",
     "canonical_version",
+    "look_alike",
     "parse_draft_ref",
     "slugify",
 ]
@@ -134,6 +144,61 @@ def slugify(name: str) -> str:
         words.append(current)
     slug = "-".join(words)[:64].strip("-")
     return slug or "workflow"
+
+
+#: Device names Windows reserves whatever the extension (``con.js`` cannot be created there), so a
+#: library shared with Windows users never names a file so: their slugs take the hashed form.
+RESERVED_SLUGS = frozenset(
+    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+)
+
+LOOK_ALIKE_RULE = (
+    "look-alike rule: two names are one name when they are equal after Unicode NFKC normalisation "
+    "(UAX #15: composed and decomposed accents, full-width letters, ligatures), or when they have the "
+    "same length and every character in which they differ is non-ASCII and listed as confusable with the "
+    "other (Unicode confusables, UTS #39)"
+)
+
+
+def _char(ch: str) -> str:
+    """``U+200D ZERO WIDTH JOINER`` (the code point and its Unicode name, when it has one)."""
+    label = unicodedata.name(ch, "")
+    return f"U+{ord(ch):04X}" + (f" {label}" if label else "")
+
+
+def _invisible(name: str) -> str | None:
+    """The first character of ``name`` that shows nothing or reorders what follows: a control (Unicode
+    category Cc), a format character (Cf: zero-width joiners, bidi embeddings, overrides and isolates,
+    soft hyphens) or a line or paragraph separator; ``None`` when there is none."""
+    return next((ch for ch in name if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _homoglyphs(ch: str) -> frozenset[str]:
+    """The characters Unicode's confusables data lists as looking like ``ch``."""
+    from confusable_homoglyphs import confusables  # 0.2 s to load its table: only for non-ASCII names
+
+    found = confusables.is_confusable(ch, greedy=True)
+    return frozenset(h["c"] for entry in found or () for h in entry["homoglyphs"])
+
+
+def look_alike(name: str, other: str) -> str | None:
+    """How ``name`` only looks like ``other`` (see :data:`LOOK_ALIKE_RULE`), or ``None`` when they are
+    the same string or visibly different."""
+    if name == other:
+        return None
+    mine, theirs = unicodedata.normalize("NFKC", name), unicodedata.normalize("NFKC", other)
+    if mine == theirs:
+        return "they are equal after Unicode NFKC normalisation"
+    if len(mine) != len(theirs):
+        return None
+    pairs = [(a, b) for a, b in zip(mine, theirs, strict=True) if a != b]
+    if all(a.isascii() and b.isascii() for a, b in pairs):
+        return None
+    if not all(b in _homoglyphs(a) or a in _homoglyphs(b) for a, b in pairs):
+        return None
+    a, b = next((a, b) for a, b in pairs if not (a.isascii() and b.isascii()))
+    return f"{_char(a)} stands where the other has {_char(b)}, and Unicode lists them as confusable"
 
 
 def parse_draft_ref(ref: str) -> str | None:
@@ -489,10 +554,11 @@ class Library:
         return next((f for f in self._files(root) if f.name == name), None)
 
     def _file_name(self, root: str, name: str) -> str:
-        """``<slug>.js``, or ``<slug>-<hash8>.js`` when that file exists and holds another workflow."""
+        """``<slug>.js``, or ``<slug>-<hash8>.js`` when that file exists and holds another workflow or
+        the slug is a device name Windows reserves (:data:`RESERVED_SLUGS`)."""
         slug = slugify(name)
         plain = f"{slug}.js"
-        if not os.path.lexists(os.path.join(root, plain)):
+        if slug not in RESERVED_SLUGS and not os.path.lexists(os.path.join(root, plain)):
             return plain
         return f"{slug}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}.js"
 
@@ -521,7 +587,37 @@ class Library:
             raise LibraryError("invalid_input", "meta.name is blank; the library needs a visible name")
         if len(name) > MAX_NAME_CHARS:
             raise LibraryError("invalid_input", f"meta.name is longer than {MAX_NAME_CHARS} characters")
+        hidden = _invisible(name)
+        if hidden is not None:
+            raise LibraryError(
+                "invalid_input",
+                f"meta.name holds {_char(hidden)}, a character that shows nothing or reorders the text "
+                "around it (Unicode categories Cc, Cf, Zl, Zp), so two different names would look the "
+                "same; remove it",
+            )
         return workflow
+
+    def _refuse_look_alikes(self, name: str, cwd: str | None) -> None:
+        """Refuse ``name`` when it only looks like a workflow, stored version or draft already in a
+        workflows directory this library reads (:data:`LOOK_ALIKE_RULE`).
+
+        Raises:
+            LibraryError: ``already_exists`` naming the other name, the character and the rule.
+        """
+        for _, root in self._scopes(cwd):
+            names = {f.name for f in self._files(root)}
+            names.update(v.name for v in self.store.versions(root))
+            names.update(d.name for d in self._drafts(root))
+            for other in sorted(names):
+                why = look_alike(name, other)
+                if why is not None:
+                    raise LibraryError(
+                        "already_exists",
+                        f"meta.name {name!r} is a look-alike of workflow {other!r} already in "
+                        f"{self._display(root, '', cwd).rstrip(os.sep)}: {why} ({LOOK_ALIKE_RULE}); "
+                        "give it a visibly different name, or use that workflow's exact name for a new "
+                        "version",
+                    )
 
     def create(
         self,
@@ -555,6 +651,7 @@ class Library:
         root = self._writable_root(personal, cwd)
         source_hash = _sha256(source)
         with self._writing():
+            self._refuse_look_alikes(name, cwd)
             stored = self._versions(root, name)
             existing = self._file_of(root, name)
             current = (
@@ -668,6 +765,7 @@ class Library:
             expires_at=_iso(now + expires_in_s) if expires_in_s is not None else None,
         )
         with self._writing():
+            self._refuse_look_alikes(draft.name, cwd)
             try:
                 self._drop_expired(root)
                 stored, new = self.store.put_draft(draft)
