@@ -75,16 +75,16 @@ from .store.base import DeleteConfirmation, LibraryDraft, LibraryStore, LibraryV
 
 __all__ = [
     "CONFIRM_TTL_S",
+    "LOOK_ALIKE_RULE",
+    "RESERVED_SLUGS",
     "Created",
     "DeletePrompt",
     "Deleted",
     "Described",
     "DraftSaved",
     "Library",
-    "LOOK_ALIKE_RULE",
     "ListedWorkflow",
     "Listing",
-    "RESERVED_SLUGS",
     "canonical_version",
     "look_alike",
     "parse_draft_ref",
