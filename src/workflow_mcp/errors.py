@@ -22,6 +22,7 @@
     │                                (unknown agent type, zero tools, a non-string model, an unusable
     │                                schema): the workflow's agent() rejects with ``js_name``
     ├── LibraryError                 a workflow-library use case refused or failed (typed ``reason``)
+    ├── FileWriteError               a file kept beside the state database (approvals) could not be written
     └── StoreError                   the state database refused an operation (unreadable, newer release)
         ├── RunClaimedError          another live process already executes or resumes that run
         ├── ClaimLostError           a run this process executes was taken over (its lease had expired)
@@ -45,6 +46,7 @@ __all__ = [
     "CallNotServableError",
     "ClaimLostError",
     "EventBatchError",
+    "FileWriteError",
     "IdempotencyKeyReusedError",
     "InvalidInputError",
     "LibraryError",
@@ -539,3 +541,33 @@ class LibraryError(WorkflowMcpError):
     def to_json(self) -> dict[str, Any]:
         """``{"reason", "message", "errors"}``."""
         return {"reason": self.reason, "message": self.detail, "errors": self.errors}
+
+
+class FileWriteError(WorkflowMcpError):
+    """Raised when a file this package keeps beside the state database (the source approvals file)
+    cannot be written: the disk or the quota is full (``ENOSPC``, ``EDQUOT``), the file system is
+    read-only (``EROFS``), permission is denied, or a directory on the way is a symbolic link
+    (``ELOOP``). The file is only ever replaced whole, so it keeps what it held before.
+
+    ``path`` is the file, ``code`` the system's error name (``"ENOSPC"``), ``free_bytes`` what the file
+    system has left at ``directory`` (``None`` when it cannot be told).
+    """
+
+    def __init__(
+        self, what: str, path: str, *, code: str, detail: str, directory: str, free_bytes: int | None
+    ) -> None:
+        self.path = path
+        self.code = code
+        self.directory = directory
+        self.free_bytes = free_bytes
+        if code in ("ENOSPC", "EDQUOT"):
+            free = "unknown" if free_bytes is None else f"{free_bytes:,}"
+            why = f"the {'disk' if code == 'ENOSPC' else 'disk quota'} is full ({free} bytes free at {directory})"
+            fix = "free some space"
+        else:
+            why = detail
+            fix = "fix that"
+        super().__init__(
+            f"{what} {path} could not be written: {why} [{code}]; it keeps what it held before. "
+            f"To continue, {fix} and try again"
+        )

@@ -296,6 +296,22 @@ def test_a_full_disk_fails_the_run_saying_so_and_the_store_stays_readable_and_re
         assert json.loads(resumed.stdout) == [50000 + len(str(i)) for i in range(40)]
 
 
+def test_approving_on_a_full_disk_exits_1_naming_the_file_and_the_earlier_approvals_stay(
+    tmp_path: Path,
+) -> None:
+    with tiny_tmpfs(tmp_path / "state", "64k") as home:
+        kept, new = write(tmp_path / "kept.js", SMALL), write(tmp_path / "new.js", SLOW)
+        assert cli("approvals", "add", str(kept), home=home, tmp=tmp_path).returncode == 0
+        filler = fill_disk(home)
+        p = cli("approvals", "add", str(new), home=home, tmp=tmp_path)
+        assert p.returncode == 1, p.stderr
+        assert f"the source approvals file {home / 'approvals.json'} could not be written" in p.stderr
+        assert "[ENOSPC]" in p.stderr and "internal error" not in p.stderr and "Traceback" not in p.stderr
+        filler.unlink()
+        listed = json.loads(cli("approvals", "list", "--json", home=home, tmp=tmp_path).stdout)
+        assert [a["name"] for a in listed["approvals"]] == ["small"]
+
+
 def test_the_file_size_limit_fails_the_run_saying_so_and_the_store_stays_readable(tmp_path: Path) -> None:
     home = tmp_path / "state"
     assert (
