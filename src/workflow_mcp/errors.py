@@ -459,11 +459,18 @@ class StoreFullError(StoreError):
 
     ``file_size_limit`` (bytes) is set when the process's file-size limit (``ulimit -f``,
     ``RLIMIT_FSIZE``) was reached; otherwise ``free_bytes`` is what the file system has left at
-    ``directory``. The failed transaction is rolled back: every stored run stays readable.
+    ``directory``. The failed transaction is rolled back: every stored run stays readable. ``then``
+    says what to do once space is back (default: resume the run).
     """
 
     def __init__(
-        self, path: str, *, directory: str, free_bytes: int | None, file_size_limit: int | None = None
+        self,
+        path: str,
+        *,
+        directory: str,
+        free_bytes: int | None,
+        file_size_limit: int | None = None,
+        then: str = "resume the run (`workflow-mcp resume RUN_ID`)",
     ) -> None:
         self.path = path
         self.directory = directory
@@ -478,7 +485,7 @@ class StoreFullError(StoreError):
             fix = "free some space"
         super().__init__(
             f"{what}; nothing was half-written and every stored run stays readable. To continue, {fix}, "
-            "then resume the run (`workflow-mcp resume RUN_ID`)"
+            f"then {then}"
         )
 
 
