@@ -26,6 +26,9 @@ __all__ = ["RACED", "open_directory", "opened_directory", "read_file_in", "remov
 #: in the path (``ELOOP``), or a file where a directory was (``ENOTDIR``).
 RACED = frozenset({errno.ELOOP, errno.ENOTDIR})
 
+#: ``linkat`` errors of a file system that has no hard links.
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -70,14 +73,16 @@ def opened_directory(path: str, *, create: bool = False, mode: int = 0o777) -> I
         os.close(fd)
 
 
-def replace_file_in(dir_fd: int, name: str, data: bytes, *, mode: int = 0o644) -> None:
+def replace_file_in(dir_fd: int, name: str, data: bytes, *, mode: int = 0o644, new: bool = False) -> None:
     """Write ``data`` as the file ``name`` of the directory ``dir_fd`` atomically: a new temporary file
     (``O_EXCL | O_NOFOLLOW``, ``mode`` less the umask) written, flushed to disk, then renamed over
     ``name`` inside the directory (a link named ``name`` is replaced, never followed), and the directory
     flushed. A reader sees the old file or the new one, never a part; on failure the temporary file is
-    removed and ``name`` is untouched.
+    removed and ``name`` is untouched. With ``new``, ``name`` must not exist: the temporary file is
+    linked to it (``linkat``, which never replaces), so a file another program created meanwhile stays.
 
     Raises:
+        FileExistsError: ``new`` and ``name`` exists (nothing written).
         OSError: ``ENOSPC``/``EDQUOT`` (full), ``EROFS``, ``EACCES``, ``EISDIR`` (``name`` is a directory).
     """
     tmp = f".{name[:32]}.{secrets.token_hex(6)}.tmp"
@@ -92,13 +97,34 @@ def replace_file_in(dir_fd: int, name: str, data: bytes, *, mode: int = 0o644) -
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if new:
+            try:
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno not in _NO_HARD_LINKS:
+                    raise
+                # A file system without hard links (FAT, some network shares): check, then rename.
+                if _exists(dir_fd, name):
+                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), name) from exc
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            else:
+                os.unlink(tmp, dir_fd=dir_fd)
+        else:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
     with contextlib.suppress(OSError):  # the rename is done; a directory that cannot be synced keeps it
         os.fsync(dir_fd)
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def read_file_in(dir_fd: int, name: str) -> tuple[bytes, os.stat_result]:
@@ -121,9 +147,15 @@ def read_file_in(dir_fd: int, name: str) -> tuple[bytes, os.stat_result]:
         os.close(fd)
 
 
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    """What tells one file from another that took its name (an inode number alone can be reused at
+    once): device, inode, type, size and change time."""
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_ctime_ns)
+
+
 def remove_file_in(dir_fd: int, name: str, expected: os.stat_result) -> bool:
-    """Remove ``name`` from ``dir_fd`` if it is still the file ``expected`` describes (same device and
-    inode, never a link); ``False`` (nothing removed) when it is gone or another file took its place.
+    """Remove ``name`` from ``dir_fd`` if it is still the file ``expected`` describes (same device,
+    inode, size and change time; never a link); ``False`` (nothing removed) when it is gone or another file took its place.
 
     Raises:
         OSError: ``EACCES``, ``EROFS``.
@@ -132,7 +164,7 @@ def remove_file_in(dir_fd: int, name: str, expected: os.stat_result) -> bool:
         now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    if (now.st_dev, now.st_ino) != (expected.st_dev, expected.st_ino):
+    if _identity(now) != _identity(expected):
         return False
     try:
         os.unlink(name, dir_fd=dir_fd)

@@ -698,10 +698,17 @@ class Library:
                     f"workflow {name}@{canonical} is already stored; bump the version to store a new revision",
                 )
             try:
-                _atomic_write(root, file, source)
+                _atomic_write(root, file, source, new=existing is None)
             except OSError as exc:
                 with contextlib.suppress(StoreError):
                     self.store.remove_version(root, name, canonical)
+                if isinstance(exc, FileExistsError):
+                    raise LibraryError(
+                        "already_exists",
+                        f"{self._display(root, file, cwd)} appeared while workflow {name!r} was being "
+                        "written (another program created it); it was left as it is and nothing was "
+                        "written — look at that file, then create again",
+                    ) from exc
                 raise _write_failed(exc, f"writing workflow {name}@{canonical}") from exc
             promoted = None
             for draft in self._drafts(root):
@@ -1235,14 +1242,17 @@ class _Desc:
         return self.version > other.version
 
 
-def _atomic_write(root: str, file: str, source: str) -> None:
+def _atomic_write(root: str, file: str, source: str, *, new: bool = False) -> None:
     """Write ``source`` (UTF-8, exactly) to ``root/file`` through a temporary file renamed over it, so a
     reader sees the old file or the new one, never a part (mode 0644 less the umask). ``root`` (a real
     path) is reached and created without following a link, and every step works inside it
     (:mod:`workflow_mcp._safe_files`), so a link planted meanwhile cannot redirect the write.
 
+    With ``new`` the file must not exist yet (one created meanwhile by another program is kept).
+
     Raises:
+        FileExistsError: ``new`` and ``root/file`` exists.
         OSError: ``ELOOP``/``ENOTDIR`` (a component became a link or a file), ``ENOSPC``, ``EROFS``.
     """
     with opened_directory(root, create=True) as dir_fd:
-        replace_file_in(dir_fd, file, source.encode("utf-8"), mode=0o644)
+        replace_file_in(dir_fd, file, source.encode("utf-8"), mode=0o644, new=new)

@@ -133,3 +133,17 @@ def test_a_link_planted_as_the_workflow_file_is_never_written_through(
         created.file.startswith(".claude/workflows/deploy-")
         and not Path(places.project, created.file).is_symlink()
     )
+
+
+def test_a_file_planted_under_the_chosen_name_while_creating_is_never_overwritten(
+    lib: Library, store: SwappingStore, places: Places
+) -> None:
+    places.workflows.mkdir(parents=True)
+    planted = places.workflows / "deploy.js"
+    store.swap = lambda: planted.write_text("// written by another program meanwhile\n")
+    with pytest.raises(LibraryError) as exc:
+        lib.create(source("deploy"))
+    assert exc.value.reason == "already_exists" and "appeared while" in str(exc.value)
+    assert planted.read_text() == "// written by another program meanwhile\n"
+    assert [p.name for p in places.workflows.iterdir()] == ["deploy.js"]  # no temporary file left
+    assert store.versions() == []
