@@ -19,8 +19,17 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
+from typing import TextIO
 
-__all__ = ["RACED", "open_directory", "opened_directory", "read_file_in", "remove_file_in", "replace_file_in"]
+__all__ = [
+    "RACED",
+    "open_directory",
+    "opened_directory",
+    "read_file_in",
+    "remove_file_in",
+    "replace_file_in",
+    "written_in_place",
+]
 
 #: The ``errno`` values meaning "a component of the path is not the directory it was": a link planted
 #: in the path (``ELOOP``), or a file where a directory was (``ENOTDIR``).
@@ -171,3 +180,37 @@ def remove_file_in(dir_fd: int, name: str, expected: os.stat_result) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def written_in_place(path: str, *, mode: int = 0o600) -> Iterator[TextIO]:
+    """A UTF-8 text file that becomes ``path`` only when the block ends without an error: it is a new
+    temporary file beside ``path`` (in the directory of its real path, reached without following links),
+    flushed to disk and renamed over ``path`` at the end. When the block or a write fails (a full disk),
+    the temporary file is removed and ``path`` keeps what it held. ``mode`` is applied exactly (not
+    filtered by the umask): the content may be private.
+
+    Raises:
+        OSError: ``ENOSPC``/``EDQUOT``, ``EROFS``, ``EACCES``; ``ELOOP``/``ENOTDIR`` (a directory on the
+            way changed).
+    """
+    real = os.path.realpath(path)
+    folder, name = os.path.split(real)
+    with opened_directory(folder) as dir_fd:
+        tmp = f".{name[:32]}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd
+        )
+        try:
+            os.fchmod(fd, mode)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                yield out
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
