@@ -597,15 +597,19 @@ class Library:
             )
         return workflow
 
-    def _refuse_look_alikes(self, name: str, cwd: str | None) -> None:
+    def _refuse_look_alikes(
+        self, name: str, cwd: str | None, read: Mapping[str, Sequence[_Found]] | None = None
+    ) -> None:
         """Refuse ``name`` when it only looks like a workflow, stored version or draft already in a
-        workflows directory this library reads (:data:`LOOK_ALIKE_RULE`).
+        workflows directory this library reads (:data:`LOOK_ALIKE_RULE`). ``read``: the files of a
+        directory the caller has just listed (``root`` → its files), not read again.
 
         Raises:
             LibraryError: ``already_exists`` naming the other name, the character and the rule.
         """
         for _, root in self._scopes(cwd):
-            names = {f.name for f in self._files(root)}
+            files = read[root] if read is not None and root in read else self._files(root)
+            names = {f.name for f in files}
             names.update(v.name for v in self.store.versions(root))
             names.update(d.name for d in self._drafts(root))
             for other in sorted(names):
@@ -651,9 +655,10 @@ class Library:
         root = self._writable_root(personal, cwd)
         source_hash = _sha256(source)
         with self._writing():
-            self._refuse_look_alikes(name, cwd)
+            here = list(self._files(root))
+            self._refuse_look_alikes(name, cwd, {root: here})
             stored = self._versions(root, name)
-            existing = self._file_of(root, name)
+            existing = next((f for f in here if f.name == name), None)
             current = (
                 next((v for v in stored if v.source_hash == existing.source_hash), None) if existing else None
             )
