@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import io
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 
 import click
 from click.core import ParameterSource
@@ -1855,9 +1856,53 @@ def ui(host: str, port: int, header_timeout: float) -> None:
         sys.exit(130)
 
 
+class _Diagnostics(io.TextIOBase):
+    """Standard error for diagnostics that must never stop the program: a line that cannot be written
+    (stderr redirected to a file on a full disk, a closed pipe) is dropped, and :attr:`dropped` counts
+    them. Everything else (encoding, ``fileno``, ``isatty``) is the wrapped stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._stream = stream
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            self.dropped += 1
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            self.dropped += 1
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self._stream.errors
+
+
 def main() -> None:
     """Console entry point: expected errors become one line on stderr; unexpected ones too, with the
-    traceback only when ``WORKFLOW_MCP_DEBUG`` is set."""
+    traceback only when ``WORKFLOW_MCP_DEBUG`` is set. A diagnostic that cannot be written (stderr on a
+    full disk) is dropped: it never stops a command or a server."""
+    if sys.stderr is not None and not isinstance(sys.stderr, _Diagnostics):
+        sys.stderr = _Diagnostics(sys.stderr)
     try:
         cli(standalone_mode=True)
     except (InvalidInputError, WorkflowLoadError, WorkflowNotFoundError) as exc:
