@@ -330,11 +330,15 @@ def _parse_approvals(text: str) -> tuple[dict[tuple[str | None, str], dict[str, 
     return found, (f"{bad} entr{'y is' if bad == 1 else 'ies are'} not approvals" if bad else None)
 
 
+_COPY = "the copy of the damaged source approvals file"
+
+
 def _back_up(path: str, raw: bytes) -> str:
     """Copy ``raw`` (the damaged content of ``path``) beside it, 0600; returns the copy's path.
 
     Raises:
-        InvalidInputError: the copy cannot be written (then nothing is changed).
+        FileWriteError: the disk or quota is full (the partial copy is removed; nothing is changed).
+        InvalidInputError: the copy cannot be created otherwise (then nothing is changed).
     """
     stamp = utc_now().replace(":", "").replace("-", "")
     backup = f"{path}.damaged-{stamp}"
@@ -344,12 +348,21 @@ def _back_up(path: str, raw: bytes) -> str:
         backup = f"{backup}-{os.getpid()}-{threading.get_ident()}"
         fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _write_failed(backup, os.path.dirname(os.path.abspath(backup)), exc, _COPY) from exc
         raise InvalidInputError(
             f"the source approvals file {path} is damaged and cannot be copied aside ({exc.strerror}); "
             "move it aside yourself and start again"
         ) from exc
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(raw)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
+        raise _write_failed(backup, os.path.dirname(os.path.abspath(backup)), exc, _COPY) from exc
     return backup
 
 
@@ -391,13 +404,15 @@ def _write_private(path: str, text: str) -> None:
         raise _write_failed(path, folder, exc) from exc
 
 
-def _write_failed(path: str, folder: str, exc: OSError) -> FileWriteError:
+def _write_failed(
+    path: str, folder: str, exc: OSError, what: str = "the source approvals file"
+) -> FileWriteError:
     free: int | None = None
     with contextlib.suppress(OSError):
         st = os.statvfs(folder)
         free = st.f_bavail * st.f_frsize
     return FileWriteError(
-        "the source approvals file",
+        what,
         path,
         code=errno.errorcode.get(exc.errno or 0, "EIO"),
         detail=exc.strerror or str(exc),

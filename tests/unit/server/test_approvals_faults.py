@@ -47,3 +47,22 @@ def test_a_revocation_that_cannot_be_written_is_refused_and_the_approval_stays(t
         assert SourceTrust(approvals_path=str(home / "approvals.json")).allows(H1, None, None)
         filler.unlink()
         assert trust.revoke(H1, by=None)
+
+
+def test_a_damaged_file_that_cannot_be_copied_aside_on_a_full_disk_is_left_as_it_was(tmp_path: Path) -> None:
+    with tiny_tmpfs(tmp_path / "state", "64k") as home:
+        path = home / "approvals.json"
+        damaged = '{"version": 2, "approvals": [' + '{"sourceHash": "' + H1 + '", "by": null}, ' * 200
+        path.write_text(damaged)  # cut short: not JSON
+        filler = fill_disk(home)
+        with pytest.raises(FileWriteError) as exc:
+            SourceTrust(approvals_path=str(path)).load()
+        assert exc.value.code == "ENOSPC" and "the copy of the damaged source approvals file" in str(
+            exc.value
+        )
+        assert path.read_text() == damaged
+        assert sorted(p.name for p in home.iterdir()) == ["approvals.json", "filler"]  # no partial copy
+        filler.unlink()
+        trust = SourceTrust(approvals_path=str(path))
+        (problem,) = trust.load()
+        assert "is damaged" in problem and list(home.glob("approvals.json.damaged-*"))
