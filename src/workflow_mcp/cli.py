@@ -12,18 +12,22 @@ definitions directly, as they touch no run and no store.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
+import io
 import json
 import os
 import signal
+import stat
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 
 import click
 from click.core import ParameterSource
 
+from ._safe_files import written_in_place
 from .errors import (
     InvalidInputError,
     RunContinuedError,
@@ -42,8 +46,15 @@ __all__ = ["main"]
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"workflow-mcp: {message}", err=True)
+    with contextlib.suppress(OSError, ValueError):  # a full or closed stderr still ends with the code
+        click.echo(f"workflow-mcp: {message}", err=True)
     sys.exit(code)
+
+
+def _os_error(exc: OSError) -> str:
+    """``ENOSPC (No space left on device)``: the system's error code and its description."""
+    code = errno.errorcode.get(exc.errno or 0, "EIO")
+    return f"{code} ({os.strerror(exc.errno) if exc.errno else exc})"
 
 
 def _resolve(path: str) -> str:
@@ -806,7 +817,14 @@ async def _execute(
             return 1
         if view is not None:
             view.stop()
-        click.echo(json.dumps(value, ensure_ascii=False))
+        try:
+            click.echo(json.dumps(value, ensure_ascii=False))
+        except OSError as exc:
+            _fail(
+                f"run {handle.run_id} completed, but its result could not be written to standard output: "
+                f"{_os_error(exc)}; it is stored: `workflow-mcp runs show {handle.run_id} --json`",
+                1,
+            )
         return 0
     finally:
         await service.shutdown("workflow-mcp stopped")  # closes the providers: no agent process outlives us
@@ -1136,22 +1154,25 @@ def runs_export(run_ids: tuple[str, ...], out_path: str | None) -> None:
     from .service import export_runs
 
     _sqlite_only("runs export")
-    if out_path is None:
-        out = sys.stdout
-    else:
-        try:
-            fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: prompts and args go here
-            out = os.fdopen(fd, "w", encoding="utf-8")
-        except OSError as exc:
-            _fail(f"cannot write --out {out_path!r}: {exc.strerror or exc}")
     try:
         with contextlib.ExitStack() as stack:
-            if out is not sys.stdout:
-                stack.enter_context(out)
+            out: Any = sys.stdout
+            if out_path is not None and _regular_or_missing(out_path):
+                # A new 0600 file renamed over --out at the end: prompts and args go here, and a failed
+                # export (a full disk) leaves an earlier file as it was.
+                out = stack.enter_context(written_in_place(out_path, mode=0o600))
+            elif out_path is not None:  # a FIFO or a device (/dev/stdout): written as it is
+                fd = os.open(out_path, os.O_WRONLY)
+                out = stack.enter_context(os.fdopen(fd, "w", encoding="utf-8"))
             report = export_runs(list(run_ids) or None, out)
     except WorkflowMcpError as exc:
         _fail(str(exc), 1)
+    except OSError as exc:
+        if out_path is None:
+            _fail(
+                f"cannot write standard output: {_os_error(exc)}; the export written there is incomplete", 1
+            )
+        _fail(f"cannot write --out {out_path!r}: {_os_error(exc)}; nothing was changed there", 1)
     where = f" to {out_path}" if out_path else ""
     click.echo(
         f"workflow-mcp: exported {report.runs} run(s) and {report.events} event(s){where}; "
@@ -1227,6 +1248,15 @@ def store_repair() -> None:
     )
     for problem in report.problems:
         click.echo(f"workflow-mcp: {problem}", err=True)
+
+
+def _regular_or_missing(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        _fail(f"cannot write --out {path!r}: {_os_error(exc)}")
 
 
 @cli.group()
@@ -1826,9 +1856,53 @@ def ui(host: str, port: int, header_timeout: float) -> None:
         sys.exit(130)
 
 
+class _Diagnostics(io.TextIOBase):
+    """Standard error for diagnostics that must never stop the program: a line that cannot be written
+    (stderr redirected to a file on a full disk, a closed pipe) is dropped, and :attr:`dropped` counts
+    them. Everything else (encoding, ``fileno``, ``isatty``) is the wrapped stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._stream = stream
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            self.dropped += 1
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            self.dropped += 1
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self._stream.errors
+
+
 def main() -> None:
     """Console entry point: expected errors become one line on stderr; unexpected ones too, with the
-    traceback only when ``WORKFLOW_MCP_DEBUG`` is set."""
+    traceback only when ``WORKFLOW_MCP_DEBUG`` is set. A diagnostic that cannot be written (stderr on a
+    full disk) is dropped: it never stops a command or a server."""
+    if sys.stderr is not None and not isinstance(sys.stderr, _Diagnostics):
+        sys.stderr = _Diagnostics(sys.stderr)
     try:
         cli(standalone_mode=True)
     except (InvalidInputError, WorkflowLoadError, WorkflowNotFoundError) as exc:
@@ -1837,6 +1911,16 @@ def main() -> None:
         _fail(str(exc), 1)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except OSError as exc:
+        if os.environ.get("WORKFLOW_MCP_DEBUG"):
+            raise
+        # Not a file the command names (those are reported where they are written): its output.
+        where = f"writing {exc.filename}" if exc.filename else "writing to standard output or error"
+        _fail(
+            f"{where} failed: {_os_error(exc)}; whatever the command stored stays stored "
+            "(`workflow-mcp runs list`)",
+            1,
+        )
     except Exception as exc:  # the top-level handler: never show a traceback by default
         if os.environ.get("WORKFLOW_MCP_DEBUG"):
             raise

@@ -22,6 +22,7 @@
     │                                (unknown agent type, zero tools, a non-string model, an unusable
     │                                schema): the workflow's agent() rejects with ``js_name``
     ├── LibraryError                 a workflow-library use case refused or failed (typed ``reason``)
+    ├── FileWriteError               a file kept beside the state database (approvals) could not be written
     └── StoreError                   the state database refused an operation (unreadable, newer release)
         ├── RunClaimedError          another live process already executes or resumes that run
         ├── ClaimLostError           a run this process executes was taken over (its lease had expired)
@@ -45,6 +46,7 @@ __all__ = [
     "CallNotServableError",
     "ClaimLostError",
     "EventBatchError",
+    "FileWriteError",
     "IdempotencyKeyReusedError",
     "InvalidInputError",
     "LibraryError",
@@ -457,11 +459,18 @@ class StoreFullError(StoreError):
 
     ``file_size_limit`` (bytes) is set when the process's file-size limit (``ulimit -f``,
     ``RLIMIT_FSIZE``) was reached; otherwise ``free_bytes`` is what the file system has left at
-    ``directory``. The failed transaction is rolled back: every stored run stays readable.
+    ``directory``. The failed transaction is rolled back: every stored run stays readable. ``then``
+    says what to do once space is back (default: resume the run).
     """
 
     def __init__(
-        self, path: str, *, directory: str, free_bytes: int | None, file_size_limit: int | None = None
+        self,
+        path: str,
+        *,
+        directory: str,
+        free_bytes: int | None,
+        file_size_limit: int | None = None,
+        then: str = "resume the run (`workflow-mcp resume RUN_ID`)",
     ) -> None:
         self.path = path
         self.directory = directory
@@ -476,7 +485,7 @@ class StoreFullError(StoreError):
             fix = "free some space"
         super().__init__(
             f"{what}; nothing was half-written and every stored run stays readable. To continue, {fix}, "
-            "then resume the run (`workflow-mcp resume RUN_ID`)"
+            f"then {then}"
         )
 
 
@@ -539,3 +548,33 @@ class LibraryError(WorkflowMcpError):
     def to_json(self) -> dict[str, Any]:
         """``{"reason", "message", "errors"}``."""
         return {"reason": self.reason, "message": self.detail, "errors": self.errors}
+
+
+class FileWriteError(WorkflowMcpError):
+    """Raised when a file this package keeps beside the state database (the source approvals file)
+    cannot be written: the disk or the quota is full (``ENOSPC``, ``EDQUOT``), the file system is
+    read-only (``EROFS``), permission is denied, or a directory on the way is a symbolic link
+    (``ELOOP``). The file is only ever replaced whole, so it keeps what it held before.
+
+    ``path`` is the file, ``code`` the system's error name (``"ENOSPC"``), ``free_bytes`` what the file
+    system has left at ``directory`` (``None`` when it cannot be told).
+    """
+
+    def __init__(
+        self, what: str, path: str, *, code: str, detail: str, directory: str, free_bytes: int | None
+    ) -> None:
+        self.path = path
+        self.code = code
+        self.directory = directory
+        self.free_bytes = free_bytes
+        if code in ("ENOSPC", "EDQUOT"):
+            free = "unknown" if free_bytes is None else f"{free_bytes:,}"
+            why = f"the {'disk' if code == 'ENOSPC' else 'disk quota'} is full ({free} bytes free at {directory})"
+            fix = "free some space"
+        else:
+            why = detail
+            fix = "fix that"
+        super().__init__(
+            f"{what} {path} could not be written: {why} [{code}]; it keeps what it held before. "
+            f"To continue, {fix} and try again"
+        )

@@ -16,6 +16,12 @@ Rules (the library seed's powers, given to real Claude Code workflow files):
 * **File names**: ``<slug>.js``, the slug being the name's ASCII letters and digits (accents folded)
   joined by ``-`` in lower case, ``workflow`` when none is left; when that file exists and holds another
   workflow (``Deploy`` and ``deploy``), ``<slug>-<first 8 hex of SHA-256 of the name>.js``.
+* **Look-alike names** are refused (:data:`LOOK_ALIKE_RULE`): a name with an invisible or bidi-control
+  character is ``invalid_input``; a name that only looks like one already in a workflows directory this
+  library reads is ``already_exists``. Slugs that Windows reserves as device names (``con``, ``nul``…)
+  take the hashed file name.
+* **No link is followed after resolving**: files are written, read for a delete and removed through a
+  descriptor of the workflows directory opened without following links (:mod:`workflow_mcp._safe_files`).
 * **One writer at a time** (a lock file beside the state database, across processes), and the sidecar
   decides races anyway: of two creates of one ``name@version`` exactly one wins, the other gets
   ``already_exists``. The file is written atomically (a temporary file renamed over it); when writing
@@ -37,11 +43,11 @@ import contextlib
 import copy
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
 import secrets
-import tempfile
 import threading
 import time
 import unicodedata
@@ -53,6 +59,7 @@ from typing import Any, Literal
 
 import semver
 
+from ._safe_files import RACED, opened_directory, read_file_in, remove_file_in, replace_file_in
 from .definitions.discover import DiscoveredWorkflow
 from .definitions.load import Workflow, load_workflow, validate_workflow
 from .definitions.plugins import claude_config_dir
@@ -68,6 +75,8 @@ from .store.base import DeleteConfirmation, LibraryDraft, LibraryStore, LibraryV
 
 __all__ = [
     "CONFIRM_TTL_S",
+    "LOOK_ALIKE_RULE",
+    "RESERVED_SLUGS",
     "Created",
     "DeletePrompt",
     "Deleted",
@@ -77,6 +86,7 @@ __all__ = [
     "ListedWorkflow",
     "Listing",
     "canonical_version",
+    "look_alike",
     "parse_draft_ref",
     "slugify",
 ]
@@ -134,6 +144,61 @@ def slugify(name: str) -> str:
         words.append(current)
     slug = "-".join(words)[:64].strip("-")
     return slug or "workflow"
+
+
+#: Device names Windows reserves whatever the extension (``con.js`` cannot be created there), so a
+#: library shared with Windows users never names a file so: their slugs take the hashed form.
+RESERVED_SLUGS = frozenset(
+    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+)
+
+LOOK_ALIKE_RULE = (
+    "look-alike rule: two names are one name when they are equal after Unicode NFKC normalisation "
+    "(UAX #15: composed and decomposed accents, full-width letters, ligatures), or when they have the "
+    "same length and every character in which they differ is non-ASCII and listed as confusable with the "
+    "other (Unicode confusables, UTS #39)"
+)
+
+
+def _char(ch: str) -> str:
+    """``U+200D ZERO WIDTH JOINER`` (the code point and its Unicode name, when it has one)."""
+    label = unicodedata.name(ch, "")
+    return f"U+{ord(ch):04X}" + (f" {label}" if label else "")
+
+
+def _invisible(name: str) -> str | None:
+    """The first character of ``name`` that shows nothing or reorders what follows: a control (Unicode
+    category Cc), a format character (Cf: zero-width joiners, bidi embeddings, overrides and isolates,
+    soft hyphens) or a line or paragraph separator; ``None`` when there is none."""
+    return next((ch for ch in name if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _homoglyphs(ch: str) -> frozenset[str]:
+    """The characters Unicode's confusables data lists as looking like ``ch``."""
+    from confusable_homoglyphs import confusables  # 0.2 s to load its table: only for non-ASCII names
+
+    found = confusables.is_confusable(ch, greedy=True)
+    return frozenset(h["c"] for entry in found or () for h in entry["homoglyphs"])
+
+
+def look_alike(name: str, other: str) -> str | None:
+    """How ``name`` only looks like ``other`` (see :data:`LOOK_ALIKE_RULE`), or ``None`` when they are
+    the same string or visibly different."""
+    if name == other:
+        return None
+    mine, theirs = unicodedata.normalize("NFKC", name), unicodedata.normalize("NFKC", other)
+    if mine == theirs:
+        return "they are equal after Unicode NFKC normalisation"
+    if len(mine) != len(theirs):
+        return None
+    pairs = [(a, b) for a, b in zip(mine, theirs, strict=True) if a != b]
+    if all(a.isascii() and b.isascii() for a, b in pairs):
+        return None
+    if not all(b in _homoglyphs(a) or a in _homoglyphs(b) for a, b in pairs):
+        return None
+    a, b = next((a, b) for a, b in pairs if not (a.isascii() and b.isascii()))
+    return f"{_char(a)} stands where the other has {_char(b)}, and Unicode lists them as confusable"
 
 
 def parse_draft_ref(ref: str) -> str | None:
@@ -202,7 +267,14 @@ def _clean_fields(fields: Mapping[str, Any] | None) -> dict[str, Any]:
 def _write_failed(exc: OSError, what: str) -> LibraryError:
     """``write_failed`` naming the error code and its description only (no absolute path)."""
     code = errno.errorcode.get(exc.errno or 0, "EIO")
-    return LibraryError("write_failed", f"{what} failed: {code} ({os.strerror(exc.errno or errno.EIO)})")
+    why = f"{what} failed: {code} ({os.strerror(exc.errno or errno.EIO)})"
+    if exc.errno in RACED:
+        why += (
+            "; a directory on the way to the workflows directory is a symbolic link or not a directory "
+            "(it may have been swapped while writing): the library writes only into the directory it "
+            "resolved, never through a link, so nothing was written"
+        )
+    return LibraryError("write_failed", why)
 
 
 def _store_failed(exc: StoreError, what: str) -> LibraryError:
@@ -482,10 +554,11 @@ class Library:
         return next((f for f in self._files(root) if f.name == name), None)
 
     def _file_name(self, root: str, name: str) -> str:
-        """``<slug>.js``, or ``<slug>-<hash8>.js`` when that file exists and holds another workflow."""
+        """``<slug>.js``, or ``<slug>-<hash8>.js`` when that file exists and holds another workflow or
+        the slug is a device name Windows reserves (:data:`RESERVED_SLUGS`)."""
         slug = slugify(name)
         plain = f"{slug}.js"
-        if not os.path.lexists(os.path.join(root, plain)):
+        if slug not in RESERVED_SLUGS and not os.path.lexists(os.path.join(root, plain)):
             return plain
         return f"{slug}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}.js"
 
@@ -514,7 +587,41 @@ class Library:
             raise LibraryError("invalid_input", "meta.name is blank; the library needs a visible name")
         if len(name) > MAX_NAME_CHARS:
             raise LibraryError("invalid_input", f"meta.name is longer than {MAX_NAME_CHARS} characters")
+        hidden = _invisible(name)
+        if hidden is not None:
+            raise LibraryError(
+                "invalid_input",
+                f"meta.name holds {_char(hidden)}, a character that shows nothing or reorders the text "
+                "around it (Unicode categories Cc, Cf, Zl, Zp), so two different names would look the "
+                "same; remove it",
+            )
         return workflow
+
+    def _refuse_look_alikes(
+        self, name: str, cwd: str | None, read: Mapping[str, Sequence[_Found]] | None = None
+    ) -> None:
+        """Refuse ``name`` when it only looks like a workflow, stored version or draft already in a
+        workflows directory this library reads (:data:`LOOK_ALIKE_RULE`). ``read``: the files of a
+        directory the caller has just listed (``root`` → its files), not read again.
+
+        Raises:
+            LibraryError: ``already_exists`` naming the other name, the character and the rule.
+        """
+        for _, root in self._scopes(cwd):
+            files = read[root] if read is not None and root in read else self._files(root)
+            names = {f.name for f in files}
+            names.update(v.name for v in self.store.versions(root))
+            names.update(d.name for d in self._drafts(root))
+            for other in sorted(names):
+                why = look_alike(name, other)
+                if why is not None:
+                    raise LibraryError(
+                        "already_exists",
+                        f"meta.name {name!r} is a look-alike of workflow {other!r} already in "
+                        f"{self._display(root, '', cwd).rstrip(os.sep)}: {why} ({LOOK_ALIKE_RULE}); "
+                        "give it a visibly different name, or use that workflow's exact name for a new "
+                        "version",
+                    )
 
     def create(
         self,
@@ -548,8 +655,10 @@ class Library:
         root = self._writable_root(personal, cwd)
         source_hash = _sha256(source)
         with self._writing():
+            here = list(self._files(root))
+            self._refuse_look_alikes(name, cwd, {root: here})
             stored = self._versions(root, name)
-            existing = self._file_of(root, name)
+            existing = next((f for f in here if f.name == name), None)
             current = (
                 next((v for v in stored if v.source_hash == existing.source_hash), None) if existing else None
             )
@@ -594,10 +703,17 @@ class Library:
                     f"workflow {name}@{canonical} is already stored; bump the version to store a new revision",
                 )
             try:
-                _atomic_write(root, file, source)
+                _atomic_write(root, file, source, new=existing is None)
             except OSError as exc:
                 with contextlib.suppress(StoreError):
                     self.store.remove_version(root, name, canonical)
+                if isinstance(exc, FileExistsError):
+                    raise LibraryError(
+                        "already_exists",
+                        f"{self._display(root, file, cwd)} appeared while workflow {name!r} was being "
+                        "written (another program created it); it was left as it is and nothing was "
+                        "written — look at that file, then create again",
+                    ) from exc
                 raise _write_failed(exc, f"writing workflow {name}@{canonical}") from exc
             promoted = None
             for draft in self._drafts(root):
@@ -661,6 +777,7 @@ class Library:
             expires_at=_iso(now + expires_in_s) if expires_in_s is not None else None,
         )
         with self._writing():
+            self._refuse_look_alikes(draft.name, cwd)
             try:
                 self._drop_expired(root)
                 stored, new = self.store.put_draft(draft)
@@ -1068,24 +1185,7 @@ class Library:
                 return Deleted(c.name, "draft", None, None, removed_file=False)
             removed_dir = False
             if c.file is not None:
-                path = os.path.join(c.root, c.file)
-                try:
-                    with open(path, "rb") as fh:
-                        now_hash = hashlib.sha256(fh.read()).hexdigest()
-                except FileNotFoundError:
-                    raise changed from None
-                except OSError as exc:
-                    raise _write_failed(exc, f"reading workflow {c.name}") from exc
-                if now_hash != c.source_hash or not _inside(path, c.root):
-                    raise changed
-                try:
-                    os.unlink(path)
-                except OSError as exc:
-                    raise _write_failed(exc, f"deleting workflow {c.name}") from exc
-                with contextlib.suppress(OSError):
-                    if not os.listdir(c.root):
-                        os.rmdir(c.root)
-                        removed_dir = True
+                removed_dir = self._remove_file(c.root, c.file, c.source_hash, c.name, changed)
             elif c.version is not None:
                 stored = next((v for v in self._versions(c.root, c.name) if v.version == c.version), None)
                 if stored is None or stored.source_hash != c.source_hash:
@@ -1101,6 +1201,33 @@ class Library:
                 removed_file=c.file is not None,
                 removed_directory=removed_dir,
             )
+
+    @staticmethod
+    def _remove_file(root: str, file: str, source_hash: str, name: str, changed: LibraryError) -> bool:
+        """Remove ``root/file`` if it still holds the source of ``source_hash``, through a descriptor of
+        ``root`` reached without following links (a directory swapped for a link, or a file swapped for
+        one, is ``changed``); then remove ``root`` if that emptied it. Returns whether ``root`` went."""
+        try:
+            with opened_directory(root) as dir_fd:
+                try:
+                    data, st = read_file_in(dir_fd, file)
+                except FileNotFoundError:
+                    raise changed from None
+                if hashlib.sha256(data).hexdigest() != source_hash:
+                    raise changed
+                if not remove_file_in(dir_fd, file, st):
+                    raise changed
+                if os.listdir(dir_fd):
+                    return False
+        except OSError as exc:
+            if exc.errno in RACED or isinstance(exc, FileNotFoundError):
+                raise changed from None
+            raise _write_failed(exc, f"deleting workflow {name}") from exc
+        parent, leaf = os.path.split(root)
+        with contextlib.suppress(OSError), opened_directory(parent) as parent_fd:
+            os.rmdir(leaf, dir_fd=parent_fd)  # only if still empty: rmdir refuses otherwise
+            return True
+        return False
 
 
 def _row_order(row: ListedWorkflow) -> tuple[Any, ...]:
@@ -1120,32 +1247,17 @@ class _Desc:
         return self.version > other.version
 
 
-def _inside(path: str, root: str) -> bool:
-    real = os.path.realpath(os.path.dirname(path))
-    return real == os.path.realpath(root)
-
-
-def _atomic_write(root: str, file: str, source: str) -> None:
+def _atomic_write(root: str, file: str, source: str, *, new: bool = False) -> None:
     """Write ``source`` (UTF-8, exactly) to ``root/file`` through a temporary file renamed over it, so a
-    reader sees the old file or the new one, never a part (mode 0644 less the umask)."""
-    os.makedirs(root, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=".workflow-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(source.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o644 & ~umask)
-        os.replace(tmp, os.path.join(root, file))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(root, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    reader sees the old file or the new one, never a part (mode 0644 less the umask). ``root`` (a real
+    path) is reached and created without following a link, and every step works inside it
+    (:mod:`workflow_mcp._safe_files`), so a link planted meanwhile cannot redirect the write.
+
+    With ``new`` the file must not exist yet (one created meanwhile by another program is kept).
+
+    Raises:
+        FileExistsError: ``new`` and ``root/file`` exists.
+        OSError: ``ELOOP``/``ENOTDIR`` (a component became a link or a file), ``ENOSPC``, ``EROFS``.
+    """
+    with opened_directory(root, create=True) as dir_fd:
+        replace_file_in(dir_fd, file, source.encode("utf-8"), mode=0o644, new=new)

@@ -67,6 +67,7 @@ from .errors import (
     RunNotConfirmedError,
     RunNotFoundError,
     StoreError,
+    StoreFullError,
     WorkflowMcpError,
     WorkflowNotFoundError,
 )
@@ -610,6 +611,7 @@ class WorkflowService:
         child_check: ChildCheck | None = None,
         idempotency_params: str | None = None,
         run_id: str | None = None,
+        artifacts: Sequence[tuple[str, ImageInput]] = (),
     ) -> RunHandle:
         """Record and start a run of a loaded ``workflow`` on a ``provider`` the caller built (and
         closes); returns its live handle. Needs a running event loop. :meth:`start` and :meth:`resume`
@@ -623,7 +625,8 @@ class WorkflowService:
         script included). ``worker`` is a spawned realm worker the run takes over (else it spawns one).
         ``child_check`` is asked about every nested ``workflow()`` child before it is read and before it
         runs (the MCP server passes its file scope and source approval; default: every child may run).
-        ``run_id``: the new run's id (default: a fresh one).
+        ``run_id``: the new run's id (default: a fresh one). ``artifacts`` (``(artifact_id, image)``
+        pairs) are stored with the run after it is recorded and before anything of it runs.
 
         Raises:
             RunNotFoundError: ``resume_from`` names no stored run.
@@ -684,6 +687,19 @@ class WorkflowService:
         self._starting.add(run_id)
         try:
             self.store.create_run(record)  # claims the run, and the run it resumes
+            # Stored before the run starts: a run that could not keep its inputs (a full disk) never
+            # runs, so nothing is done that a resume could not hand the same inputs again.
+            for artifact_id, image in artifacts:
+                try:
+                    self.store.put_artifact(run_id, artifact_id, image.name, image.mime_type, image.data)
+                except StoreFullError as exc:
+                    raise StoreFullError(
+                        exc.path,
+                        directory=exc.directory,
+                        free_bytes=exc.free_bytes,
+                        file_size_limit=exc.file_size_limit,
+                        then=f"start it again: run {run_id} could not store its {artifact_id} and never ran",
+                    ) from exc
         except BaseException:
             self._starting.discard(run_id)
             raise
@@ -1494,12 +1510,8 @@ class WorkflowService:
             provider_choice=choice,
             idempotency_params=idempotency_params,
             run_id=run_id,
+            artifacts=[(f"attachment-{i + 1}", image) for i, image in enumerate(images)],
         )
-        if handle.run_id == run_id:  # a new run, not the one an idempotency key found
-            for i, image in enumerate(images):
-                self.store.put_artifact(
-                    run_id, f"attachment-{i + 1}", image.name, image.mime_type, image.data
-                )
         return handle
 
     def _stored_images(self, args: Any) -> tuple[ImageInput, ...]:

@@ -296,6 +296,63 @@ def test_a_full_disk_fails_the_run_saying_so_and_the_store_stays_readable_and_re
         assert json.loads(resumed.stdout) == [50000 + len(str(i)) for i in range(40)]
 
 
+def test_approving_on_a_full_disk_exits_1_naming_the_file_and_the_earlier_approvals_stay(
+    tmp_path: Path,
+) -> None:
+    with tiny_tmpfs(tmp_path / "state", "64k") as home:
+        kept, new = write(tmp_path / "kept.js", SMALL), write(tmp_path / "new.js", SLOW)
+        assert cli("approvals", "add", str(kept), home=home, tmp=tmp_path).returncode == 0
+        filler = fill_disk(home)
+        p = cli("approvals", "add", str(new), home=home, tmp=tmp_path)
+        assert p.returncode == 1, p.stderr
+        assert f"the source approvals file {home / 'approvals.json'} could not be written" in p.stderr
+        assert "[ENOSPC]" in p.stderr and "internal error" not in p.stderr and "Traceback" not in p.stderr
+        filler.unlink()
+        listed = json.loads(cli("approvals", "list", "--json", home=home, tmp=tmp_path).stdout)
+        assert [a["name"] for a in listed["approvals"]] == ["small"]
+
+
+def test_a_result_that_cannot_be_written_to_a_full_stdout_names_the_stored_run(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(
+            [CLI, "run", str(write(tmp_path / "small.js", SMALL)), "--provider", "fake", "--events", "none"],
+            cwd=tmp_path, env=env_for(home, tmp_path), stdout=full, stderr=subprocess.PIPE, text=True,
+            timeout=WAIT_S, check=False,
+        )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    assert "internal error" not in p.stderr and "Traceback" not in p.stderr
+    assert "could not be written to standard output: ENOSPC" in p.stderr
+    run_id = p.stderr.split("run ", 1)[1].split()[0]
+    shown = json.loads(cli("runs", "show", run_id, "--json", home=home, tmp=tmp_path).stdout)
+    assert shown["status"] == "completed" and shown["result"] == "hi"
+    with open("/dev/full", "w") as full:
+        listed = subprocess.run(
+            [CLI, "runs", "list"], cwd=tmp_path, env=env_for(home, tmp_path), stdout=full,
+            stderr=subprocess.PIPE, text=True, timeout=WAIT_S, check=False,
+        )  # fmt: skip
+    assert listed.returncode == 1 and "internal error" not in listed.stderr
+    assert "standard output" in listed.stderr and "ENOSPC" in listed.stderr
+
+
+def test_an_export_to_a_full_disk_says_so_and_leaves_the_earlier_file_as_it_was(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    assert (
+        cli(
+            "run", str(write(tmp_path / "big.js", BIG)), "--provider", "fake", home=home, tmp=tmp_path
+        ).returncode
+        == 0
+    )
+    with tiny_tmpfs(tmp_path / "out", "256k") as out:
+        earlier = write(out / "runs.jsonl", "an earlier export\n")
+        exported = cli("runs", "export", "--out", str(earlier), home=home, tmp=tmp_path)
+        assert exported.returncode == 1, exported.stderr
+        assert f"cannot write --out {str(earlier)!r}" in exported.stderr and "ENOSPC" in exported.stderr
+        assert "internal error" not in exported.stderr and "Traceback" not in exported.stderr
+        assert earlier.read_text() == "an earlier export\n"
+        assert [p.name for p in out.iterdir()] == ["runs.jsonl"]  # no partial file left beside it
+
+
 def test_the_file_size_limit_fails_the_run_saying_so_and_the_store_stays_readable(tmp_path: Path) -> None:
     home = tmp_path / "state"
     assert (

@@ -9,18 +9,19 @@ narrow limits but never widen the server's.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError
+from .._safe_files import opened_directory, replace_file_in
+from ..errors import FileWriteError, InvalidInputError
 from ..events import utc_now
 
 __all__ = ["DEFAULT_MAX_RUNS", "LOCAL", "Principal", "ServerPolicy", "SourceTrust"]
@@ -159,14 +160,23 @@ class SourceTrust:
 
     def approve(self, source_hash: str, *, name: str, path: str | None, by: str | None) -> None:
         """Record that the principal whose owner is ``by`` approved ``source_hash`` (persisted when
-        ``approvals_path`` is set, merged with what other processes wrote meanwhile)."""
+        ``approvals_path`` is set, merged with what other processes wrote meanwhile).
+
+        Raises:
+            FileWriteError: the file cannot be written (a full disk names the free bytes); nothing is
+                approved and the file keeps what it held.
+        """
         entry = {"sourceHash": source_hash, "by": by, "name": name, "path": path, "approvedAt": utc_now()}
         self._change(lambda approved: approved.__setitem__((by, source_hash), entry))
 
     def revoke(self, source_hash: str, *, by: str | None) -> bool:
         """Forget that the principal whose owner is ``by`` approved ``source_hash``; ``False`` when it
         had not. Persisted like :meth:`approve`; a server sharing the file stops honouring it on its
-        next check."""
+        next check.
+
+        Raises:
+            FileWriteError: the file cannot be written; the approval stays (here and on disk).
+        """
         found: list[bool] = []
         self._change(lambda approved: found.append(approved.pop((by, source_hash), None) is not None))
         return found[0]
@@ -320,11 +330,15 @@ def _parse_approvals(text: str) -> tuple[dict[tuple[str | None, str], dict[str, 
     return found, (f"{bad} entr{'y is' if bad == 1 else 'ies are'} not approvals" if bad else None)
 
 
+_COPY = "the copy of the damaged source approvals file"
+
+
 def _back_up(path: str, raw: bytes) -> str:
     """Copy ``raw`` (the damaged content of ``path``) beside it, 0600; returns the copy's path.
 
     Raises:
-        InvalidInputError: the copy cannot be written (then nothing is changed).
+        FileWriteError: the disk or quota is full (the partial copy is removed; nothing is changed).
+        InvalidInputError: the copy cannot be created otherwise (then nothing is changed).
     """
     stamp = utc_now().replace(":", "").replace("-", "")
     backup = f"{path}.damaged-{stamp}"
@@ -334,12 +348,21 @@ def _back_up(path: str, raw: bytes) -> str:
         backup = f"{backup}-{os.getpid()}-{threading.get_ident()}"
         fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _write_failed(backup, os.path.dirname(os.path.abspath(backup)), exc, _COPY) from exc
         raise InvalidInputError(
             f"the source approvals file {path} is damaged and cannot be copied aside ({exc.strerror}); "
             "move it aside yourself and start again"
         ) from exc
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(raw)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
+        raise _write_failed(backup, os.path.dirname(os.path.abspath(backup)), exc, _COPY) from exc
     return backup
 
 
@@ -352,8 +375,12 @@ def _file_lock(path: str) -> Iterator[None]:
     except ImportError:  # not POSIX
         yield
         return
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    folder = os.path.dirname(path) or "."
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise _write_failed(path, os.path.realpath(folder), exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -362,16 +389,33 @@ def _file_lock(path: str) -> Iterator[None]:
 
 
 def _write_private(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically with 0600 permissions."""
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", text=True)
+    """Write ``text`` to ``path`` atomically with 0600 permissions: a new temporary file in the same
+    directory (reached without following links), flushed to disk, renamed over ``path``.
+
+    Raises:
+        FileWriteError: the disk or quota is full, the file system is read-only, or a directory on the
+            way is a link; ``path`` keeps what it held.
+    """
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        with opened_directory(folder, create=True, mode=0o700) as dir_fd:
+            replace_file_in(dir_fd, os.path.basename(path), text.encode("utf-8"), mode=0o600)
+    except OSError as exc:
+        raise _write_failed(path, folder, exc) from exc
+
+
+def _write_failed(
+    path: str, folder: str, exc: OSError, what: str = "the source approvals file"
+) -> FileWriteError:
+    free: int | None = None
+    with contextlib.suppress(OSError):
+        st = os.statvfs(folder)
+        free = st.f_bavail * st.f_frsize
+    return FileWriteError(
+        what,
+        path,
+        code=errno.errorcode.get(exc.errno or 0, "EIO"),
+        detail=exc.strerror or str(exc),
+        directory=folder,
+        free_bytes=free,
+    )

@@ -14,6 +14,7 @@ result with ``PRAGMA integrity_check``, and only then puts it in place.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
 
-from ..errors import StoreCorruptError, StoreError, StoreReadOnlyError
+from ..errors import StoreCorruptError, StoreError, StoreFullError, StoreReadOnlyError
 from ..events import Event
 from . import _files
 from ._process import ProcessIdentity, owner_alive
@@ -535,17 +536,58 @@ def _live_owners(db: sqlite3.Connection) -> list[ProcessIdentity]:
 
 
 def _backup(path: Path, stamp: str) -> Path:
+    """Copy ``path`` (and a non-empty ``-wal``) to ``<path>.bak-<stamp>``; on failure nothing of the
+    copy is left."""
     backup = path.with_name(f"{path.name}.bak-{stamp}")
-    for suffix in ("", "-wal"):
-        source = Path(f"{path}{suffix}")
-        if source.exists() and (suffix == "" or source.stat().st_size > 0):
-            target = Path(f"{backup}{suffix}")
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as dst, source.open("rb") as src:
-                shutil.copyfileobj(src, dst)
-                dst.flush()
-                os.fsync(dst.fileno())
+    made: list[Path] = []
+    try:
+        for suffix in ("", "-wal"):
+            source = Path(f"{path}{suffix}")
+            if source.exists() and (suffix == "" or source.stat().st_size > 0):
+                target = Path(f"{backup}{suffix}")
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                made.append(target)
+                with os.fdopen(fd, "wb") as dst, source.open("rb") as src:
+                    shutil.copyfileobj(src, dst)
+                    dst.flush()
+                    os.fsync(dst.fileno())
+    except BaseException:
+        _remove(*made)
+        raise
     return backup
+
+
+def _remove(*paths: Path) -> None:
+    """Remove each of ``paths`` and its SQLite side files, where they exist."""
+    for path in paths:
+        for name in (str(path), *(f"{path}{s}" for s in _files.SIDE_FILES)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _full(path: Path, exc: BaseException) -> StoreFullError | None:
+    """The disk-full error of a repair whose files do not fit beside ``path`` (``None``: another cause)."""
+    if isinstance(exc, StoreFullError):
+        full = True
+    elif isinstance(exc, OSError):
+        full = exc.errno in _FULL
+    else:
+        full = isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+    if not full:
+        return None
+    free: int | None = None
+    with contextlib.suppress(OSError):
+        st = os.statvfs(path.parent)
+        free = st.f_bavail * st.f_frsize
+    return StoreFullError(
+        str(path),
+        directory=str(path.parent),
+        free_bytes=free,
+        then="repair again (`workflow-mcp store repair`): the database was left as it was",
+    )
 
 
 def _integrity(path: Path) -> list[str]:
@@ -559,7 +601,9 @@ def _integrity(path: Path) -> list[str]:
 def _vacuum(db: sqlite3.Connection, target: Path) -> bool:
     try:
         db.execute("VACUUM INTO ?", (str(target),))
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+            raise  # a salvage would not fit either (and would leave runs out): refuse instead
         return False
     if _integrity(target) != ["ok"]:
         return False
@@ -588,6 +632,8 @@ def _salvage_into(db: sqlite3.Connection, target: Path, report: RepairReport) ->
                 continue
             try:
                 fresh.import_run(run.record, run.events)
+            except StoreFullError:
+                raise  # not this run's damage: the rebuilt file does not fit, and no run may be left out
             except StoreError as exc:
                 report.problems.append(f"run {run.run_id}: left out ({exc})")
                 continue
@@ -611,6 +657,8 @@ def _copy_artifacts(db: sqlite3.Connection, fresh: SqliteStore, run_id: str, rep
                 (run_id, artifact_id),
             ).fetchone()
             fresh.put_artifact(run_id, artifact_id, str(row[0]), str(row[1]), bytes(row[2]))
+        except StoreFullError:
+            raise
         except (sqlite3.DatabaseError, StoreError, TypeError) as exc:
             report.problems.append(f"run {run_id}: artifact {artifact_id} cannot be read ({exc})")
 
@@ -626,6 +674,8 @@ def repair_store(path: Path) -> RepairReport:
         StoreCorruptError: not even the file's header is readable (nothing can be salvaged; move it
             aside).
         StoreReadOnlyError: the backup cannot be written next to it (nothing was changed).
+        StoreFullError: the backup or the rebuilt file does not fit on the disk (the database is left
+            as it was, with neither of them beside it).
     """
     db, unseen = _open(path)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -642,32 +692,21 @@ def repair_store(path: Path) -> RepairReport:
         try:
             backup = _backup(path, stamp)
         except OSError as exc:
+            if (full := _full(path, exc)) is not None:
+                raise full from exc
             raise StoreReadOnlyError(
                 str(path), f"its backup cannot be written ({exc.strerror or exc}), so nothing was repaired"
             ) from exc
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
-        damaged = _damaged_records(db)
-        damaged_events = _damaged_events(db)
-        report = RepairReport(backup=backup, method="vacuum", runs=0, events=0)
-        if _vacuum(db, target):
-            check = sqlite3.connect(target)
-            try:
-                report.runs = int(check.execute("SELECT count(*) FROM runs").fetchone()[0])
-                report.events = int(check.execute("SELECT count(*) FROM events").fetchone()[0])
-            finally:
-                check.close()
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-            report.method = "salvage"
-            _salvage_into(db, target, report)
-            found = _integrity(target)
-            if found != ["ok"]:
-                raise StoreError(f"the rebuilt database {target} failed its check ({'; '.join(found)})")
-        report.problems += _rewrite_cells(target, damaged, backup)
-        report.problems += _rewrite_events(target, damaged_events, backup)
-        report.problems += _rebuild_journals(target, backup)
+        try:
+            report = _rebuild(db, target, backup)
+        except BaseException as exc:
+            _remove(target)  # the original is untouched
+            if (full := _full(path, exc)) is not None:
+                _remove(backup)  # a copy of an untouched file, taking the space the repair needs
+                raise full from exc
+            raise
     finally:
         db.close()
     os.chmod(target, 0o600)
@@ -677,4 +716,36 @@ def repair_store(path: Path) -> RepairReport:
             os.unlink(f"{path}{suffix}")
     os.replace(target, path)
     _files.clear_damage(path)
+    return report
+
+
+def _rebuild(db: sqlite3.Connection, target: Path, backup: Path) -> RepairReport:
+    """Build the repaired copy of ``db`` at ``target`` (``VACUUM INTO``, else a salvage), then rewrite
+    its damaged cells, events and journals from what ``db`` still holds.
+
+    Raises:
+        StoreError: the rebuilt database fails its check (or cannot be written: ``StoreFullError``).
+        sqlite3.OperationalError: ``VACUUM INTO`` or a rewrite hit a full disk.
+    """
+    damaged = _damaged_records(db)
+    damaged_events = _damaged_events(db)
+    report = RepairReport(backup=backup, method="vacuum", runs=0, events=0)
+    if _vacuum(db, target):
+        check = sqlite3.connect(target)
+        try:
+            report.runs = int(check.execute("SELECT count(*) FROM runs").fetchone()[0])
+            report.events = int(check.execute("SELECT count(*) FROM events").fetchone()[0])
+        finally:
+            check.close()
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        report.method = "salvage"
+        _salvage_into(db, target, report)
+        found = _integrity(target)
+        if found != ["ok"]:
+            raise StoreError(f"the rebuilt database {target} failed its check ({'; '.join(found)})")
+    report.problems += _rewrite_cells(target, damaged, backup)
+    report.problems += _rewrite_events(target, damaged_events, backup)
+    report.problems += _rebuild_journals(target, backup)
     return report
