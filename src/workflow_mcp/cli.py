@@ -1024,6 +1024,32 @@ def runs_show(run_id: str, as_json: bool) -> None:
         click.echo(f"  error: {state['error'].get('message')}")
     if "result" in state:
         click.echo("  result: " + json.dumps(state["result"], ensure_ascii=False)[:2000])
+    if state["status"] == "paused":
+        for line in _paused_lines(state):
+            click.echo(f"  {line}")
+    elif state["status"] == "interrupted":
+        click.echo(f"  interrupted: its process died; resume it with: workflow-mcp resume {state['runId']}")
+
+
+def _paused_lines(state: dict[str, Any]) -> list[str]:
+    """What ``runs show`` says of a paused run: why (``pausedReason``, with ``resetsAt`` or the
+    checkpoint's request) and the command that continues it."""
+    run_id, reason = state["runId"], state.get("pausedReason") or "unknown"
+    resume = f"workflow-mcp resume {run_id}"
+    if reason == "checkpoint_required" and isinstance(state.get("checkpointContext"), dict):
+        cp = state["checkpointContext"]
+        asked = " ".join(str(cp[k]) for k in ("tool", "command") if cp.get(k)) or str(cp.get("title") or "")
+        return [
+            f"paused: checkpoint_required: {cp.get('label') or 'an agent'} asks permission to {asked}",
+            f"answer it with: {resume} --checkpoint-reply {cp.get('checkpointId')}=allow (or =deny)",
+        ]
+    if reason == "usage_limit":
+        resets = state.get("resetsAt")
+        when = f", resets at {resets}" if resets else ""
+        return [f"paused: usage_limit{when}", f"resume it with: {resume} (--wait: once the limit resets)"]
+    if reason == "auth_required":
+        return ["paused: auth_required: the provider needs a login", f"log in, then resume it with: {resume}"]
+    return [f"paused: {reason}", f"resume it with: {resume}"]
 
 
 @runs.command(name="events")
