@@ -15,6 +15,7 @@ import contextlib
 import functools
 import json
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -1638,9 +1639,7 @@ def library_create(
                 "status": saved.status, "draftId": d.draft_id, "name": d.name, "runAs": f"{d.name}@draft",
                 "createdAt": d.created_at, "expiresAt": d.expires_at,
             }  # fmt: skip
-            line = (
-                f"draft {saved.status}: {d.name} ({d.draft_id}); run it with: workflow-mcp run {d.name}@draft"
-            )
+            line = f"draft {saved.status}: {d.name} ({d.draft_id}); run it with: workflow-mcp run {shlex.quote(d.name + '@draft')}"
         else:
             created = service.library.create(
                 text, version=version, tags=_tags(tags), category=category, author=author, personal=personal
@@ -1784,7 +1783,7 @@ def library_delete(
                 else:
                     click.echo(prompt.message)
                     click.echo(
-                        f"to delete it, run: workflow-mcp library delete {json.dumps(name)} --confirm {prompt.token}"
+                        f"to delete it, run: workflow-mcp library delete {shlex.quote(name)} --confirm {prompt.token}"
                     )
                 return
             click.echo(prompt.message, err=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -150,3 +151,28 @@ def test_delete_with_yes_removes_a_draft_and_describe_json_has_the_metadata(tmp_
     assert (root / ".claude/workflows/deploy.js").exists()  # only the draft went
     missing = cli("library", "describe", "deploy", "--draft", cwd=root)
     assert missing.returncode == 1 and "[not_found]" in missing.stderr
+
+
+def test_the_commands_printed_for_a_name_with_spaces_and_quotes_run_as_printed(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    name = "Greet Mé's $HOME"
+    source = f"export const meta = {{ name: {json.dumps(name)}, description: 'Say hello' }}\nreturn await agent('hi')\n"
+    src = write(root / "greet.src.js", source)
+
+    drafted = cli("library", "create", str(src), "--draft", cwd=root)
+    assert drafted.returncode == 0, drafted.stderr
+    printed = drafted.stdout.strip().split("; run it with: ", 1)[1]
+    argv = shlex.split(printed)
+    assert argv == ["workflow-mcp", "run", f"{name}@draft"]
+    ran = cli(*argv[1:], "--provider", "fake", "--events", "none", cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == "hi"
+
+    assert cli("library", "create", str(src), cwd=root).returncode == 0
+    asked = cli("library", "delete", name, cwd=root)  # stdin is not a terminal: the command to confirm
+    printed = asked.stdout.strip().splitlines()[-1].removeprefix("to delete it, run: ")
+    argv = shlex.split(printed)
+    assert argv[:4] == ["workflow-mcp", "library", "delete", name] and argv[4] == "--confirm"
+    deleted = cli(*argv[1:], cwd=root)
+    assert deleted.returncode == 0, deleted.stderr
+    assert not list((root / ".claude" / "workflows").glob("*.js"))
