@@ -1574,16 +1574,49 @@ def library() -> None:
     typed reason, e.g. `... [already_exists]`."""
 
 
-def _library_failed(exc: WorkflowMcpError, as_json: bool) -> NoReturn:
+_LIBRARY_NEXT_STEPS: Final = (
+    ("call workflow_list to see what exists", "`workflow-mcp library list` shows what exists"),
+    (
+        "call workflow_delete again to see the current target",
+        "run the same `workflow-mcp library delete` without --confirm to see the current target",
+    ),
+    (
+        "call workflow_delete again",
+        "run the same `workflow-mcp library delete` without --confirm for a new token",
+    ),
+    ("delete it with workflow_delete first", "delete it with `workflow-mcp library delete NAME` first"),
+    ("create one with workflow_create_draft", "create one with `workflow-mcp library create FILE --draft`"),
+    ("create one with workflow_create", "create one with `workflow-mcp library create FILE`"),
+)
+"""The library's next steps name its MCP tools; on the command line each is the command that does it."""
+
+
+def _library_words(text: str) -> str:
+    """``text`` (a library message or hint) with each MCP tool it tells the caller to use replaced by
+    the ``workflow-mcp library`` command that does the same (:data:`_LIBRARY_NEXT_STEPS`)."""
+    for tool, command in _LIBRARY_NEXT_STEPS:
+        text = text.replace(tool, command)
+    return text
+
+
+def _library_failed(exc: WorkflowMcpError, as_json: bool, source: str | None = None) -> NoReturn:
+    """Report a refused library call and exit 1: ``workflow-mcp: MESSAGE [reason]`` (``--json``: also
+    the ``{"reason", "message", "errors"}`` document on stdout), then each loader error of an
+    invalid source as ``SOURCE:LINE:COLUMN: error: …`` (``source``: the file given, or ``<stdin>``)."""
     from .errors import LibraryError
 
     if isinstance(exc, LibraryError):
         if as_json:
             click.echo(json.dumps(exc.to_json(), ensure_ascii=False, indent=2))
-        click.echo(f"workflow-mcp: {exc}", err=True)
+        if exc.reason == "invalid_source" and source is not None and exc.errors:
+            message = f"{source}: the source breaks {len(exc.errors)} loading rule(s); nothing was written"
+        else:
+            message = _library_words(exc.detail)
+        click.echo(f"workflow-mcp: {message} [{exc.reason}]", err=True)
         for e in exc.errors:
             line = f":{e['line']}" + (f":{e['column']}" if e.get("column") else "") if e.get("line") else ""
-            click.echo(f"{e.get('path') or '<source>'}{line}: error: {e['message']} [{e['rule']}]", err=True)
+            where = source or e.get("path") or "<source>"
+            click.echo(f"{where}{line}: error: {e['message']} [{e['rule']}]", err=True)
         sys.exit(1)
     _fail(str(exc), 1)
 
@@ -1639,7 +1672,8 @@ def library_create(
                 "status": saved.status, "draftId": d.draft_id, "name": d.name, "runAs": f"{d.name}@draft",
                 "createdAt": d.created_at, "expiresAt": d.expires_at,
             }  # fmt: skip
-            line = f"draft {saved.status}: {d.name} ({d.draft_id}); run it with: workflow-mcp run {shlex.quote(d.name + '@draft')}"
+            run_as = shlex.quote(f"{d.name}@draft")
+            line = f"draft {saved.status}: {d.name} ({d.draft_id}); run it with: workflow-mcp run {run_as}"
         else:
             created = service.library.create(
                 text, version=version, tags=_tags(tags), category=category, author=author, personal=personal
@@ -1652,7 +1686,7 @@ def library_create(
             }  # fmt: skip
             line = f"created {e.name}@{e.version}: {created.file}"
     except WorkflowMcpError as exc:
-        _library_failed(exc, as_json)
+        _library_failed(exc, as_json, "<stdin>" if file == "-" else file)
     finally:
         service.store.close()
     click.echo(json.dumps(doc, ensure_ascii=False, indent=2) if as_json else line)
@@ -1707,7 +1741,7 @@ def library_list(
             f"{name}\t{r['version'] or '-'}\t{','.join(r['tags']) or '-'}\t{r['category'] or '-'}\t{r['description']}"
         )
     if listing.hint:
-        click.echo(f"workflow-mcp: {listing.hint}", err=True)
+        click.echo(f"workflow-mcp: {_library_words(listing.hint)}", err=True)
 
 
 @library.command(name="describe")
