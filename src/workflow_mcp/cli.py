@@ -17,6 +17,7 @@ import functools
 import io
 import json
 import os
+import shlex
 import signal
 import stat
 import sys
@@ -1042,6 +1043,32 @@ def runs_show(run_id: str, as_json: bool) -> None:
         click.echo(f"  error: {state['error'].get('message')}")
     if "result" in state:
         click.echo("  result: " + json.dumps(state["result"], ensure_ascii=False)[:2000])
+    if state["status"] == "paused":
+        for line in _paused_lines(state):
+            click.echo(f"  {line}")
+    elif state["status"] == "interrupted":
+        click.echo(f"  interrupted: its process died; resume it with: workflow-mcp resume {state['runId']}")
+
+
+def _paused_lines(state: dict[str, Any]) -> list[str]:
+    """What ``runs show`` says of a paused run: why (``pausedReason``, with ``resetsAt`` or the
+    checkpoint's request) and the command that continues it."""
+    run_id, reason = state["runId"], state.get("pausedReason") or "unknown"
+    resume = f"workflow-mcp resume {run_id}"
+    if reason == "checkpoint_required" and isinstance(state.get("checkpointContext"), dict):
+        cp = state["checkpointContext"]
+        asked = " ".join(str(cp[k]) for k in ("tool", "command") if cp.get(k)) or str(cp.get("title") or "")
+        return [
+            f"paused: checkpoint_required: {cp.get('label') or 'an agent'} asks permission to {asked}",
+            f"answer it with: {resume} --checkpoint-reply {cp.get('checkpointId')}=allow (or =deny)",
+        ]
+    if reason == "usage_limit":
+        resets = state.get("resetsAt")
+        when = f", resets at {resets}" if resets else ""
+        return [f"paused: usage_limit{when}", f"resume it with: {resume} (--wait: once the limit resets)"]
+    if reason == "auth_required":
+        return ["paused: auth_required: the provider needs a login", f"log in, then resume it with: {resume}"]
+    return [f"paused: {reason}", f"resume it with: {resume}"]
 
 
 @runs.command(name="events")
@@ -1577,16 +1604,49 @@ def library() -> None:
     typed reason, e.g. `... [already_exists]`."""
 
 
-def _library_failed(exc: WorkflowMcpError, as_json: bool) -> NoReturn:
+_LIBRARY_NEXT_STEPS: Final = (
+    ("call workflow_list to see what exists", "`workflow-mcp library list` shows what exists"),
+    (
+        "call workflow_delete again to see the current target",
+        "run the same `workflow-mcp library delete` without --confirm to see the current target",
+    ),
+    (
+        "call workflow_delete again",
+        "run the same `workflow-mcp library delete` without --confirm for a new token",
+    ),
+    ("delete it with workflow_delete first", "delete it with `workflow-mcp library delete NAME` first"),
+    ("create one with workflow_create_draft", "create one with `workflow-mcp library create FILE --draft`"),
+    ("create one with workflow_create", "create one with `workflow-mcp library create FILE`"),
+)
+"""The library's next steps name its MCP tools; on the command line each is the command that does it."""
+
+
+def _library_words(text: str) -> str:
+    """``text`` (a library message or hint) with each MCP tool it tells the caller to use replaced by
+    the ``workflow-mcp library`` command that does the same (:data:`_LIBRARY_NEXT_STEPS`)."""
+    for tool, command in _LIBRARY_NEXT_STEPS:
+        text = text.replace(tool, command)
+    return text
+
+
+def _library_failed(exc: WorkflowMcpError, as_json: bool, source: str | None = None) -> NoReturn:
+    """Report a refused library call and exit 1: ``workflow-mcp: MESSAGE [reason]`` (``--json``: also
+    the ``{"reason", "message", "errors"}`` document on stdout), then each loader error of an
+    invalid source as ``SOURCE:LINE:COLUMN: error: …`` (``source``: the file given, or ``<stdin>``)."""
     from .errors import LibraryError
 
     if isinstance(exc, LibraryError):
         if as_json:
             click.echo(json.dumps(exc.to_json(), ensure_ascii=False, indent=2))
-        click.echo(f"workflow-mcp: {exc}", err=True)
+        if exc.reason == "invalid_source" and source is not None and exc.errors:
+            message = f"{source}: the source breaks {len(exc.errors)} loading rule(s); nothing was written"
+        else:
+            message = _library_words(exc.detail)
+        click.echo(f"workflow-mcp: {message} [{exc.reason}]", err=True)
         for e in exc.errors:
             line = f":{e['line']}" + (f":{e['column']}" if e.get("column") else "") if e.get("line") else ""
-            click.echo(f"{e.get('path') or '<source>'}{line}: error: {e['message']} [{e['rule']}]", err=True)
+            where = source or e.get("path") or "<source>"
+            click.echo(f"{where}{line}: error: {e['message']} [{e['rule']}]", err=True)
         sys.exit(1)
     _fail(str(exc), 1)
 
@@ -1642,9 +1702,8 @@ def library_create(
                 "status": saved.status, "draftId": d.draft_id, "name": d.name, "runAs": f"{d.name}@draft",
                 "createdAt": d.created_at, "expiresAt": d.expires_at,
             }  # fmt: skip
-            line = (
-                f"draft {saved.status}: {d.name} ({d.draft_id}); run it with: workflow-mcp run {d.name}@draft"
-            )
+            run_as = shlex.quote(f"{d.name}@draft")
+            line = f"draft {saved.status}: {d.name} ({d.draft_id}); run it with: workflow-mcp run {run_as}"
         else:
             created = service.library.create(
                 text, version=version, tags=_tags(tags), category=category, author=author, personal=personal
@@ -1657,7 +1716,7 @@ def library_create(
             }  # fmt: skip
             line = f"created {e.name}@{e.version}: {created.file}"
     except WorkflowMcpError as exc:
-        _library_failed(exc, as_json)
+        _library_failed(exc, as_json, "<stdin>" if file == "-" else file)
     finally:
         service.store.close()
     click.echo(json.dumps(doc, ensure_ascii=False, indent=2) if as_json else line)
@@ -1712,7 +1771,7 @@ def library_list(
             f"{name}\t{r['version'] or '-'}\t{','.join(r['tags']) or '-'}\t{r['category'] or '-'}\t{r['description']}"
         )
     if listing.hint:
-        click.echo(f"workflow-mcp: {listing.hint}", err=True)
+        click.echo(f"workflow-mcp: {_library_words(listing.hint)}", err=True)
 
 
 @library.command(name="describe")
@@ -1788,7 +1847,7 @@ def library_delete(
                 else:
                     click.echo(prompt.message)
                     click.echo(
-                        f"to delete it, run: workflow-mcp library delete {json.dumps(name)} --confirm {prompt.token}"
+                        f"to delete it, run: workflow-mcp library delete {shlex.quote(name)} --confirm {prompt.token}"
                     )
                 return
             click.echo(prompt.message, err=True)

@@ -195,4 +195,7 @@ async def watch_run(service: WorkflowService, run_id: str, *, console: Any = Non
             watch.fold(batch)
             live.update(watch.render())
         live.update(watch.render())
+    if not out.is_terminal:
+        # Off a terminal Live prints its last frame once, without ending its last line.
+        out.line()
     return state

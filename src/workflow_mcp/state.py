@@ -30,7 +30,9 @@ state for the same events.
 
 Phases are the run's phase list as Claude Code 2.1.332 shows it: ``meta.phases`` first (``pending``
 until an agent runs in them), then each new title from phase() or an agent's ``phase`` option, in
-first-use order. ``currentPhase`` is the latest new phase() title or the phase of the latest queued
+first-use order. A phase still ``running`` when the run ends takes the run's terminal status
+(``completed``, ``failed``, ``cancelled``, ``paused``, ``interrupted``): no phase of an ended run
+reads as running. ``currentPhase`` is the latest new phase() title or the phase of the latest queued
 agent call.
 """
 
@@ -290,6 +292,9 @@ class StateProjector:
     def _resumed(self, event: Event) -> None:
         state = self._run_event(event)
         state.paused_reason = state.resets_at = state.checkpoint_context = None
+        for ph in state.phases:  # what the pause closed runs on
+            if ph["status"] == "paused":
+                ph["status"] = "running"
 
     def _paused(self, event: Event) -> None:
         state = self._run_event(event)
@@ -298,6 +303,7 @@ class StateProjector:
         state.resets_at = resets if isinstance(resets, str) else None
         checkpoint = event.payload.get("checkpointContext")
         state.checkpoint_context = dict(checkpoint) if isinstance(checkpoint, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+        _close_phases(state, "paused")
 
     def _completed(self, event: Event) -> None:
         state = self._run_event(event)
@@ -317,7 +323,7 @@ class StateProjector:
         _close_phases(state, "cancelled")
 
     def _interrupted(self, event: Event) -> None:
-        self._run_event(event)
+        _close_phases(self._run_event(event), "interrupted")
 
     def _cancel_unfinished(self) -> None:
         """A call still queued or running when its run ends never finishes under this run id."""

@@ -52,6 +52,11 @@ def test_a_paused_checkpoint_is_answered_with_resume_checkpoint_reply(tmp_path: 
     run_id, cid = paused["runId"], context["checkpointId"]
     assert f"workflow-mcp resume {run_id} --checkpoint-reply {cid}=allow" in first.stderr
     assert not (tmp_path / "ran.txt").exists()
+    shown = cli("runs", "show", run_id, cwd=tmp_path).stdout.splitlines()
+    assert shown[-2:] == [
+        f"  paused: checkpoint_required: runner asks permission to {context['tool']} touch ran.txt",
+        f"  answer it with: workflow-mcp resume {run_id} --checkpoint-reply {cid}=allow (or =deny)",
+    ]
 
     done = cli("resume", run_id, "--checkpoint-reply", f"{cid}=allow", "--events", "none", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

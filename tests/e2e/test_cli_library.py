@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -14,7 +15,7 @@ DEPLOY = "export const meta = { name: 'deploy', description: 'Ship it' }\nreturn
 
 
 def _project(tmp_path: Path) -> Path:
-    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git").mkdir(parents=True)
     (tmp_path / "home").mkdir()
     return tmp_path
 
@@ -150,3 +151,77 @@ def test_delete_with_yes_removes_a_draft_and_describe_json_has_the_metadata(tmp_
     assert (root / ".claude/workflows/deploy.js").exists()  # only the draft went
     missing = cli("library", "describe", "deploy", "--draft", cwd=root)
     assert missing.returncode == 1 and "[not_found]" in missing.stderr
+
+
+def test_the_commands_printed_for_a_name_with_spaces_and_quotes_run_as_printed(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    name = "Greet Mé's $HOME"
+    source = f"export const meta = {{ name: {json.dumps(name)}, description: 'Say hello' }}\nreturn await agent('hi')\n"
+    src = write(root / "greet.src.js", source)
+
+    drafted = cli("library", "create", str(src), "--draft", cwd=root)
+    assert drafted.returncode == 0, drafted.stderr
+    printed = drafted.stdout.strip().split("; run it with: ", 1)[1]
+    argv = shlex.split(printed)
+    assert argv == ["workflow-mcp", "run", f"{name}@draft"]
+    ran = cli(*argv[1:], "--provider", "fake", "--events", "none", cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == "hi"
+
+    assert cli("library", "create", str(src), cwd=root).returncode == 0
+    asked = cli("library", "delete", name, cwd=root)  # stdin is not a terminal: the command to confirm
+    printed = asked.stdout.strip().splitlines()[-1].removeprefix("to delete it, run: ")
+    argv = shlex.split(printed)
+    assert argv[:4] == ["workflow-mcp", "library", "delete", name] and argv[4] == "--confirm"
+    deleted = cli(*argv[1:], cwd=root)
+    assert deleted.returncode == 0, deleted.stderr
+    assert not list((root / ".claude" / "workflows").glob("*.js"))
+
+
+def test_an_invalid_source_is_reported_at_the_file_and_line_given_or_at_stdin(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    bad = write(root / "bad.js", "export const meta = { name: 'bad' }\nreturn 1\n")
+
+    from_file = cli("library", "create", str(bad), cwd=root)
+    from_stdin = subprocess.run(
+        [CLI, "library", "create", "-", "--draft"], input=bad.read_text(), cwd=root,
+        env={**os.environ, "WORKFLOW_MCP_HOME": str(root / "state"), "HOME": str(root / "home")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    rule = "[meta-description]"
+    for done, where in ((from_file, str(bad)), (from_stdin, "<stdin>")):
+        assert done.returncode == 1
+        headline, error = done.stderr.splitlines()
+        assert (
+            headline
+            == f"workflow-mcp: {where}: the source breaks 1 loading rule(s); nothing was written [invalid_source]"
+        )
+        assert error.startswith(f"{where}:1:21: error: meta.description is missing") and error.endswith(rule)
+
+
+def test_refusals_name_the_library_commands_that_help_not_the_mcp_tools(tmp_path: Path) -> None:
+    root = _project(tmp_path / "project")
+    hand = write(root / ".claude" / "workflows" / "deploy.js", DEPLOY)  # written by hand: no library entry
+
+    said = {
+        "describe": cli("library", "describe", "nothing", cwd=root),
+        "delete": cli("library", "delete", "nothing", cwd=root),
+        "confirm": cli("library", "delete", "deploy", "--confirm", "not-a-token", cwd=root),
+        "create over a hand-written file": cli("library", "create", str(hand), cwd=root),
+        "list nothing": cli("library", "list", "--drafts", cwd=_project(tmp_path / "empty")),
+    }
+
+    for what, done in said.items():
+        assert "workflow_" not in done.stderr, what
+        no_traceback(done)
+    assert "`workflow-mcp library list` shows what exists [not_found]" in said["describe"].stderr
+    assert "`workflow-mcp library list` shows what exists [not_found]" in said["delete"].stderr
+    assert "without --confirm for a new token [confirmation_invalid]" in said["confirm"].stderr
+    assert (
+        "delete it with `workflow-mcp library delete NAME` first [already_exists]"
+        in said["create over a hand-written file"].stderr
+    )
+    assert said["list nothing"].stderr == (
+        "workflow-mcp: no workflows yet; create one with `workflow-mcp library create FILE`\n"
+    )

@@ -6,12 +6,13 @@ whose preview exceeds N calls."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import cli, no_traceback, write
+from test_cli import CLI, cli, no_traceback, write
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_ARGS = {"review-changes": '{"files": ["src/app.ts", "src/db.ts"]}'}
@@ -270,3 +271,50 @@ def test_prices_in_the_user_configuration_apply_under_a_project_file_without_est
     preview = plan(str(wf), cwd=tmp_path)
     assert preview["estimatedTokens"] == {"input": 400, "output": 40}
     assert preview["estimatedCostUsd"] == pytest.approx((400 * 1.0 + 40 * 2.0) / 1e6)
+
+
+def test_plan_names_calls_no_provider_would_serve_where_nothing_is_configured(tmp_path: Path) -> None:
+    wf = write(
+        tmp_path / "one.js",
+        "export const meta = { name: 'one', description: 'one call' }\nreturn await agent('x', { label: 'x' })\n",
+    )
+    scrubbed = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and k not in ("CODEX_HOME", "CLAUDE_CONFIG_DIR")
+    }
+    env = {**scrubbed, "WORKFLOW_MCP_HOME": str(tmp_path / "state"), "HOME": str(tmp_path / "home")}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([CLI, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
+    if json.loads(run("providers", "--json").stdout)["autoPick"] is not None:
+        pytest.skip("a provider is ready here without configuration, so an unconfigured run would use it")
+    preview = run("plan", str(wf), "--json")
+    ran = run("run", str(wf), "--events", "none")
+
+    assert preview.returncode == 0, preview.stderr
+    assert json.loads(preview.stdout)["problems"] == [
+        "no provider serves this call (nothing is configured and none of codex, claude, acp is ready): a run "
+        "would be refused; install or configure one, or pass --provider"
+    ]
+    assert ran.returncode == 2 and "no agent provider is available" in ran.stderr
+
+
+def test_plan_names_calls_no_rule_routes_when_the_configuration_has_no_default(tmp_path: Path) -> None:
+    wf = write(
+        tmp_path / "two.js",
+        "export const meta = { name: 'two', description: 'two calls' }\n"
+        "await agent('a', { label: 'review-a' })\nreturn await agent('b', { label: 'other' })\n",
+    )
+    config = write(tmp_path / "workflow-mcp.toml", '[[rules]]\nlabel = "review-*"\nprovider = "fake"\n')
+
+    preview = plan(str(wf), cwd=tmp_path)
+    ran = cli("run", str(wf), "--events", "none", cwd=tmp_path)
+
+    assert preview["byProvider"]["fake"]["calls"] == 1
+    assert preview["problems"] == [
+        f"{config} names no default provider and no rule matches this call: a run would be refused; "
+        'add default = "<provider>" or pass --provider'
+    ]
+    assert ran.returncode == 2 and "default: is required" in ran.stderr

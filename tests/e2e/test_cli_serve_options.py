@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,14 @@ def test_several_http_only_options_are_named_together_and_stdio_options_are_not(
     assert done.returncode == 2
     assert "--port, --max-sessions are options of the HTTP server" in done.stderr
     assert "--max-runs" not in done.stderr and "--trust" not in done.stderr
+
+
+def test_serve_http_on_a_port_already_taken_exits_2_naming_the_address(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = serve(tmp_path, "--http", "--port", str(port))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"workflow-mcp: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    assert done.stdout == ""

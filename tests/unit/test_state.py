@@ -357,3 +357,34 @@ def test_a_meta_phase_is_pending_until_an_agent_runs_in_it_and_then_current() ->
     entered = project_state(events[: first_agent + 1]).to_json()
     assert entered["phases"][0] == {"title": "Scan", "status": "running"}
     assert entered["currentPhase"] == "Scan"
+
+
+@pytest.mark.parametrize("end", ["run.paused", "run.interrupted"])
+def test_a_phase_still_running_when_its_run_pauses_or_is_interrupted_takes_that_status(end: str) -> None:
+    events = [
+        ev(1, "run.started", {"workflow": {"name": "w"}, "phases": ["Plan", "Work"]}),
+        ev(2, "agent.queued", {"label": "a", "phase": "Plan"}, "ag_1"),
+        ev(3, "agent.completed", {"label": "a", "phase": "Plan", "result": "r"}, "ag_1"),
+        ev(4, "phase.started", {"title": "Work", "source": "phase"}),
+        ev(5, "agent.queued", {"label": "b", "phase": "Work"}, "ag_2"),
+        ev(6, end, {"reason": "usage_limit"} if end == "run.paused" else {}),
+    ]
+    assert project_state(events[:-1]).phases == [
+        {"title": "Plan", "status": "running"},
+        {"title": "Work", "status": "running"},
+    ]
+    ended = end.removeprefix("run.")
+    assert project_state(events).phases == [
+        {"title": "Plan", "status": ended},
+        {"title": "Work", "status": ended},
+    ]
+
+
+def test_a_resumed_pause_runs_its_phases_on() -> None:
+    events = [
+        ev(1, "run.started", {"workflow": {"name": "w"}}),
+        ev(2, "phase.started", {"title": "Work", "source": "phase"}),
+        ev(3, "run.paused", {"reason": "usage_limit"}),
+        ev(4, "run.resumed"),
+    ]
+    assert project_state(events).phases == [{"title": "Work", "status": "running"}]

@@ -312,7 +312,20 @@ def dist_version(dist: str) -> str | None:
 
 
 def program_version(path: str, word: Literal["first", "last"] = "last") -> str | None:
-    """The ``first`` or ``last`` word ``path --version`` prints (10 s at most), or ``None``."""
+    """The ``first`` or ``last`` word ``path --version`` prints (10 s at most), or ``None`` when it
+    prints no such word holding a digit or exits with a failure status (a program that does not
+    know ``--version`` answers something else, which is no version).
+
+    Asked once per executable file and process: the answer is kept for the file's path, size and
+    modification time, so probing a provider again (every run routes through a probe, and building
+    it probes once more) starts no new process until the program is replaced."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, word, st.st_size, st.st_mtime_ns)
+    if key in _VERSIONS:
+        return _VERSIONS[key]
     try:
         done = subprocess.run(
             [path, "--version"],
@@ -325,9 +338,14 @@ def program_version(path: str, word: Literal["first", "last"] = "last") -> str |
     except (OSError, subprocess.SubprocessError):
         return None
     words = done.stdout.strip().split()
-    if not words:
-        return None
-    return words[0] if word == "first" else words[-1]
+    found = (words[0] if word == "first" else words[-1]) if words and done.returncode == 0 else None
+    version = found if found is not None and any(c.isdigit() for c in found) else None
+    _VERSIONS[key] = version
+    return version
+
+
+_VERSIONS: dict[tuple[str, str, int, int], str | None] = {}
+""":func:`program_version`'s answers by (path, word, size, modification time in ns)."""
 
 
 def probe_program(

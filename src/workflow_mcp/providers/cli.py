@@ -281,9 +281,13 @@ class CLIProvider(ProviderBase[CLISettings]):
                 problem='no command configured: set [providers.cli] command = ["program", "{prompt_file}"] '
                 "in your own configuration file",
             )
-        path, problem = configured_program(os.path.expanduser(command[0]))
+        path, _ = configured_program(os.path.expanduser(command[0]))
         if path is None:
-            return Availability(False, location=command[0], problem=problem)
+            return Availability(
+                False,
+                location=command[0],
+                problem=f"the program {command[0]!r} (the first item of command) is not an executable file",
+            )
         return Availability(
             True,
             version=program_version(path, "last"),

@@ -30,24 +30,34 @@ another named provider, or a registered name given a different ``use``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
 from ..errors import InvalidInputError
-from ._kit import program_version
+from ._kit import check_settings, program_version
 from .acp.agents import KNOWN_AGENTS, KnownAgent
 from .base import AgentProvider
 from .config import ProviderConfig, ProviderConfigError
 from .policy import DEFAULT_POLICY, Policy
-from .registry import Origin, ProviderInfo, UnknownProviderError, available, get_provider, provider_names
+from .registry import (
+    Origin,
+    ProviderInfo,
+    UnknownProviderError,
+    available,
+    get_provider,
+    load_factory,
+    provider_names,
+)
 
 __all__ = [
     "PRESETS",
     "NamedProvider",
     "Origin",
     "build_named",
+    "check_named",
     "named_providers",
     "probe_named",
     "resolve_provider",
@@ -143,6 +153,20 @@ def probe_named(
     with that error (``source`` names the file). Otherwise, and for the others, they are their
     provider's declared ones."""
     info = available(named.use, named.settings)
+    try:
+        check_named(named, source=source)
+    except ProviderConfigError as exc:
+        # Settings the provider refuses say so, not what a probe makes of them (a `command` given
+        # as a string is no "no command configured").
+        return replace(
+            info,
+            name=named.name,
+            use=named.use,
+            origin=named.origin,
+            availability=replace(
+                info.availability, available=False, version=None, problem=str(exc), install=None
+            ),
+        )
     if built and named.origin == "configured" and info.availability.available:
         info = _built_capabilities(named, info, source)
     preset = PRESETS.get(named.name) if named.origin == "preset" else None
@@ -162,12 +186,51 @@ def build_named(named: NamedProvider, *, policy: Policy, source: str) -> AgentPr
     try:
         return get_provider(named.use, named.settings, policy=policy, source=source)
     except ProviderConfigError as exc:
-        own = f"providers.{named.use}"
-        if named.name == named.use or not (exc.key == own or exc.key.startswith(own + ".")):
+        renamed = _own_key(named, exc)
+        if renamed is exc:
             raise
-        raise ProviderConfigError(
-            exc.path, f"providers.{named.name}{exc.key[len(own) :]}", exc.problem
-        ) from exc
+        raise renamed from exc
+
+
+def check_named(named: NamedProvider, *, source: str) -> None:
+    """Check ``named``'s settings as building it would — every key a setting of the provider it
+    uses, every value of its type, bounds and choices, and the provider's own rules (``check_more``:
+    a ``cli`` provider's required ``command``) — without building it or starting anything.
+
+    A name without a ``[providers.NAME]`` table is not checked (nothing was configured: the probe
+    says what is missing), nor is a provider whose module does not import or that does not
+    describe its settings with a ``settings_type`` dataclass (a third party's may not): its probe
+    and its build say what is wrong.
+
+    Raises :class:`ProviderConfigError` naming ``source`` and ``providers.<named.name>.<key>``."""
+    if not named.key:
+        return
+    try:
+        factory = load_factory(named.use)
+    except InvalidInputError:  # not installed: its probe says so
+        return
+    spec = getattr(factory, "settings_type", None)
+    if not (isinstance(spec, type) and dataclasses.is_dataclass(spec)):
+        return
+    try:
+        check_settings(spec, named.settings, provider=named.use, source=source)
+        more = getattr(factory, "check_more", None)
+        if callable(more):
+            more(named.settings, source)
+    except ProviderConfigError as exc:
+        renamed = _own_key(named, exc)
+        if renamed is exc:
+            raise
+        raise renamed from exc
+
+
+def _own_key(named: NamedProvider, exc: ProviderConfigError) -> ProviderConfigError:
+    """``exc`` with the key of the provider ``named`` uses (``providers.cli.command``) as the named
+    provider's own (``providers.mine.command``); ``exc`` itself when it names another key."""
+    own = f"providers.{named.use}"
+    if named.name == named.use or not (exc.key == own or exc.key.startswith(own + ".")):
+        return exc
+    return ProviderConfigError(exc.path, f"providers.{named.name}{exc.key[len(own) :]}", exc.problem)
 
 
 def _built_capabilities(named: NamedProvider, info: ProviderInfo, source: str) -> ProviderInfo:

@@ -21,7 +21,7 @@ from .config import ProviderConfig
 from .fake import FakeProvider
 from .named import resolve_provider
 from .registry import load_factory
-from .routing import CLAUDE_ALIASES, ModelAliasError
+from .routing import AUTO_PICK_ORDER, CLAUDE_ALIASES, ModelAliasError
 
 __all__ = ["PlannedCall", "PlannedRoute", "PlanningProvider", "planned_route"]
 
@@ -98,7 +98,16 @@ def planned_route(
             traits[name] = None if name == "auto" else _traits(name, config)
         known = traits[name]
         problem: str | None = None
-        if name != "auto" and known is None:
+        if name == "auto":
+            problem = (
+                f"{config.where} names no default provider and no rule matches this call: a run would be "
+                'refused; add default = "<provider>" or pass --provider'
+                if config.configured
+                else "no provider serves this call (nothing is configured and none of "
+                + ", ".join(AUTO_PICK_ORDER)
+                + " is ready): a run would be refused; install or configure one, or pass --provider"
+            )
+        elif known is None:
             problem = f"provider {name!r} is not installed here"
         aliases = config.models.get(name, {})
         model = request.model

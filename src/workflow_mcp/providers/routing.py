@@ -54,7 +54,7 @@ from .config import (
     load_config,
     user_config_path,
 )
-from .named import build_named, probe_named, resolve_provider
+from .named import build_named, check_named, probe_named, resolve_provider
 from .policy import Policy
 from .registry import (
     ProviderInfo,
@@ -379,6 +379,7 @@ def build_router(
         resolve_provider(name, conf, where=f"{where}: providers.{name}")
     routes: dict[str, _Route] = {}
     for name, key in wanted.items():
+        check_named(named[name], source=where)  # a refused setting is named by its key, before any probe
         info = probe_named(named[name])
         if not info.availability.available:
             raise ProviderUnavailableError(

@@ -569,7 +569,8 @@ async def serve_http(
     (:class:`~workflow_mcp.server._hosts.HostRules`).
 
     Raises:
-        InvalidInputError: a malformed ``allowed_hosts`` entry, or ``*`` with a loopback bind.
+        InvalidInputError: a malformed ``allowed_hosts`` entry, ``*`` with a loopback bind, or an
+            address that cannot be bound (a port in use: ``cannot listen on HOST:PORT: …``).
     """
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -644,13 +645,39 @@ async def serve_http(
                 )
 
     web = _Server(config)
+    try:
+        sock = _bound_socket(host, port)
+    except InvalidInputError:
+        await asyncio.shield(server.aclose("the MCP server did not start"))
+        raise
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX loops
             loop.add_signal_handler(sig, setattr, web, "should_exit", True)
     try:
-        await web.serve()
+        await web.serve(sockets=[sock])
     finally:
+        sock.close()
         await asyncio.shield(server.aclose("the MCP server stopped"))
+
+
+def _bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` as uvicorn would bind it (IPv6 when ``host`` holds a
+    ``:``), for ``uvicorn.Server.serve(sockets=…)``. Binding it here turns a port in use into an
+    error naming it, where uvicorn would log its own and exit.
+
+    Raises:
+        InvalidInputError: the address cannot be bound (``cannot listen on HOST:PORT: Address already
+            in use``).
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
 
 
 # -- the run viewer ---------------------------------------------------------------------------------
@@ -710,13 +737,7 @@ async def serve_viewer(
 
     home = Starlette(routes=[Route("/", root)])
     app = with_viewer(home, viewer_app(service, LocalControl(service), base=VIEWER_BASE))
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock = _bound_socket(host, port)
     bound = sock.getsockname()[1]
     guard: Any = HttpGuard(app, tokens, host=host, port=bound, viewer_base=VIEWER_BASE)
     if host not in ("127.0.0.1", "localhost", "::1"):

@@ -24,6 +24,7 @@ from workflow_mcp.providers._kit import (
     more_than,
     one_of,
     probe_program,
+    program_version,
     ready,
     upstream_message,
 )
@@ -352,7 +353,7 @@ def test_ready_reports_an_installed_provider_with_the_login_it_seems_to_have() -
 
 def test_a_bin_setting_is_probed_for_its_version_or_reported_unavailable(tmp_path: Any) -> None:
     program = tmp_path / "tool"
-    program.write_text('#!/bin/sh\necho "tool 1.2.3"\n')
+    program.write_text('#!/bin/sh\necho "2.0 tool 1.2.3"\n')
     missing = probe_program(str(program))
     assert isinstance(missing, Availability) and not missing.available
     assert (missing.location, missing.problem) == (
@@ -361,4 +362,29 @@ def test_a_bin_setting_is_probed_for_its_version_or_reported_unavailable(tmp_pat
     )
     program.chmod(0o755)
     assert probe_program(str(program)) == (str(program), "1.2.3")
-    assert probe_program(str(program), "first") == (str(program), "tool")
+    assert probe_program(str(program), "first") == (str(program), "2.0")
+
+
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [("agent says: hello", 0), ("tool", 0), ("", 0), ("tool 1.2.3", 1)],
+)
+def test_a_version_reply_without_a_digit_or_with_a_failure_status_is_no_version(
+    tmp_path: Any, reply: str, status: int
+) -> None:
+    program = tmp_path / "tool"
+    program.write_text(f'#!/bin/sh\necho "{reply}"\nexit {status}\n')
+    program.chmod(0o755)
+    assert program_version(str(program)) is None
+
+
+def test_a_programs_version_is_asked_once_until_the_program_changes(tmp_path: Any) -> None:
+    log = tmp_path / "asked"
+    program = tmp_path / "tool"
+    program.write_text(f'#!/bin/sh\necho x >> "{log}"\necho "tool 1.2.3"\n')
+    program.chmod(0o755)
+    assert [program_version(str(program)) for _ in range(3)] == ["1.2.3"] * 3
+    assert log.read_text() == "x\n"
+    program.write_text(f'#!/bin/sh\necho x >> "{log}"\necho "tool 1.2.40"\n')  # replaced: asked again
+    assert program_version(str(program)) == "1.2.40"
+    assert log.read_text() == "x\nx\n"
