@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -573,7 +573,7 @@ def test_a_ray_worker_killed_mid_call_retries_the_call_on_its_node_in_the_same_w
 
         def __init__(self) -> None:
             super().__init__(cluster, ProviderSpec(name="cli", cwd=str(repo), config=config))
-            self.started: list[dict[str, Any]] = []
+            self.started: list[Mapping[str, Any]] = []
             self.retries: list[str] = []
 
         async def execute(

@@ -140,7 +140,11 @@ def test_a_file_planted_under_the_chosen_name_while_creating_is_never_overwritte
 ) -> None:
     places.workflows.mkdir(parents=True)
     planted = places.workflows / "deploy.js"
-    store.swap = lambda: planted.write_text("// written by another program meanwhile\n")
+
+    def plant() -> None:
+        planted.write_text("// written by another program meanwhile\n")
+
+    store.swap = plant
     with pytest.raises(LibraryError) as exc:
         lib.create(source("deploy"))
     assert exc.value.reason == "already_exists" and "appeared while" in str(exc.value)
