@@ -83,7 +83,10 @@ class PriceTable:
 
     def cost(self, provider: str | None, model: str | None, tokens: Mapping[str, int]) -> float | None:
         """What one call with usage ``tokens`` (``{input, output, cacheRead, cacheWrite}``) cost, in
-        :attr:`currency`; ``None`` when its provider and model have no price for a kind it used."""
+        :attr:`currency`; ``None`` when its provider and model have no price for a kind it used, and
+        always without a price file (nothing is priced, so no amount is shown, not even 0)."""
+        if self.path is None and not self.prices:
+            return None
         if provider is None:
             return None if any(int(tokens.get(k, 0)) for k in TOKEN_KINDS) else 0.0
         price = self.prices.get((provider, model or ANY_MODEL)) or self.prices.get((provider, ANY_MODEL))

@@ -74,3 +74,10 @@ def test_the_service_reads_the_users_table_again_when_it_changes_and_none_withou
         service.prices()
     (tmp_path / "prices.toml").unlink()
     assert service.prices().prices == {}
+
+
+def test_without_a_price_file_no_call_has_a_cost_not_even_one_that_used_no_tokens() -> None:
+    table = load_prices(Path("/nonexistent/prices.toml"))
+    assert table.cost("fake", None, {}) is None
+    assert table.cost(None, None, {"input": 0}) is None
+    assert PriceTable.total([table.cost("fake", None, {})]) is None
