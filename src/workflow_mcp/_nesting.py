@@ -11,9 +11,10 @@ unreadable JSON applies and the message tells the writer what to change.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
-__all__ = ["MAX_VALUE_DEPTH", "NestingError", "loads"]
+__all__ = ["MAX_VALUE_DEPTH", "NestingError", "loads", "top_level"]
 
 MAX_VALUE_DEPTH: Final = 256
 """The deepest JSON value (arrays and objects; a scalar is 0 levels, ``[]`` is 1) that crosses between
@@ -48,3 +49,29 @@ def loads(text: str | bytes, *, what: str = "the JSON text", **options: Any) -> 
         return json.loads(text, **options)
     except RecursionError:
         raise NestingError(what) from None
+
+
+_TOKEN: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def top_level(text: str) -> dict[str, Any] | None:
+    """The top level of a JSON object too deep for :func:`json.loads` (every nested array or object
+    replaced by ``null``), to read its ``id`` or ``method`` and answer it; ``None`` when the text is
+    not one JSON object. Iterative: any depth is scanned."""
+    out, depth, kept = [], 0, 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth == 2:
+                out.append(text[kept : match.start()] + "null")
+        elif token in "]}":
+            depth -= 1
+            if depth == 1:
+                kept = match.end()
+    out.append(text[kept:])
+    try:
+        value = json.loads("".join(out))
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None

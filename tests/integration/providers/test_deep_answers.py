@@ -159,3 +159,64 @@ def test_an_endpoint_response_nested_past_the_limit_fails_the_call_naming_it(
     assert LIMIT in outcome.result and "its response" in outcome.result
     assert "recursion" not in outcome.result
     assert [e.type for e in outcome.events if e.type.startswith("agent.")][-1] == "agent.failed"
+
+
+# -- an ACP agent whose JSON-RPC lines nest past the limit ---------------------------------------
+
+RAW_ACP_AGENT = r"""
+import json, sys
+DEEP = "[" * 100_000 + "]" * 100_000
+def send(text): sys.stdout.write(text + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, ident = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        send(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}}))
+    elif method == "session/new":
+        send(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"sessionId": "s1"}}))
+    elif method == "session/prompt":
+        prompt = msg["params"]["prompt"][0]["text"]
+        if prompt.startswith("deep reply"):
+            send('{"jsonrpc": "2.0", "id": %s, "result": {"stopReason": "end_turn", "x": %s}}' % (json.dumps(ident), DEEP))
+        else:  # a deep notification first, then the answer
+            send('{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "x": %s}}' % DEEP)
+            update = {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "fine"}}}
+            send(json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": update}))
+            send(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"stopReason": "end_turn"}}))
+"""
+
+
+def test_an_acp_agent_reply_nested_past_the_limit_fails_its_call_at_once_naming_it(tmp_path: Path) -> None:
+    pytest.importorskip("acp", reason="the acp extra is not installed")
+    from workflow_mcp.providers.config import ProviderConfig
+    from workflow_mcp.providers.routing import build_router
+
+    agent = tmp_path / "agent.py"
+    agent.write_text(RAW_ACP_AGENT)
+    config = ProviderConfig(settings={"acp": {"command": sys.executable, "args": [str(agent)]}})
+    body = """
+const out = []
+for (const prompt of ['deep reply', 'deep notice']) {
+  try { out.push(await agent(prompt, { label: prompt })) } catch (e) { out.push('rejected: ' + String(e)) }
+}
+return out
+"""
+
+    async def scenario() -> Any:
+        router = build_router(provider="acp", config=config, cwd=str(tmp_path))
+        try:
+            return await finish(start(body, provider=router), timeout=30)  # never the old wait forever
+        finally:
+            await router.aclose()
+
+    outcome = arun(scenario())
+    assert outcome.status == "completed", outcome.error
+    deep, notice = outcome.result
+    assert deep.startswith("rejected: Error: ") and LIMIT in deep and "recursion" not in deep
+    failed = [e for e in outcome.events if e.type == "agent.failed"]
+    assert (
+        len(failed) == 1
+        and LIMIT in str(failed[0].payload)
+        and "the ACP agent's answer" in str(failed[0].payload)
+    )
+    assert notice == "fine"  # a notification too deep to read is passed over; the call goes on
