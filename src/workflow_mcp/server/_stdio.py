@@ -44,7 +44,7 @@ from pydantic import ValidationError
 from .._nesting import top_level
 from ..definitions.profile import MAX_VALUE_DEPTH
 
-__all__ = ["AnsweringStream", "Parsed", "serve_stdio_lines", "triage"]
+__all__ = ["AnsweringStream", "Parsed", "serve_stdio_lines", "too_deep_refusal", "triage"]
 
 
 async def serve_stdio_lines(lowlevel: Server[Any]) -> None:
@@ -203,6 +203,21 @@ def _too_deep() -> tuple[int, str]:
         f"Invalid params: an argument is nested deeper than {MAX_VALUE_DEPTH} levels, the most workflow-mcp "
         "accepts (rule too-deep, MAX_VALUE_DEPTH); flatten it"
     )
+
+
+def too_deep_refusal(ident: str | int | None, *, http_depth: int) -> dict[str, Any]:
+    """The JSON-RPC error (a plain JSON object) answering request ``ident`` whose body nests deeper than
+    ``http_depth`` levels, the most the Streamable HTTP transport's JSON reader goes: the same rule
+    (too-deep) as on stdio, with both numbers."""
+    if isinstance(ident, bool):
+        ident = None
+    message = (
+        f"Invalid params: the request nests arrays and objects deeper than {http_depth} levels (its own "
+        "object, params and arguments included), the most the Streamable HTTP transport reads; an "
+        f"argument may nest at most {MAX_VALUE_DEPTH} levels over stdio (rule too-deep, MAX_VALUE_DEPTH); "
+        "flatten it"
+    )
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": INVALID_PARAMS, "message": message}}
 
 
 def _refusal(value: Any, problem: tuple[int, str]) -> SessionMessage | None:
