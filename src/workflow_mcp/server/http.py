@@ -352,9 +352,9 @@ class HttpGuard:
     ) -> None:
         """Serve one authenticated request, keeping the ledger's count of ``owner``'s sessions."""
         if scope.get("method") == "POST":
-            receive, too_deep = await _depth_checked(receive)
-            if too_deep is not None:
-                await _send_json(send, 400, too_deep)
+            receive, refused = await _depth_checked(receive, headers.get("content-length"))
+            if refused is not None:
+                await _send_json(send, *refused)
                 return
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
@@ -403,15 +403,24 @@ class HttpGuard:
             ledger.session_response(session_id, status=status, deleted=scope.get("method") == "DELETE")
 
 
-async def _depth_checked(receive: Receive) -> tuple[Receive, dict[str, Any] | None]:
-    """Read a POST body (up to the SDK's own body limit; a longer one is passed on for the SDK to
-    refuse) and, when it nests arrays and objects deeper than the SDK's JSON reader goes, the
-    JSON-RPC error that answers it instead: the SDK would say only "Parse error: recursion limit
-    exceeded" with no ``id``, where stdio names the rule (:func:`~._stdio.too_deep_refusal`).
-    Returns the ``receive`` that replays the body to the app, and that error or ``None``. A body with
-    fewer brackets than the reader's depth costs two counts."""
+async def _depth_checked(receive: Receive, declared: str | None) -> tuple[Receive, tuple[int, Any] | None]:
+    """Read a POST body and what answers it instead of the app, as ``(status, JSON value)``: past
+    the SDK's body limit (``DEFAULT_MAX_REQUEST_BODY_SIZE``, 4 MiB), a 413 naming it (the SDK's own
+    says only "Request body too large"); nested deeper than the SDK's JSON reader goes, a 400 with
+    the JSON-RPC error for its ``id`` (:func:`~._stdio.too_deep_refusal`; the SDK would say only
+    "Parse error: recursion limit exceeded" with no ``id``). Returns the ``receive`` that replays the
+    body to the app, and that answer or ``None``. A body with fewer brackets than the reader's depth
+    costs two counts."""
     held: list[Message] = []
     size, complete = 0, False
+    # Refused before a byte of it is read (a length of more than 18 digits is past any limit).
+    digits = declared is not None and declared.isascii() and declared.isdigit()
+    if (
+        digits
+        and declared is not None
+        and (len(declared) > 18 or int(declared) > DEFAULT_MAX_REQUEST_BODY_SIZE)
+    ):
+        size = DEFAULT_MAX_REQUEST_BODY_SIZE + 1
     while size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
         message = await receive()
         held.append(message)
@@ -425,6 +434,10 @@ async def _depth_checked(receive: Receive) -> tuple[Receive, dict[str, Any] | No
     async def replay() -> Message:
         return held.pop(0) if held else await receive()
 
+    if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        limit = DEFAULT_MAX_REQUEST_BODY_SIZE
+        said = f"the request body is over {limit:,} bytes, the most this server reads (the MCP SDK's limit)"
+        return replay, (413, {"error": "request_too_large", "message": said})
     if not complete:
         return replay, None
     body = b"".join(m.get("body", b"") for m in held if m["type"] == "http.request")
@@ -439,9 +452,8 @@ async def _depth_checked(receive: Receive) -> tuple[Receive, dict[str, Any] | No
         return replay, None
     head = top_level(body.decode("utf-8", "replace"))
     ident = head.get("id") if head is not None else None
-    return replay, too_deep_refusal(
-        ident if isinstance(ident, str | int) else None, http_depth=_SDK_JSON_DEPTH
-    )
+    refusal = too_deep_refusal(ident if isinstance(ident, str | int) else None, http_depth=_SDK_JSON_DEPTH)
+    return replay, (400, refusal)
 
 
 _SDK_JSON_DEPTH: Final = 200
