@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInputError
+from .providers.config import MAX_CONFIG_BYTES
 
 __all__ = [
     "ANY_MODEL",
@@ -125,18 +126,29 @@ def load_prices(path: Path) -> PriceTable:
     """The table in ``path``; an empty one (nothing priced) when there is no such file.
 
     Raises:
-        PriceTableError: the file cannot be read, is not TOML, or a key is not a price.
+        PriceTableError: the file cannot be read, is over
+            :data:`~workflow_mcp.providers.config.MAX_CONFIG_BYTES` (1 MiB, as every configuration
+            file), is not TOML or is nested too deeply to read, or a key is not a price.
     """
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return PriceTable()
     except OSError as exc:
         raise PriceTableError(str(path), None, f"cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise PriceTableError(
+            str(path), None, f"is over {MAX_CONFIG_BYTES:,} bytes (workflow-mcp limit for configuration)"
+        )
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PriceTableError(str(path), None, f"is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise PriceTableError(
+            str(path), None, "nests arrays or tables too deeply to read; flatten it"
+        ) from None
     return parse_prices(data, str(path))
 
 

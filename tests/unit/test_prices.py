@@ -49,6 +49,12 @@ def test_a_providers_star_prices_every_model_and_calls_that_name_none() -> None:
             'p.toml: codex."gpt-5.5".prompt: unknown key; expected one of input',
         ),
         ('[codex."gpt-5"\ninput = 1', "p.toml: is not valid TOML"),
+        ("a = " + "[" * 100_000 + "]" * 100_000, "p.toml: nests arrays or tables too deeply to read"),
+        ("a = " + "{b = " * 50_000 + "1" + "}" * 50_000, "p.toml: nests arrays or tables too deeply to read"),
+        (
+            "# " + "x" * (1024 * 1024),
+            "p.toml: is over 1,048,576 bytes (workflow-mcp limit for configuration)",
+        ),
     ],
 )
 def test_a_bad_price_table_names_its_file_and_key(tmp_path: Path, text: str, named: str) -> None:

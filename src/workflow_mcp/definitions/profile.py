@@ -10,15 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_PROFILE", "MAX_VALUE_DEPTH", "PROFILES", "Profile", "default_concurrency", "get_profile"]
+from .._nesting import MAX_VALUE_DEPTH  # the one nesting rule, documented there
 
-MAX_VALUE_DEPTH = 256
-"""The deepest JSON value (arrays and objects; a scalar is 0 levels, ``[]`` is 1) that crosses between
-the host, the realm and the store: run args (CLI, MCP, Python API), ``workflow()`` args, agent
-options, results, recorded journal values and the final value. A workflow-mcp limit, not Claude's
-(Claude Code passes values nested 28,000 and more): the host's JSON readers recurse, so the bound keeps
-every face answering with a refusal that names it instead of overflowing a stack. The same under every
-profile; the realm gets it in its start message."""
+__all__ = ["DEFAULT_PROFILE", "MAX_VALUE_DEPTH", "PROFILES", "Profile", "default_concurrency", "get_profile"]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ import asyncio
 import dataclasses
 import importlib
 import importlib.metadata
-import json
 import os
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, Literal, Self, TypeVar, Union
 
+from .._nesting import loads
 from .base import (
     AgentContext,
     AgentExecutionError,
@@ -475,7 +475,7 @@ def upstream_message(message: str) -> str:
     """``message``, or when it is an upstream JSON error body (``{"error": {"message": …}}``)
     just that inner message."""
     try:
-        body = json.loads(message)
+        body = loads(message)
     except (ValueError, TypeError):
         return message
     inner = body.get("error") if isinstance(body, dict) else None

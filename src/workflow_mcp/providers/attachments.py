@@ -17,7 +17,9 @@ Rules (each refusal an :class:`AttachmentError` naming ``attachments[i]`` and th
   limit, the tighter of the two), and a call has at most :data:`MAX_IMAGES` (20);
 - a ``path`` is resolved by the caller's ``resolve`` (the MCP server passes its file scope, so a path
   outside the project roots or inside the state directory is refused by that scope's rule) and must
-  name a regular file.
+  name a regular file; the file is read from one descriptor opened without blocking or following a
+  last symbolic link and checked to be that file still, so a FIFO, a device or a file swapped for a
+  link after the scope looked is refused, never waited on or read.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -134,14 +137,7 @@ def _one(
     if path is not None:
         if not isinstance(path, str) or not path:
             raise AttachmentError(f"{where}.path", "must be a non-empty file path")
-        real = resolve(path, base)
-        if not os.path.isfile(real):
-            raise AttachmentError(f"{where}.path", f"{path!r} is not a file")
-        size = os.path.getsize(real)
-        if size > MAX_IMAGE_BYTES:
-            raise AttachmentError(f"{where}.path", _too_big(size))
-        with open(real, "rb") as handle:
-            raw = handle.read(MAX_IMAGE_BYTES + 1)
+        raw = _read_file(path, resolve(path, base), f"{where}.path")
         return _checked(raw, mime, name or os.path.basename(path), where, "path")
     if not isinstance(data, str):
         raise AttachmentError(f"{where}.data", "must be a base64 string")
@@ -154,6 +150,33 @@ def _one(
     except (binascii.Error, ValueError) as exc:
         raise AttachmentError(f"{where}.data", f"is not valid base64 ({exc})") from None
     return _checked(raw, mime, name or "image", where, "data")
+
+
+_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_file(path: str, real: str, where: str) -> bytes:
+    """The bytes of the regular file at ``real`` (the path ``resolve`` allowed), read from the one
+    descriptor every check looks at, so a file swapped after ``resolve`` looked is never read: opened
+    without blocking (a FIFO or a device never holds the server) and without following a symbolic
+    link at its last component; refused unless that descriptor is a regular file and, on Linux, is
+    still at ``real`` (a folder on the way replaced by a link leads elsewhere)."""
+    try:
+        fd = os.open(real, _OPEN_FLAGS)
+    except OSError as exc:
+        raise AttachmentError(where, f"{path!r} is not a file that can be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise AttachmentError(where, f"{path!r} is not a regular file")
+        if os.path.isdir("/proc/self/fd") and os.readlink(f"/proc/self/fd/{fd}") != real:
+            raise AttachmentError(where, f"{path!r} was replaced while it was opened; send it again")
+        if info.st_size > MAX_IMAGE_BYTES:
+            raise AttachmentError(where, _too_big(info.st_size))
+        with open(fd, "rb", closefd=False) as handle:
+            return handle.read(MAX_IMAGE_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 def _checked(raw: bytes, mime: str | None, name: str, where: str, key: str) -> ImageInput:

@@ -84,6 +84,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
+from .._nesting import loads
 from ._kit import (
     HTTP_STATUSES,
     FailureKind,
@@ -546,7 +547,7 @@ class CLIProvider(ProviderBase[CLISettings]):
     def _document(self, stdout: str) -> Any:
         if self.settings.output == "json":
             try:
-                return json.loads(stdout)
+                return loads(stdout, what=f"{self.backend}'s output")
             except ValueError as exc:
                 raise AgentExecutionError(
                     f'{self.backend}: its output is not JSON (providers.cli.output = "json"): {exc}; '
@@ -555,7 +556,7 @@ class CLIProvider(ProviderBase[CLISettings]):
         found: Any = None
         for line in stdout.splitlines():
             with contextlib.suppress(ValueError):
-                value = json.loads(line)
+                value = loads(line, what=f"{self.backend}'s output line")
                 if _at(value, self.settings.answer_path) is not None or found is None:
                     found = value
         if found is None:

@@ -1030,7 +1030,7 @@ def _custom_model_provider(home: Path, settings: Mapping[str, Any]) -> str | Non
     try:
         with open(home / "config.toml", "rb") as handle:
             data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, RecursionError):  # tomllib recurses into nested values
         return None
     name = data.get("model_provider")
     return name if isinstance(name, str) and name != "openai" else None

@@ -240,10 +240,34 @@ def find_config(
     return user if user.is_file() else None
 
 
-USER_ONLY_KEYS: Final = frozenset({"use", "command", "args", "bin", "cli_path", "set_env", "base_url"})
-"""Provider settings that pick a provider, an executable, its arguments, its environment or an
-endpoint: a project file (which arrives with a repository) may not set them; only the user's own
-file may."""
+USER_ONLY_KEYS: Final = frozenset(
+    {
+        "use",
+        "command",
+        "args",
+        "bin",
+        "cli_path",
+        "set_env",
+        "base_url",
+        # the environment: extra names a provider's process sees (added to the policy's), the
+        # variable read as an endpoint's key
+        "env",
+        "api_key_env",
+        # the agent's own configuration (its hooks, MCP servers, model provider, sandbox), where it works
+        # and its permission mode, each of which can run commands or widen the policy
+        "config_dir",
+        "codex_home",
+        "config",
+        "cwd",
+        "mode",
+        "session_config",
+    }
+)
+"""Provider settings that pick a provider, an executable, its arguments, its environment (``env``,
+``set_env``, ``api_key_env``), an endpoint, the agent's own configuration (``config_dir``,
+``codex_home``, Codex's ``config`` overrides), its working directory or an ACP session's mode and
+options: a project file (which arrives with a repository) may not set them; only the user's own file
+may."""
 
 
 def load_config(

@@ -89,6 +89,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .._nesting import MAX_VALUE_DEPTH
 from ..errors import InvalidInputError
 from ..patterns import BoundedPattern, compile_bounded
 from ._kit import ProviderBase
@@ -628,10 +629,9 @@ def _check_keys(raw: Mapping[Any, Any], allowed: Sequence[str], path: str, where
             raise _invalid(where, at, f"unknown key; expected one of {', '.join(allowed)}")
 
 
-_MAX_DEPTH = 256
-"""The deepest scripted ``result``: the most the engine accepts from any provider, ``MAX_VALUE_DEPTH``
-of definitions/profile.py (providers sit below definitions, so the number is repeated here and a test
-keeps the two equal); deeper would fail every call it answers."""
+_MAX_DEPTH: Final = MAX_VALUE_DEPTH
+"""The deepest scripted ``result``: the most the engine accepts from any provider; deeper would fail
+every call it answers."""
 
 
 def _check_json(value: Any, path: str, where: str) -> None:

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import urlparse
 
+from .._nesting import NestingError
 from ._kit import (
     FailureTable,
     ProviderBase,
@@ -74,6 +75,7 @@ from ._kit import (
 )
 from .base import (
     AgentContext,
+    AgentExecutionError,
     AgentRequest,
     AgentResult,
     ProviderAuthError,
@@ -385,6 +387,8 @@ class OpenAIProvider(ProviderBase[OpenAISettings]):
             return _responses_reply(await client.responses.create(**params))
         except sdk.OpenAIError as exc:  # foreign errors are translated once, here
             return self._failure(exc)
+        except RecursionError:  # the SDK's JSON reader recursed through a body nested too deeply
+            raise AgentExecutionError(f"{self.backend}: {NestingError('its response')}") from None
 
     def _failure(self, exc: Any) -> _Reply:
         """An SDK error as our outcome (:data:`FAILURES`): raises for a login, a usage limit or an

@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .._nesting import loads
+
 __all__ = ["WRAP_KEY", "StrictSchema", "parse_answer", "to_strict"]
 
 WRAP_KEY: Final = "value"
@@ -123,7 +125,7 @@ class StrictSchema:
         if node.kind == "json":
             if isinstance(value, str):
                 try:
-                    return json.loads(value)
+                    return loads(value, what="a JSON-string stand-in")
                 except ValueError:
                     return value
             return value
@@ -460,13 +462,13 @@ def parse_answer(text: str) -> tuple[bool, Any, str | None]:
     if not stripped:
         return False, None, "the reply is empty"
     try:
-        return True, json.loads(stripped), None
+        return True, loads(stripped, what="the reply"), None
     except ValueError as exc:
         first = f"not JSON: {exc}"
     blocks = [body for lang, body in _FENCE.findall(stripped) if lang.lower() in _JSON_FENCES]
     if not blocks:
         return False, None, first
     try:
-        return True, json.loads(blocks[-1].strip()), None
+        return True, loads(blocks[-1].strip(), what="the fenced block"), None
     except ValueError as exc:
         return False, None, f"the fenced block is not JSON: {exc}"

@@ -14,23 +14,30 @@ Linux namespaces (user, mount, pid, network, IPC, UTS, cgroup) where, even after
 - the network namespace is empty (loopback only, not the host's): no socket reaches anything;
 - the environment is empty, every capability is dropped, the worker cannot create further user
   namespaces (``--disable-userns``), runs in a new session (no terminal injection) and dies with its
-  parent (``--die-with-parent``).
+  parent (``--die-with-parent``);
+- it cannot start a process (:func:`no_fork_filter`: a seccomp filter, bwrap's ``--seccomp``, that
+  fails ``fork``, ``vfork`` and every ``clone`` but a thread's with ``EPERM``), so a fork bomb ends at
+  its first fork, and the worker's memory cap (``RLIMIT_DATA``, per process) bounds all the memory it
+  holds. A filter binds root too: ``RLIMIT_NPROC`` would not (the kernel exempts uid 0).
 
 Stdin, stdout and stderr stay the worker's only channel to the host. :func:`sandbox_argv` builds the
-command line; the realm worker and its tests use that one function, so what the tests show of the
+command line (with the descriptor :func:`no_fork_filter` opens); the realm worker and its tests use
+that one function, so what the tests show of the
 profile is what the worker runs under. Linux only (bubblewrap needs namespaces), bubblewrap ≥ 0.8
 (``--disable-userns``).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
+import importlib
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from ..errors import InvalidInputError, SandboxUnavailableError
 
@@ -41,6 +48,7 @@ __all__ = [
     "Sandbox",
     "bwrap_path",
     "check_sandbox",
+    "no_fork_filter",
     "sandbox_argv",
     "sandbox_failure",
 ]
@@ -105,12 +113,67 @@ def _libraries(binary: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_LDD_PATH.findall(out.stdout)))
 
 
-def sandbox_argv(command: Sequence[str], *, readable: Sequence[str] = ()) -> list[str]:
+_CLONE_THREAD: Final = 0x00010000  # <linux/sched.h>
+
+
+@functools.cache
+def _no_fork_program() -> bytes:
+    """The compiled (BPF) seccomp program of :func:`no_fork_filter`, for this machine's architecture;
+    built once by libseccomp (through ``pyseccomp``)."""
+    try:
+        seccomp: Any = importlib.import_module("pyseccomp")
+    except (ImportError, RuntimeError, OSError) as exc:  # RuntimeError: libseccomp is not installed
+        raise SandboxUnavailableError(
+            f"--sandbox bwrap needs libseccomp to keep the worker from starting processes ({exc}): install "
+            "the Debian package libseccomp2 and the Python package pyseccomp"
+        ) from None
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    for name in ("fork", "vfork"):
+        rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+    # clone's first argument is its flags: a new thread (CLONE_THREAD) is allowed, a new process not.
+    rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD, 0))
+    # clone3 passes its flags in memory a filter cannot read: ENOSYS makes the C library fall back to
+    # clone (glibc does for threads and for posix_spawn), where the rule above decides.
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    fd = os.memfd_create("workflow-realm-seccomp")
+    try:
+        with open(fd, "w+b", closefd=False) as handle:
+            rules.export_bpf(handle)
+            handle.seek(0)
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def no_fork_filter() -> int:
+    """A new readable descriptor (close-on-exec; the caller closes it once the child started) holding
+    the sandbox's seccomp program, for bwrap's ``--seccomp FD``: pass it to the child with
+    ``pass_fds``. The program fails ``fork`` and ``vfork``, and ``clone`` without ``CLONE_THREAD``,
+    with ``EPERM`` (threads still start; Node's ``child_process`` gets ``EPERM``), and ``clone3`` with
+    ``ENOSYS``; every other call is allowed. bwrap reads the descriptor before it runs the program,
+    which never holds it.
+
+    Raises:
+        SandboxUnavailableError: libseccomp or pyseccomp is not installed.
+    """
+    program = _no_fork_program()
+    fd = os.memfd_create("workflow-realm-seccomp")
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def sandbox_argv(command: Sequence[str], *, readable: Sequence[str] = (), seccomp_fd: int) -> list[str]:
     """``command`` (a program and its arguments) wrapped in the bubblewrap profile described above.
 
     ``command[0]`` (an absolute path), its libraries and every path in ``readable`` (files, e.g. the
     script it runs) are the only files visible, each read-only at its own path. The sandboxed program
-    starts in ``/tmp``.
+    starts in ``/tmp``. ``seccomp_fd`` is an open :func:`no_fork_filter` descriptor, which the caller
+    passes to bwrap (``pass_fds``).
 
     Raises:
         SandboxUnavailableError: bwrap is not installed, or ``command[0]`` is not an absolute path.
@@ -142,6 +205,7 @@ def sandbox_argv(command: Sequence[str], *, readable: Sequence[str] = ()) -> lis
     # The binds come after /tmp's tmpfs, so a Node or a script installed under /tmp stays visible.
     for path in (program, *_libraries(os.path.realpath(program)), *readable):
         argv += ["--ro-bind", os.path.realpath(path), os.path.abspath(path)]
+    argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--", *command]
 
 

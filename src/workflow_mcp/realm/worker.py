@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # asyncio is imported where it is used: `validate` never need
 
 from ..errors import RealmError
 from .messages import PROTOCOL_VERSION, Checked, Hello, WorkerMessage, decode_worker_message
-from .sandbox import Sandbox, sandbox_argv, sandbox_failure
+from .sandbox import Sandbox, no_fork_filter, sandbox_argv, sandbox_failure
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -86,7 +86,7 @@ def node_path() -> str:
     return path
 
 
-def _argv(heap_mb: int, sandbox: Sandbox = "none") -> list[str]:
+def _argv(heap_mb: int, sandbox: Sandbox = "none", seccomp_fd: int | None = None) -> list[str]:
     # --experimental-vm-modules makes Node call the worker's importModuleDynamically hook, so a
     # dynamic import() rejects with a realm-made error instead of one from the worker's own realm.
     node = [
@@ -97,7 +97,11 @@ def _argv(heap_mb: int, sandbox: Sandbox = "none") -> list[str]:
         worker_script(),
         f"--max-message-bytes={MAX_MESSAGE_BYTES}",
     ]
-    return sandbox_argv(node, readable=[worker_script()]) if sandbox == "bwrap" else node
+    if sandbox == "none":
+        return node
+    if seccomp_fd is None:
+        raise ValueError("a sandboxed worker needs its seccomp program's descriptor (no_fork_filter)")
+    return sandbox_argv(node, readable=[worker_script()], seccomp_fd=seccomp_fd)
 
 
 class MessageTooLargeError(RealmError):
@@ -304,7 +308,13 @@ class RealmWorker:
         """
         import asyncio
 
-        argv = _argv(heap_mb, sandbox)
+        seccomp_fd = no_fork_filter() if sandbox == "bwrap" else None
+        try:
+            argv = _argv(heap_mb, sandbox, seccomp_fd)
+        except BaseException:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+            raise
         # Under bwrap the spawned pid is bwrap's, and it forks Node at once: a limit set after the
         # spawn could come too late, so the child sets it on itself before exec (inherited by Node).
         preexec = _memory_preexec(memory_limit_mb(heap_mb)) if sandbox == "bwrap" else None
@@ -317,8 +327,12 @@ class RealmWorker:
                 env={},
                 limit=_STREAM_LIMIT,
                 preexec_fn=preexec,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
         )
+        if seccomp_fd is not None:
+            # Closed once the child holds its copy, also when this spawn is cancelled half-way.
+            creating.add_done_callback(lambda _: os.close(seccomp_fd))
         try:
             proc = await asyncio.shield(creating)
         except asyncio.CancelledError:

@@ -21,7 +21,6 @@ on stderr. The server keeps serving either way.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,11 +41,10 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from .._nesting import top_level
 from ..definitions.profile import MAX_VALUE_DEPTH
 
-__all__ = ["AnsweringStream", "Parsed", "serve_stdio_lines", "triage"]
-
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+__all__ = ["AnsweringStream", "Parsed", "serve_stdio_lines", "too_deep_refusal", "triage"]
 
 
 async def serve_stdio_lines(lowlevel: Server[Any]) -> None:
@@ -142,7 +140,7 @@ def triage(line: str | Parsed) -> tuple[SessionMessage | None, SessionMessage | 
         value: Any = line.value if isinstance(line, Parsed) else json.loads(line)
     except RecursionError:
         value = (
-            _shallow(line) if isinstance(line, str) else None
+            top_level(line) if isinstance(line, str) else None
         )  # deeper than Python's parser goes: far past the limit
         if value is None:
             return None, _error(None, PARSE_ERROR, "Parse error: the line is not one JSON value")
@@ -207,26 +205,19 @@ def _too_deep() -> tuple[int, str]:
     )
 
 
-def _shallow(line: str) -> dict[str, Any] | None:
-    """The top level of a JSON object too deep for ``json.loads`` (every nested value replaced by
-    ``null``), to read its ``id``; ``None`` when it is not one."""
-    out, depth, kept = [], 0, 0
-    for match in _TOKEN.finditer(line):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth == 2:
-                out.append(line[kept : match.start()] + "null")
-        elif token in "]}":
-            depth -= 1
-            if depth == 1:
-                kept = match.end()
-    out.append(line[kept:])
-    try:
-        value = json.loads("".join(out))
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+def too_deep_refusal(ident: str | int | None, *, http_depth: int) -> dict[str, Any]:
+    """The JSON-RPC error (a plain JSON object) answering request ``ident`` whose body nests deeper than
+    ``http_depth`` levels, the most the Streamable HTTP transport's JSON reader goes: the same rule
+    (too-deep) as on stdio, with both numbers."""
+    if isinstance(ident, bool):
+        ident = None
+    message = (
+        f"Invalid params: the request nests arrays and objects deeper than {http_depth} levels (its own "
+        "object, params and arguments included), the most the Streamable HTTP transport reads; an "
+        f"argument may nest at most {MAX_VALUE_DEPTH} levels over stdio (rule too-deep, MAX_VALUE_DEPTH); "
+        "flatten it"
+    )
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": INVALID_PARAMS, "message": message}}
 
 
 def _refusal(value: Any, problem: tuple[int, str]) -> SessionMessage | None:

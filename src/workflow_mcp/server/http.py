@@ -46,22 +46,26 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote
 
+import pydantic_core
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._nesting import top_level
 from ..errors import InvalidInputError
 from ._hosts import HostRules
 from ._policy import LOCAL, Principal, _write_private
 from ._shares import ClientLedger, Shares, fair_share
+from ._stdio import too_deep_refusal
 from ._tokens import token_problem
 from .mcp import PRINCIPAL_SCOPE_KEY, WorkflowMcpServer
 from .viewer import COOKIE, TOKEN_CHECK_KEY, VIEWER_BASE, LocalControl, viewer_app
@@ -347,6 +351,11 @@ class HttpGuard:
         self, scope: Scope, receive: Receive, send: Send, headers: Headers, owner: str, ledger: ClientLedger
     ) -> None:
         """Serve one authenticated request, keeping the ledger's count of ``owner``'s sessions."""
+        if scope.get("method") == "POST":
+            receive, refused = await _depth_checked(receive, headers.get("content-length"))
+            if refused is not None:
+                await _send_json(send, *refused)
+                return
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         status: int | None = None
@@ -392,6 +401,71 @@ class HttpGuard:
             await self.app(scope, receive, watch)
         finally:
             ledger.session_response(session_id, status=status, deleted=scope.get("method") == "DELETE")
+
+
+async def _depth_checked(receive: Receive, declared: str | None) -> tuple[Receive, tuple[int, Any] | None]:
+    """Read a POST body and what answers it instead of the app, as ``(status, JSON value)``: past
+    the SDK's body limit (``DEFAULT_MAX_REQUEST_BODY_SIZE``, 4 MiB), a 413 naming it (the SDK's own
+    says only "Request body too large"); nested deeper than the SDK's JSON reader goes, a 400 with
+    the JSON-RPC error for its ``id`` (:func:`~._stdio.too_deep_refusal`; the SDK would say only
+    "Parse error: recursion limit exceeded" with no ``id``). Returns the ``receive`` that replays the
+    body to the app, and that answer or ``None``. A body with fewer brackets than the reader's depth
+    costs two counts."""
+    held: list[Message] = []
+    size, complete = 0, False
+    # Refused before a byte of it is read (a length of more than 18 digits is past any limit).
+    digits = declared is not None and declared.isascii() and declared.isdigit()
+    if (
+        digits
+        and declared is not None
+        and (len(declared) > 18 or int(declared) > DEFAULT_MAX_REQUEST_BODY_SIZE)
+    ):
+        size = DEFAULT_MAX_REQUEST_BODY_SIZE + 1
+    while size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
+        message = await receive()
+        held.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            complete = True
+            break
+
+    async def replay() -> Message:
+        return held.pop(0) if held else await receive()
+
+    if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        limit = DEFAULT_MAX_REQUEST_BODY_SIZE
+        said = f"the request body is over {limit:,} bytes, the most this server reads (the MCP SDK's limit)"
+        return replay, (413, {"error": "request_too_large", "message": said})
+    if not complete:
+        return replay, None
+    body = b"".join(m.get("body", b"") for m in held if m["type"] == "http.request")
+    if body.count(b"[") + body.count(b"{") < _SDK_JSON_DEPTH:
+        return replay, None
+    try:
+        pydantic_core.from_json(body)
+    except ValueError as exc:
+        if "recursion limit" not in str(exc):
+            return replay, None  # not JSON at all: the SDK's parse error says so
+    else:
+        return replay, None
+    head = top_level(body.decode("utf-8", "replace"))
+    ident = head.get("id") if head is not None else None
+    refusal = too_deep_refusal(ident if isinstance(ident, str | int) else None, http_depth=_SDK_JSON_DEPTH)
+    return replay, (400, refusal)
+
+
+_SDK_JSON_DEPTH: Final = 200
+"""How deep the MCP SDK's HTTP transport reads a request (``pydantic_core.from_json``'s recursion limit,
+the message's own object, ``params`` and ``arguments`` included)."""
+
+
+async def _send_json(send: Send, status: int, value: Any) -> None:
+    body = json.dumps(value).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _under(path: str, base: str) -> bool:

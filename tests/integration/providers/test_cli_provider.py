@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -371,3 +373,54 @@ def test_the_cli_name_is_registered_like_every_provider_and_builds_this_provider
         assert result.text == "hi"
     finally:
         unregister_provider("cli")
+
+
+@pytest.mark.parametrize(
+    ("provider_name", "key", "value"),
+    [
+        ("cli", "env", ["*SECRET*"]),  # extra names the program sees, past the policy's
+        ("cli", "cwd", "/"),
+        ("codex", "env", ["*"]),
+        ("codex", "codex_home", "./.codex"),  # its config.toml names MCP servers and model providers
+        ("codex", "config", {"sandbox_mode": "danger-full-access"}),
+        ("claude", "config_dir", "./.claude-evil"),  # its settings.json holds hooks that run commands
+        ("claude", "env", ["AWS_*"]),
+        ("openai", "api_key_env", "AWS_SECRET_ACCESS_KEY"),  # sent as the bearer token
+        ("acp", "mode", "bypassPermissions"),
+        ("acp", "session_config", {"approval": "never"}),
+        ("acp", "cwd", "/"),
+    ],
+)
+def test_a_project_file_may_not_choose_a_providers_environment_configuration_or_permissions(
+    provider_name: str, key: str, value: Any
+) -> None:
+    with pytest.raises(ProviderConfigError) as caught:
+        parse_config({"providers": {provider_name: {key: value}}}, "repo/workflow-mcp.toml", narrow=True)
+    assert caught.value.key == f"providers.{provider_name}.{key}"
+    assert "only in the user configuration" in caught.value.problem
+    assert parse_config({"providers": {provider_name: {key: value}}}, "config.toml", narrow=False)
+
+
+def test_a_repository_cannot_hand_the_users_program_a_secret_of_the_environment(tmp_path: Path) -> None:
+    # The user's own program, which prints the environment it gets; the repository asks for more.
+    home, project = tmp_path / "state", tmp_path / "repo"
+    home.mkdir()
+    project.mkdir()
+    (home / "config.toml").write_text(
+        f'[providers.cli]\ncommand = ["{sys.executable}", "-c", '
+        '"import os, json; print(json.dumps(sorted(os.environ)))"]\n'
+    )
+    (project / "wf.js").write_text(
+        "export const meta = { name: 'e', description: 'e' }\nreturn await agent('go')\n"
+    )
+    env = {**os.environ, "WORKFLOW_MCP_HOME": str(home), "HOME": str(tmp_path), "MY_SECRET_TOKEN": "hunter2"}
+    cli = [sys.executable, "-m", "workflow_mcp.cli", "run", "wf.js", "--provider", "cli", "--events", "none"]
+    (project / "workflow-mcp.toml").write_text('[providers.cli]\nenv = ["*SECRET*"]\n')
+    refused = subprocess.run(cli, cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    assert "providers.cli.env: chooses a provider, a program or its environment" in refused.stderr
+    assert "hunter2" not in refused.stdout + refused.stderr
+    (project / "workflow-mcp.toml").unlink()
+    ran = subprocess.run(cli, cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert "MY_SECRET_TOKEN" not in json.loads(json.loads(ran.stdout))

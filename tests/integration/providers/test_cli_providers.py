@@ -103,9 +103,7 @@ def test_an_unmapped_claude_alias_exits_2_naming_the_call_before_any_provider_ca
     assert "there is no configuration file: create workflow-mcp.toml" in p.stderr
     assert "run.started" not in p.stderr and codex.mock.received == []
     # With a configuration file, the message names it and the table to add.
-    (cwd / "workflow-mcp.toml").write_text(
-        f'default = "codex"\n[providers.codex]\ncodex_home = "{codex.home}"\n'
-    )
+    (cwd / "workflow-mcp.toml").write_text('default = "codex"\n')  # CODEX_HOME comes from env
     p = cli("run", "wf.js", "--events", "none", cwd=cwd, env=env)
     assert p.returncode == 2, p.stderr
     assert f"map it in {cwd / 'workflow-mcp.toml'} under [providers.codex.models]" in p.stderr
@@ -146,9 +144,12 @@ def test_a_logged_out_provider_exits_2_before_anything_starts(tmp_path: Path) ->
 def test_a_configured_codex_run_reaches_the_mock_model(codex: CodexSetup) -> None:
     cwd = codex.cwd
     (cwd / "wf.js").write_text(WORKFLOW)
-    (cwd / "workflow-mcp.toml").write_text(
-        f'default = "codex"\n[providers.codex]\ncodex_home = "{codex.home}"\nenv = ["MOCK_API_KEY"]\n'
+    # Where Codex's configuration lives and what environment it sees are the user's file's to say.
+    (cwd / "state").mkdir()
+    (cwd / "state" / "config.toml").write_text(
+        f'[providers.codex]\ncodex_home = "{codex.home}"\nenv = ["MOCK_API_KEY"]\n'
     )
+    (cwd / "workflow-mcp.toml").write_text('default = "codex"\n')
     p = cli("run", "wf.js", "--events", "none", cwd=cwd, env={"MOCK_API_KEY": "mock-key"})
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == "cli-done"

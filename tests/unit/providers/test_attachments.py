@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,68 @@ def test_a_path_outside_the_file_scope_is_refused_by_the_scopes_rule(tmp_path: P
     assert read_attachments(
         [{"type": "image", "path": "../outside/x.png"}], base=str(project), resolve=local.resolve
     )
+
+
+def _swapping(project: Path, swap: Any) -> Any:
+    """The confined file scope's ``resolve``, which lets ``swap()`` replace what it allowed right after
+    it looked: the race a client with a writable project folder would run, made certain."""
+    confined = FileScope.of(cwd=str(project), state_dir=str(project / ".state"), confined=True)
+
+    def resolve(raw: str, base: str) -> str:
+        real = confined.resolve(raw, base)
+        swap()
+        return real
+
+    return resolve
+
+
+def test_a_file_swapped_for_a_link_after_the_scope_looked_is_refused_not_read(tmp_path: Path) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    (project / "shots").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.png").write_bytes(PNG + b"outside the roots")
+    (project / "shots" / "a.png").write_bytes(PNG)
+
+    def last_component() -> None:
+        (project / "shots" / "a.png").unlink()
+        (project / "shots" / "a.png").symlink_to(outside / "secret.png")
+
+    with pytest.raises(AttachmentError, match=r"attachments\[0\].path: 'shots/a.png' is not a file"):
+        read_attachments(
+            [{"type": "image", "path": "shots/a.png"}],
+            base=str(project),
+            resolve=_swapping(project, last_component),
+        )
+    (project / "shots" / "a.png").unlink()
+    (project / "shots" / "a.png").write_bytes(PNG)
+    (outside / "a.png").write_bytes(PNG + b"outside the roots")
+
+    def folder_on_the_way() -> None:
+        (project / "shots").rename(project / "moved")
+        (project / "shots").symlink_to(outside)
+
+    with pytest.raises(AttachmentError, match="was replaced while it was opened"):
+        read_attachments(
+            [{"type": "image", "path": "shots/a.png"}],
+            base=str(project),
+            resolve=_swapping(project, folder_on_the_way),
+        )
+
+
+@pytest.mark.timeout(10)
+def test_a_fifo_or_a_device_is_refused_at_once_never_waited_on(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.png").write_bytes(PNG)
+
+    def fifo() -> None:  # a FIFO with no writer: a blocking open would wait forever
+        (project / "a.png").unlink()
+        os.mkfifo(project / "a.png")
+
+    with pytest.raises(AttachmentError, match=r"'a\.png' is not a regular file"):
+        read_attachments(
+            [{"type": "image", "path": "a.png"}], base=str(project), resolve=_swapping(project, fifo)
+        )
+    for device in ("/dev/zero", "/dev/null"):
+        with pytest.raises(AttachmentError, match="is not a regular file"):
+            read_attachments([{"type": "image", "path": device}], base=str(project))

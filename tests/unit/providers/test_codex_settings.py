@@ -70,3 +70,13 @@ def test_a_login_is_seen_from_the_auth_file_or_a_key_name_never_its_value(
     assert "sk-secret-value" not in repr(by_key)
     (home / "auth.json").write_text("{}")
     assert CodexProvider.probe({"codex_home": str(home)}).login == f"auth file {home / 'auth.json'}"
+
+
+def test_a_codex_config_nested_too_deeply_to_read_is_no_login_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("CODEX_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "config.toml").write_text("model_provider = " + "[" * 100_000 + "]" * 100_000)
+    seen = CodexProvider.probe({"codex_home": str(tmp_path)})
+    assert seen.logged_in is False

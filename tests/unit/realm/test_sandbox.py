@@ -24,7 +24,7 @@ import pytest
 
 from workflow_mcp.errors import SandboxUnavailableError
 from workflow_mcp.realm import worker as worker_module
-from workflow_mcp.realm.sandbox import SANDBOX_TMP_BYTES, sandbox_argv
+from workflow_mcp.realm.sandbox import SANDBOX_TMP_BYTES, no_fork_filter, sandbox_argv
 from workflow_mcp.realm.worker import RealmWorker, node_path, worker_script
 
 from helpers import BWRAP_MISSING, arun, pid_alive, run_source
@@ -60,6 +60,18 @@ function done() { process.stdout.write(JSON.stringify(out) + '\n') }
 """
 
 
+def run_sandboxed(
+    command: list[str], readable: list[str], timeout: float = BOUND_S
+) -> subprocess.CompletedProcess[str]:
+    """``command`` under the worker's sandbox profile, its seccomp program included, to the end."""
+    fd = no_fork_filter()
+    try:
+        argv = sandbox_argv(command, readable=readable, seccomp_fd=fd)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={}, pass_fds=(fd,))
+    finally:
+        os.close(fd)
+
+
 def run_probe(tmp_path: Path) -> tuple[dict[str, Any], int]:
     """Run :data:`PROBE` under the sandbox profile against a listener on the host's loopback; returns
     what the probe saw and how many connections the listener accepted."""
@@ -73,11 +85,10 @@ def run_probe(tmp_path: Path) -> tuple[dict[str, Any], int]:
         listener.listen(1)
         listener.settimeout(0)
         port = listener.getsockname()[1]
-        argv = sandbox_argv(
+        proc = run_sandboxed(
             [os.path.abspath(node_path()), str(script), home, str(secret), str(os.getpid()), str(port)],
             readable=[str(script)],
         )
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND_S, env={})
         accepted = 0
         try:
             while True:
@@ -99,7 +110,7 @@ def test_code_with_full_node_cannot_read_home_or_files_outside_the_binds(tmp_pat
     assert seen["readPasswd"] == "denied:ENOENT"
     # The root holds only /dev, /proc, /tmp and the top folders of the binds (Node, its libraries,
     # the script), nothing else: no /etc, no /home.
-    argv = sandbox_argv([os.path.abspath(node_path())], readable=[str(tmp_path / "probe.js")])
+    argv = sandbox_argv([os.path.abspath(node_path())], readable=[str(tmp_path / "probe.js")], seccomp_fd=3)
     binds = [argv[i + 2] for i, arg in enumerate(argv) if arg == "--ro-bind"]
     assert sorted(seen["rootEntries"]) == sorted({"dev", "proc", "tmp"} | {Path(b).parts[1] for b in binds})
     assert "etc" not in seen["rootEntries"]
@@ -127,8 +138,7 @@ def test_the_private_tmp_is_not_the_hosts(tmp_path: Path) -> None:
             f"fs.writeFileSync('/tmp/from-sandbox-{os.getpid()}', 'x')\n"
             "process.stdout.write(JSON.stringify(fs.readdirSync('/tmp')))\n"
         )
-        argv = sandbox_argv([os.path.abspath(node_path()), str(script)], readable=[str(script)])
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND_S, env={})
+        proc = run_sandboxed([os.path.abspath(node_path()), str(script)], readable=[str(script)])
         assert proc.returncode == 0, proc.stderr
         # Only its own file, and the empty folders leading to the bound script (which lives here).
         assert sorted(json.loads(proc.stdout)) == sorted([f"from-sandbox-{os.getpid()}", tmp_path.parts[2]])
@@ -163,8 +173,7 @@ def test_code_with_full_node_cannot_fill_memory_through_its_writable_file_system
     # default half the host's RAM) or a writable /dev would let an escape exhaust the host's memory.
     script = tmp_path / "fill.js"
     script.write_text(FILL)
-    argv = sandbox_argv([os.path.abspath(node_path()), str(script)], readable=[str(script)])
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND_S, env={})
+    proc = run_sandboxed([os.path.abspath(node_path()), str(script)], readable=[str(script)])
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
     assert seen["tmp"]["error"] == "ENOSPC"
@@ -219,6 +228,60 @@ def test_the_sandboxed_worker_holds_no_descriptor_of_the_host_but_its_pipes(tmp_
         assert all(fds[fd].startswith("pipe:") for fd in ("1", "2") if fd in fds), (pid, fds)
 
 
+FORK = r"""
+const cp = require('node:child_process')
+const { Worker } = require('node:worker_threads')
+const out = {}
+const sync = cp.spawnSync(process.execPath, ['-e', '0'])
+out.spawnSync = sync.error ? sync.error.code : 'ran:' + sync.status
+try { cp.execFileSync(process.execPath, ['-e', '0']); out.execFile = 'ran' } catch (e) { out.execFile = e.code }
+let started = 0
+for (let i = 0; i < 64; i++) {
+  try { const child = cp.spawn(process.execPath, ['-e', '0']); if (child.pid !== undefined) started++; child.on('error', () => {}) } catch (e) { out.spawnThrew = e.code; break }
+}
+out.started = started
+out.pids = require('node:fs').readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length
+const status = require('node:fs').readFileSync('/proc/self/status', 'utf8')
+out.seccomp = /^Seccomp:\s*(\d)/m.exec(status)[1]
+const worker = new Worker('require("node:worker_threads").parentPort.postMessage(6 * 7)', { eval: true })
+worker.on('message', (n) => { out.thread = n; worker.terminate(); process.stdout.write(JSON.stringify(out)) })
+worker.on('error', (e) => { out.thread = 'failed:' + e.message; process.stdout.write(JSON.stringify(out)) })
+"""
+
+
+def test_code_with_full_node_cannot_start_a_process_but_threads_still_run(tmp_path: Path) -> None:
+    # A fork bomb from an escaped realm ends at its first fork (the seccomp filter, which binds root
+    # too), so the worker's per-process memory cap bounds all it can hold; Node's own threads start.
+    script = tmp_path / "fork.js"
+    script.write_text(FORK)
+    proc = run_sandboxed([os.path.abspath(node_path()), str(script)], readable=[str(script)])
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen["spawnSync"] == "EPERM"
+    assert seen["execFile"] == "EPERM"
+    assert seen["started"] == 0
+    assert seen["pids"] <= 2  # bwrap's init and Node, nothing it tried to start
+    assert seen["seccomp"] == "2"  # filter mode
+    assert seen["thread"] == 42
+
+
+def test_the_sandboxed_worker_runs_under_the_no_fork_filter() -> None:
+    async def scenario() -> list[str]:
+        worker = await RealmWorker.spawn(sandbox="bwrap")
+        try:
+            return [
+                line
+                for pid in _descendants(worker.pid)
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if line.startswith("Seccomp:")
+                and Path(f"/proc/{pid}/exe").resolve() == Path(node_path()).resolve()
+            ]
+        finally:
+            await worker.close()
+
+    assert arun(scenario()) == ["Seccomp:\t2"]
+
+
 def test_code_with_full_node_sees_no_other_process(tmp_path: Path) -> None:
     seen, _ = run_probe(tmp_path)
     assert seen["signalHost"] == "denied:ESRCH"
@@ -238,7 +301,9 @@ def test_code_with_full_node_gets_an_empty_environment(tmp_path: Path) -> None:
 
 def test_the_worker_runs_under_the_same_profile_the_probe_ran_under() -> None:
     bare = worker_module._argv(256)
-    assert worker_module._argv(256, "bwrap") == sandbox_argv(bare, readable=[worker_script()])
+    assert worker_module._argv(256, "bwrap", 7) == sandbox_argv(
+        bare, readable=[worker_script()], seccomp_fd=7
+    )
 
 
 def test_a_sandboxed_run_completes_and_its_worker_is_gone_after() -> None:
@@ -273,6 +338,30 @@ def test_a_missing_bwrap_is_an_error_naming_the_package(monkeypatch: pytest.Monk
     outcome = run_source("return 1", sandbox="bwrap")
     assert outcome.status == "failed"
     assert outcome.error is not None and "bubblewrap" in outcome.error
+
+
+def test_a_missing_libseccomp_is_an_error_naming_the_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from workflow_mcp.realm import sandbox as sandbox_module
+
+    real = importlib.import_module
+
+    def without_seccomp(name: str, *args: Any) -> Any:
+        if name == "pyseccomp":
+            raise RuntimeError("Unable to find libseccomp")  # what pyseccomp raises without the library
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", without_seccomp)
+    sandbox_module._no_fork_program.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailableError, match="libseccomp2 and the Python package pyseccomp"):
+            arun(RealmWorker.spawn(sandbox="bwrap"))
+        outcome = run_source("return 1", sandbox="bwrap")
+        assert outcome.status == "failed"
+        assert outcome.error is not None and "libseccomp" in outcome.error
+    finally:
+        sandbox_module._no_fork_program.cache_clear()
 
 
 def test_a_bwrap_override_that_is_not_executable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import collections
 import contextlib
 import importlib
+import json
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
+from ..._nesting import MAX_VALUE_DEPTH, NestingError, top_level
 from .._kit import dist_version, upstream_message
 from ..base import Checkpoint, CheckpointAsk, ProviderEvent
 from ..policy import PermissionAsk, PermissionDecision, Policy, answer_checkpoint, decide_permission
@@ -229,7 +231,9 @@ class AgentProcess:
         except OSError as exc:
             raise ProviderStartError(f"the ACP agent {self.command!r} could not start: {exc}") from exc
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
-        self.conn = sdk.connect_to_agent(AgentClient(self), self._proc.stdin, self._proc.stdout)
+        if self._proc.stdout is None:  # pragma: no cover - asked for a pipe above
+            raise ProviderStartError(f"the ACP agent {self.command!r} has no standard output")
+        self.conn = sdk.connect_to_agent(AgentClient(self), self._proc.stdin, DepthGuard(self._proc.stdout))
         schema = importlib.import_module("acp.schema")
         try:
             init = await asyncio.wait_for(
@@ -322,6 +326,68 @@ class AgentProcess:
             self._stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._stderr_task
+
+
+class DepthGuard(asyncio.StreamReader):
+    """An ACP agent's stdout as the SDK reads it (``readuntil``): one whole line at a time, and a line
+    nested too deeply for Python's JSON reader (far past ``MAX_VALUE_DEPTH``) replaced — a response by
+    an error response to the same request naming the limit, anything else by an empty line. The SDK
+    drops a line it cannot parse, so without this a reply nested 100,000 levels deep left its request
+    (``session/prompt``: the whole call) waiting forever. A :class:`asyncio.StreamReader` (the SDK
+    takes no other) whose reads go to ``stream``."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        super().__init__()
+        self._stream = stream
+
+    async def readuntil(self, separator: Any = b"\n") -> bytes:
+        """The next line, whole however long (the stream's buffer limit only sets the chunk size).
+
+        Raises:
+            asyncio.IncompleteReadError: the stream ended; ``partial`` is the rest, checked the same way.
+        """
+        chunks: list[bytes] = []
+        while True:
+            try:
+                chunks.append(await self._stream.readuntil(separator))
+                return _guarded(b"".join(chunks))
+            except asyncio.LimitOverrunError as exc:
+                chunks.append(await self._stream.readexactly(exc.consumed))
+            except asyncio.IncompleteReadError as exc:
+                chunks.append(exc.partial)
+                raise asyncio.IncompleteReadError(_guarded(b"".join(chunks)), None) from None
+
+    async def readexactly(self, n: int) -> bytes:
+        return await self._stream.readexactly(n)
+
+    async def readline(self) -> bytes:
+        try:
+            return await self.readuntil()
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial
+
+    def at_eof(self) -> bool:
+        return self._stream.at_eof()
+
+
+def _guarded(line: bytes) -> bytes:
+    """``line``, or what stands in for it when it is nested too deeply to read (see :class:`DepthGuard`).
+    A line with fewer brackets than the limit cannot be that deep, so most lines cost two counts."""
+    if line.count(b"[") + line.count(b"{") <= MAX_VALUE_DEPTH:
+        return line
+    try:
+        json.loads(line)
+    except RecursionError:
+        pass
+    except ValueError:
+        return line  # not JSON: the SDK's to report
+    else:
+        return line
+    head = top_level(line.decode("utf-8", "replace"))
+    if head is None or "id" not in head or head.get("method") is not None:
+        return b"\n"  # a notification or a request of the agent's: nobody waits for an answer
+    error = {"code": -32603, "message": str(NestingError("the ACP agent's answer"))}
+    return json.dumps({"jsonrpc": "2.0", "id": head["id"], "error": error}).encode() + b"\n"
 
 
 def kill_group(pid: int, sig: signal.Signals) -> None:
