@@ -558,7 +558,11 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     send({ t: 'timer', id, ms: delay })
     return id
   }
-  function clearTimeout_(id) {
+  // clearTimeout reads a string handle as Number(handle) ('3', '03', ' 3', '3.0' and '0x3' clear timer
+  // 3) and ignores every other non-number: a boxed Number, an object with valueOf or toString, an
+  // array, a BigInt, a Symbol (measured 2.1.332, realm-cleartimeout-handle-coercion).
+  function clearTimeout_(handle) {
+    const id = typeof handle === 'string' ? NumberCtor(handle) : handle
     if (apply(mapHas, timers, [id])) {
       apply(mapDelete, timers, [id])
       apply(mapDelete, pending, [id])
@@ -569,7 +573,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // -------------------------------------------------------------------------------------------
   let currentPhase = null
   const EMPTY = ObjectFreeze(ObjectCreate(null))
-  function agentTypeName(v) {
+  // String() of an option's copied value (agentType, phase); a copy whose String() throws (an own
+  // toString that is not a function) reads as a plain object's.
+  function optionText(v) {
     try { return StringCtor(v) } catch (e) { return '[object Object]' }
   }
   function agent(prompt, options) {
@@ -577,15 +583,23 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     let opts
     // Options are read from their boundary copy (measured, boundary-agent-options-copied).
     try { opts = options !== null && typeof options === 'object' ? boundaryCopy(options, CHILD_DEPTH) : EMPTY } catch (e) { return reject(asHostError(e)) }
+    // Options that are not a plain object carry no option (measured 2.1.332, agent-options-not-an-object:
+    // a string, number, boolean, function, Symbol or array runs as a call without options); an array
+    // still crosses the copy first, so its 4,096-entry bound holds.
+    if (ArrayIsArray(opts)) opts = EMPTY
     const label = labelOf(opts, text)
-    const phaseTitle = CHILD !== null ? CHILD.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
+    // An explicit phase is String() of the copy's value, never trimmed (measured 2.1.332,
+    // agent-phase-option-coercion: 42 -> '42', {} -> '[object Object]', ['a', 'b'] -> 'a,b',
+    // Symbol('s') -> 'Symbol(s)'); null and undefined (a function, dropped by the copy) mean none.
+    const phaseTitle = CHILD !== null ? CHILD.phase
+      : (opts.phase !== undefined && opts.phase !== null ? optionText(opts.phase) : currentPhase)
     // After the workflow returned, a call is never dispatched (measured: Claude drops it).
     if (returned) return never()
     // The options cross to the host as JSON of the copy; the host reads at most HOST_DEPTH levels.
     if (copyDepth > HOST_DEPTH) return reject(new RangeErrorCtor('agent() options are nested deeper than ' + HOST_DEPTH + ' levels'))
     const call = { t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: CHILD && CHILD.name }
     // The host looks agentType up as String() of the options' copy (Claude Code 2.1.332, measured).
-    if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = agentTypeName(opts.agentType)
+    if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = optionText(opts.agentType)
     return request(call)
   }
   function phase(title) {
@@ -1211,7 +1225,11 @@ function onPost(realm, text) {
 // the start of the host turn that made them, so timers made together fire in the order of their
 // delays however long the turn took (one Node timer per delay would count each from the moment it
 // was made, and under load a 2 ms timer made first could fire before a 1 ms one made after it). A
-// delay is at least 1 ms, as Node's setTimeout has it. One Node timer waits for the earliest entry.
+// delay is at least 1 ms, as Node's setTimeout has it, and is never wrapped: Node's setTimeout turns a
+// delay past 2^31 - 1 ms into 1 ms, while in Claude Code 2^31 ms, 2^32 + 5 ms, 1e10 ms and Infinity
+// do not fire (measured 2.1.332, realm-settimeout-large-delays), so the one Node timer that waits for
+// the earliest entry is armed for at most 2^31 - 1 ms and re-armed until the entry is due.
+const MAX_NODE_DELAY = 2147483647
 const timerQueue = []
 let timerSeq = 0
 let timerTurn = null       // performance.now() at the start of this host turn, once a timer asks
@@ -1222,7 +1240,8 @@ function addTimer(realm, id, ms) {
     timerTurn = performance.now()
     process.nextTick(() => { timerTurn = null })
   }
-  const delay = ms >= 1 && ms <= 2147483647 ? ms : 1
+  // The realm sends Number(ms) with NaN and negatives as 0, so a null (JSON's Infinity) is Infinity.
+  const delay = ms === null ? Infinity : ms >= 1 ? ms : 1
   const entry = { realm, id, due: timerTurn + delay, seq: ++timerSeq, cleared: false }
   let i = timerQueue.length
   while (i > 0 && timerQueue[i - 1].due > entry.due) i--
@@ -1235,7 +1254,7 @@ function armTimer() {
   if (timerQueue.length === 0 || timerQueue[0].due >= timerAt) return
   if (timerHandle !== null) clearTimeout(timerHandle)
   timerAt = timerQueue[0].due
-  timerHandle = setTimeout(fireTimers, Math.max(1, Math.ceil(timerAt - performance.now())))
+  timerHandle = setTimeout(fireTimers, Math.min(MAX_NODE_DELAY, Math.max(1, Math.ceil(timerAt - performance.now()))))
 }
 function fireTimers() {
   timerHandle = null
