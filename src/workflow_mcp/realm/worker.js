@@ -756,13 +756,13 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   }
   function settleSlots(kind, forkId, runners) {
     const child = CHILD && CHILD.name
-    return new PromiseCtor((resolveAll) => {
+    return new PromiseCtor((resolveAll, rejectAll) => {
       const n = runners.length
       if (n === 0) { join(forkId); resolveAll([]); return }
-      defer(() => startSlots(kind, forkId, runners, child, resolveAll))
+      defer(() => startSlots(kind, forkId, runners, child, resolveAll, rejectAll))
     })
   }
-  function startSlots(kind, forkId, runners, child, resolveAll) {
+  function startSlots(kind, forkId, runners, child, resolveAll, rejectAll) {
     const n = runners.length
     const results = []
     const failures = []
@@ -774,7 +774,12 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
         if (failures[i] !== undefined) send({ t: 'log', message: kind + '[' + i + '] failed: ' + failures[i], child })
       }
       if (dropped > 0) send({ t: 'log', message: kind + '(): ' + dropped + ' of ' + n + ' slots dropped: the token budget is spent', child })
-      resolveAll(results)
+      // The results cross the boundary copy (measured 2.1.332, fanout-results-copied: a slot's object
+      // is a copy, functions are dropped, a Date or Map becomes a plain object, an array over 4,096
+      // inside a result rejects the whole call); values passed between pipeline stages are not copied.
+      let out
+      try { out = boundaryCopy(results, CHILD_DEPTH) } catch (e) { rejectAll(asHostError(e)); return }
+      resolveAll(out)
     }
     for (let i = 0; i < n; i++) {
       put(results, i, undefined)

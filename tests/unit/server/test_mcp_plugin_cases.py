@@ -36,6 +36,7 @@ FIDELITY = [  # those whose values, failures and logs cross the MCP surface (the
     "args-number",
     "errors-failed-run-empty-message",
     "errors-failed-run-error-subclass",
+    "fanout-results-copied",
     "fanout-start-deferred",
     "pipeline-promise-items",
     "realm-intrinsics-frozen",
