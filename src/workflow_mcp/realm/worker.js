@@ -121,7 +121,7 @@ function toolList(name, v) {
 // workflow() child) and returns that realm's API to this file. Nothing in it may hand workflow code a
 // value made outside its context: host functions are called through `guard`, whose errors are rebuilt
 // here, and everything the host passes in is a primitive, JSON text, or an object another realm made.
-const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hostSpent, hostEnd, hostDrain, cfg) {
+const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hostSpent, hostEnd, hostDrain, hostStack, cfg) {
   'use strict'
   const G = globalThis
   const JSONparse = JSON.parse, JSONstringify = JSON.stringify
@@ -132,7 +132,6 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   const promiseThen = Promise.prototype.then
   const MapCtor = Map, SetCtor = Set, WeakSetCtor = WeakSet
   const ErrorCtor = Error, TypeErrorCtor = TypeError, RangeErrorCtor = RangeError
-  const captureStack = Error.captureStackTrace
   const mapGet = Map.prototype.get, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete
   const mapHas = Map.prototype.has
   const setAdd = Set.prototype.add, setHas = Set.prototype.has, setDelete = Set.prototype.delete
@@ -171,29 +170,107 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     try { return apply(fn, undefined, argv) } catch (e) { throw realmError(e) }
   }
   const post = guard(hostPost), fork = guard(hostFork), join = guard(hostJoin)
-  const spentNow = guard(hostSpent), end = guard(hostEnd), drain = guard(hostDrain)
+  const spentNow = guard(hostSpent), end = guard(hostEnd), drain = guard(hostDrain), stackAt = guard(hostStack)
 
   // Determinism (profile claude-code/2.1.332): Date.now(), argless Date()/new Date() and
   // Math.random() throw; they would make resume identity depend on the wall clock.
   const RealDate = Date
   const nondeterministic = (what) => new ErrorCtor(what + ' is not available in workflows: results must ' +
     'replay identically on resume. Pass a timestamp or a seed through args instead.')
+  // Date.now itself is replaced (not intercepted by a get trap), so the proxy keeps its invariants
+  // once the intrinsics are frozen below.
   const SafeDate = new Proxy(RealDate, {
     apply(target, self, argv) { throw nondeterministic('Date()') },
     construct(target, argv, nt) {
       if (argv.length === 0) throw nondeterministic('new Date()')
       return Reflect.construct(target, argv, nt)
     },
-    get(target, prop, recv) {
-      if (prop === 'now') return function now() { throw nondeterministic('Date.now()') }
-      return Reflect.get(target, prop, recv)
-    },
   })
+  ObjectDefineProperty(RealDate, 'now', { value: { now() { throw nondeterministic('Date.now()') } }.now, writable: true, configurable: true })
   ObjectDefineProperty(RealDate.prototype, 'constructor', { value: SafeDate, writable: true, configurable: true })
   G.Date = SafeDate
-  ObjectDefineProperty(Math, 'random', { value: function random() { throw nondeterministic('Math.random()') }, writable: true, configurable: true })
+  ObjectDefineProperty(Math, 'random', { value: { random() { throw nondeterministic('Math.random()') } }.random, writable: true, configurable: true })
   delete G.WebAssembly
   for (const n of ['SharedArrayBuffer', 'WeakRef', 'FinalizationRegistry', 'Atomics']) delete G[n]
+
+  // The intrinsics are frozen, as in Claude Code (measured 2.1.332 and 2.1.209, realm-intrinsics-frozen):
+  // every global constructor (Object, Array, Promise, Error, Proxy, the typed arrays, ...) and its
+  // prototype, the namespaces Math, JSON, Reflect and Intl with the constructors inside Intl, and the
+  // intrinsics no global names (AsyncFunction, the generator functions, %TypedArray%, the iterator
+  // prototypes). Methods (Math.max, Array.prototype.map, parseInt) and the global object are not, so
+  // an assignment to a built-in prototype or namespace throws a TypeError (strict mode) while a
+  // property added to a method or the global object works. A few inherited properties stay
+  // overridable on inheriting objects (realm-intrinsics-override): each becomes a non-enumerable,
+  // non-configurable accessor whose getter returns the original and whose setter defines an own data
+  // property on the receiver (a TypeError if the receiver is not extensible; on the prototype itself
+  // the assignment is ignored).
+  {
+    const getOwn = Object.getOwnPropertyDescriptor, ownKeys = Reflect.ownKeys, isExtensible = Object.isExtensible
+    const tame = (home, keys) => {
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]
+        const d = getOwn(home, key)
+        if (d === undefined || !('value' in d)) continue
+        const value = d.value
+        const accessors = {
+          get() { return value },
+          set(v) {
+            if (this === home) return
+            if (!isExtensible(this)) throw new TypeErrorCtor('Cannot assign to read only property ' + StringCtor(key) + ' of object')
+            ObjectDefineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true })
+          },
+        }
+        ObjectDefineProperty(home, key, { get: accessors.get, set: accessors.set, enumerable: false, configurable: false })
+      }
+    }
+    const errorKeys = ['name', 'message', 'constructor']
+    tame(Object.prototype, ['toString', 'toLocaleString', 'valueOf', 'hasOwnProperty', 'propertyIsEnumerable',
+      'isPrototypeOf', '__defineGetter__', '__defineSetter__', '__lookupGetter__', '__lookupSetter__', 'constructor'])
+    tame(Array.prototype, ['toString', 'constructor'])
+    tame(Function.prototype, ['length', 'name', 'toString', 'constructor'])
+    tame(Error.prototype, ['toString', 'name', 'message', 'constructor'])
+    for (const E of [TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError, AggregateError]) tame(E.prototype, errorKeys)
+    tame(RealDate.prototype, ['toString', 'toLocaleString', 'valueOf', 'constructor'])
+    if (typeof Iterator === 'function') tame(Iterator.prototype, ['constructor', Symbol.toStringTag])
+
+    // Only built-ins are here (no workflow code has run): those with a prototype, and Proxy, are the
+    // constructors. (Reflect.construct with a throw for every other function costs ~1 ms a realm.)
+    const isConstructor = (f) => f.prototype !== undefined || f === Proxy
+    const hard = []
+    const both = (f) => { if (f !== null && (typeof f === 'object' || typeof f === 'function')) { hard.push(f); const p = f.prototype; if (p !== null && (typeof p === 'object' || typeof p === 'function')) hard.push(p) } }
+    const gkeys = ownKeys(G)
+    for (let i = 0; i < gkeys.length; i++) {
+      const d = getOwn(G, gkeys[i])
+      if (!('value' in d)) continue
+      const v = d.value
+      if (typeof v === 'function' ? isConstructor(v) : (v !== null && typeof v === 'object' && v !== G)) both(v)
+      if (v !== null && typeof v === 'object' && v !== G) {
+        const inner = ownKeys(v)
+        for (let j = 0; j < inner.length; j++) {
+          const dd = getOwn(v, inner[j])
+          if ('value' in dd && typeof dd.value === 'function' && isConstructor(dd.value)) both(dd.value)
+        }
+      }
+    }
+    const protoOf = (x) => { try { return ObjectGetPrototypeOf(x) } catch (e) { return null } }
+    both(protoOf(async function () {}).constructor)
+    both(protoOf(function* () {}).constructor)
+    both(protoOf(async function* () {}).constructor)
+    hard.push(protoOf(function* () {}).prototype, protoOf(async function* () {}).prototype)
+    hard.push(protoOf(protoOf(async function* () {}).prototype))
+    both(protoOf(Uint8Array))
+    hard.push(protoOf([][Symbol.iterator]()), protoOf(new MapCtor().entries()), protoOf(new SetCtor().values()),
+      protoOf(''[Symbol.iterator]()), protoOf(/a/[Symbol.matchAll]('')))
+    if (typeof Iterator === 'function') {
+      if (typeof Iterator.from === 'function') hard.push(protoOf(Iterator.from({ next() { return { done: true } } })))
+      if (typeof Iterator.prototype.map === 'function') hard.push(protoOf([].values().map((x) => x)))
+    }
+    if (typeof Intl === 'object' && typeof Intl.Segmenter === 'function') {
+      const segments = new Intl.Segmenter().segment('')
+      hard.push(protoOf(segments), protoOf(segments[Symbol.iterator]()))
+    }
+    for (let i = 0; i < hard.length; i++) if (hard[i] !== null && hard[i] !== undefined) ObjectFreeze(hard[i])
+  }
 
   let seq = 0
   const pending = new MapCtor()       // id -> resolve (agent() calls, timers)
@@ -233,13 +310,12 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // called hidden), or, in an async continuation, the awaiting workflow functions (V8's async stack
   // frames, "at async ... workflow.js:L:C", behind the host's own frames: hence the higher limit).
   // Captured only when an error is made, so a call costs nothing for it.
+  // The realm's Error is frozen (its stackTraceLimit 10, as in Claude Code), so the host captures the
+  // stack, with a limit of its own; what comes back is text.
   function callSite(fn, limit) {
-    const o = {}
-    let saved
-    try { saved = ErrorCtor.stackTraceLimit; ErrorCtor.stackTraceLimit = limit } catch (x) {}
-    try { apply(captureStack, ErrorCtor, fn === undefined ? [o] : [o, fn]) } catch (x) {}
-    try { ErrorCtor.stackTraceLimit = saved } catch (x) {}
-    return o
+    let stack = ''
+    try { stack = stackAt(fn, limit) } catch (x) {}
+    return { stack }
   }
   const hereFrames = (fn) => framesOf(callSite(fn, 10))
   const awaitFrames = () => framesOf(callSite(undefined, 64))
@@ -500,8 +576,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // reads the run's spending, which the host keeps for every realm of the run.
   const budget = ObjectCreate(null)
   ObjectDefineProperty(budget, 'total', { value: TOTAL, enumerable: true })
-  budget.spent = function spent() { return spentNow() }
-  budget.remaining = function remaining() { const s = spentNow(); return TOTAL === null ? Infinity : (TOTAL - s > 0 ? TOTAL - s : 0) }
+  // methods: no prototype, not constructors (measured 2.1.332, realm-intrinsics-frozen)
+  budget.spent = ({ spent() { return spentNow() } }).spent
+  budget.remaining = ({ remaining() { const s = spentNow(); return TOTAL === null ? Infinity : (TOTAL - s > 0 ? TOTAL - s : 0) } }).remaining
   ObjectFreeze(budget)
 
   // console.* (measured, realm-console-formatting*): strings as they are, functions as their source;
@@ -530,11 +607,12 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     const c = ObjectCreate(null)
     for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
       const tag = level === 'warn' || level === 'error' ? '[' + level + '] ' : ''
-      c[level] = function (...argv) {
+      // a method: no prototype, not a constructor (measured 2.1.332)
+      c[level] = ({ [level](...argv) {
         let text = ''
         for (let i = 0; i < argv.length; i++) text += (i ? ' ' : '') + consoleText(argv[i])
         send({ t: 'log', message: tag + text, child })
-      }
+      } })[level]
     }
     return ObjectFreeze(c)
   }
@@ -558,7 +636,11 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     send({ t: 'timer', id, ms: delay })
     return id
   }
-  function clearTimeout_(id) {
+  // clearTimeout reads a string handle as Number(handle) ('3', '03', ' 3', '3.0' and '0x3' clear timer
+  // 3) and ignores every other non-number: a boxed Number, an object with valueOf or toString, an
+  // array, a BigInt, a Symbol (measured 2.1.332, realm-cleartimeout-handle-coercion).
+  function clearTimeout_(handle) {
+    const id = typeof handle === 'string' ? NumberCtor(handle) : handle
     if (apply(mapHas, timers, [id])) {
       apply(mapDelete, timers, [id])
       apply(mapDelete, pending, [id])
@@ -569,7 +651,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   // -------------------------------------------------------------------------------------------
   let currentPhase = null
   const EMPTY = ObjectFreeze(ObjectCreate(null))
-  function agentTypeName(v) {
+  // String() of an option's copied value (agentType, phase); a copy whose String() throws (an own
+  // toString that is not a function) reads as a plain object's.
+  function optionText(v) {
     try { return StringCtor(v) } catch (e) { return '[object Object]' }
   }
   function agent(prompt, options) {
@@ -577,15 +661,23 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     let opts
     // Options are read from their boundary copy (measured, boundary-agent-options-copied).
     try { opts = options !== null && typeof options === 'object' ? boundaryCopy(options, CHILD_DEPTH) : EMPTY } catch (e) { return reject(asHostError(e)) }
+    // Options that are not a plain object carry no option (measured 2.1.332, agent-options-not-an-object:
+    // a string, number, boolean, function, Symbol or array runs as a call without options); an array
+    // still crosses the copy first, so its 4,096-entry bound holds.
+    if (ArrayIsArray(opts)) opts = EMPTY
     const label = labelOf(opts, text)
-    const phaseTitle = CHILD !== null ? CHILD.phase : (typeof opts.phase === 'string' ? opts.phase : currentPhase)
+    // An explicit phase is String() of the copy's value, never trimmed (measured 2.1.332,
+    // agent-phase-option-coercion: 42 -> '42', {} -> '[object Object]', ['a', 'b'] -> 'a,b',
+    // Symbol('s') -> 'Symbol(s)'); null and undefined (a function, dropped by the copy) mean none.
+    const phaseTitle = CHILD !== null ? CHILD.phase
+      : (opts.phase !== undefined && opts.phase !== null ? optionText(opts.phase) : currentPhase)
     // After the workflow returned, a call is never dispatched (measured: Claude drops it).
     if (returned) return never()
     // The options cross to the host as JSON of the copy; the host reads at most HOST_DEPTH levels.
     if (copyDepth > HOST_DEPTH) return reject(new RangeErrorCtor('agent() options are nested deeper than ' + HOST_DEPTH + ' levels'))
     const call = { t: 'call', fn: 'agent', prompt: text, opts, label, phase: phaseTitle, child: CHILD && CHILD.name }
     // The host looks agentType up as String() of the options' copy (Claude Code 2.1.332, measured).
-    if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = agentTypeName(opts.agentType)
+    if (opts.agentType !== undefined && opts.agentType !== null) call.agentType = optionText(opts.agentType)
     return request(call)
   }
   function phase(title) {
@@ -652,37 +744,56 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     }
     return '<non-string error>'
   }
+  // A fan-out's slots start together as a 0 ms timer made at the call would fire (measured 2.1.332,
+  // fanout-start-deferred): never inside the call, not after any number of microtasks, but after a
+  // setTimeout(fn, 0) made before the call and before one made after it. The timer is the realm's
+  // own: clearTimeout cannot reach it.
+  function defer(fn) {
+    const id = ++seq
+    const gate = new PromiseCtor((resolve) => { apply(mapSet, pending, [id, resolve]) })
+    apply(promiseThen, gate, [fn])
+    send({ t: 'timer', id, ms: 0 })
+  }
   function settleSlots(kind, forkId, runners) {
     const child = CHILD && CHILD.name
-    return new PromiseCtor((resolveAll) => {
+    return new PromiseCtor((resolveAll, rejectAll) => {
       const n = runners.length
-      const results = []
-      const failures = []
-      let left = n
-      let dropped = 0
       if (n === 0) { join(forkId); resolveAll([]); return }
-      const finish = () => {
-        join(forkId)
-        for (let i = 0; i < n; i++) {
-          if (failures[i] !== undefined) send({ t: 'log', message: kind + '[' + i + '] failed: ' + failures[i], child })
-        }
-        if (dropped > 0) send({ t: 'log', message: kind + '(): ' + dropped + ' of ' + n + ' slots dropped: the token budget is spent', child })
-        resolveAll(results)
-      }
-      for (let i = 0; i < n; i++) {
-        put(results, i, undefined)
-        const fail = (err) => {
-          results[i] = null
-          if (wsh(budgetErrors, err)) dropped++
-          else failures[i] = slotText(err)
-        }
-        let p
-        // A slot's failure only ever reaches the log as text, so a host error here leaks nothing.
-        try { p = runSlot(forkId, i, runners[i]) } catch (err) { fail(err); if (--left === 0) finish(); continue }
-        apply(promiseThen, PromiseCtor.resolve(p), [(v) => { results[i] = v; if (--left === 0) finish() },
-          (err) => { fail(err); if (--left === 0) finish() }])
-      }
+      defer(() => startSlots(kind, forkId, runners, child, resolveAll, rejectAll))
     })
+  }
+  function startSlots(kind, forkId, runners, child, resolveAll, rejectAll) {
+    const n = runners.length
+    const results = []
+    const failures = []
+    let left = n
+    let dropped = 0
+    const finish = () => {
+      join(forkId)
+      for (let i = 0; i < n; i++) {
+        if (failures[i] !== undefined) send({ t: 'log', message: kind + '[' + i + '] failed: ' + failures[i], child })
+      }
+      if (dropped > 0) send({ t: 'log', message: kind + '(): ' + dropped + ' of ' + n + ' slots dropped: the token budget is spent', child })
+      // The results cross the boundary copy (measured 2.1.332, fanout-results-copied: a slot's object
+      // is a copy, functions are dropped, a Date or Map becomes a plain object, an array over 4,096
+      // inside a result rejects the whole call); values passed between pipeline stages are not copied.
+      let out
+      try { out = boundaryCopy(results, CHILD_DEPTH) } catch (e) { rejectAll(asHostError(e)); return }
+      resolveAll(out)
+    }
+    for (let i = 0; i < n; i++) {
+      put(results, i, undefined)
+      const fail = (err) => {
+        results[i] = null
+        if (wsh(budgetErrors, err)) dropped++
+        else failures[i] = slotText(err)
+      }
+      let p
+      // A slot's failure only ever reaches the log as text, so a host error here leaks nothing.
+      try { p = runSlot(forkId, i, runners[i]) } catch (err) { fail(err); if (--left === 0) finish(); continue }
+      apply(promiseThen, PromiseCtor.resolve(p), [(v) => { results[i] = v; if (--left === 0) finish() },
+        (err) => { fail(err); if (--left === 0) finish() }])
+    }
   }
   function parallel(thunks) {
     let fns
@@ -705,16 +816,16 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
         return reject(hostError('TypeError', 'pipeline() stages must be functions: pipeline(items, item => ..., result => ...)', hereFrames(pipeline)))
       }
     }
-    if (stages.length === 0) {
-      join(fork('pipeline', list.length))  // Claude forks and joins the untouched slot chains
-      return PromiseCtor.resolve(list)
-    }
+    // An item is awaited before the first stage (measured 2.1.332, pipeline-promise-items: a
+    // promise or thenable item reaches stage 1 as its value, the third argument stays the item
+    // itself; a rejected item fails its slot). Without stages the values are the awaited items;
+    // the untouched slot chains still fork and join.
     const forkId = fork('pipeline', list.length)
     const runners = []
     for (let index = 0; index < list.length; index++) {
       const item = list[index]
       put(runners, index, async () => {
-        let prev = item
+        let prev = await item
         for (let s = 0; s < stages.length; s++) {
           prev = await stages[s](prev, item, index)
           if (prev === null) return null
@@ -727,9 +838,13 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
 
   // The injected globals (measured, realm-globals-shape): writable, enumerable, configurable data
   // properties; the functions are anonymous with length 0.
+  // The injected functions are not constructors and have no prototype (measured 2.1.332,
+  // realm-intrinsics-frozen: new parallel() is a TypeError), so each is wrapped in a method.
+  const method = (f) => ({ m(...argv) { return apply(f, undefined, argv) } }).m
   const globals = {
-    agent, parallel, pipeline, workflow, phase, log,
-    budget, console: makeConsole(CHILD && CHILD.name), setTimeout: setTimeout_, clearTimeout: clearTimeout_,
+    agent: method(agent), parallel: method(parallel), pipeline: method(pipeline), workflow: method(workflow),
+    phase: method(phase), log: method(log),
+    budget, console: makeConsole(CHILD && CHILD.name), setTimeout: method(setTimeout_), clearTimeout: method(clearTimeout_),
   }
   const gkeys = ObjectKeys(globals)
   for (let i = 0; i < gkeys.length; i++) {
@@ -740,6 +855,10 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     }
     ObjectDefineProperty(G, gkeys[i], { value: v, writable: true, configurable: true, enumerable: true })
   }
+  // The global object is no thenable and, in 2.1.332, its Error cannot be replaced: both are
+  // read-only globals there (measured, realm-intrinsics-frozen; 2.1.209 has only the first).
+  ObjectDefineProperty(G, 'then', { value: undefined, writable: false, enumerable: false, configurable: false })
+  if (PROFILE !== 'claude-code/2.1.209') ObjectDefineProperty(G, 'Error', { writable: false, configurable: false })
   const setArgs = (v) => ObjectDefineProperty(G, 'args', { value: v, writable: true, configurable: true, enumerable: true })
   // this at the top level of a workflow is its global object (Claude Code 2.1.332, measured): the
   // body's function runs with the global object as this and returns the async arrow, which keeps it
@@ -1080,7 +1199,7 @@ function makeRealm(child, where) {
     (text) => onPost(realm, text), onFork, onRunSlot, onJoin, () => spent,
     child ? (ok, value, name, message, stack) => onChildEnd(realm, ok, value, name, message, stack)
       : (ok, value, name, message, stack, thrown) => onMainEnd(ok, value, name, message, stack, thrown),
-    onDrain, cfg)
+    onDrain, captureStack, cfg)
   if (child) {
     children.push(realm)
     protoRealm.set(promisePrototype.runInContext(ctx), realm)
@@ -1088,6 +1207,21 @@ function makeRealm(child, where) {
   return realm
 }
 let preludeScript = null
+
+// The stack at a call from a realm, as text (`fn` and the frames above it left out): captured here,
+// in the worker's own context, whose Error.stackTraceLimit may change; the realm's is frozen.
+function captureStack(fn, limit) {
+  const o = {}
+  const saved = Error.stackTraceLimit
+  Error.stackTraceLimit = limit
+  try {
+    if (typeof fn === 'function') Error.captureStackTrace(o, fn)
+    else Error.captureStackTrace(o)
+  } finally {
+    Error.stackTraceLimit = saved
+  }
+  return typeof o.stack === 'string' ? o.stack : ''
+}
 
 function settle(realm, n) {
   outstanding -= n
@@ -1211,7 +1345,11 @@ function onPost(realm, text) {
 // the start of the host turn that made them, so timers made together fire in the order of their
 // delays however long the turn took (one Node timer per delay would count each from the moment it
 // was made, and under load a 2 ms timer made first could fire before a 1 ms one made after it). A
-// delay is at least 1 ms, as Node's setTimeout has it. One Node timer waits for the earliest entry.
+// delay is at least 1 ms, as Node's setTimeout has it, and is never wrapped: Node's setTimeout turns a
+// delay past 2^31 - 1 ms into 1 ms, while in Claude Code 2^31 ms, 2^32 + 5 ms, 1e10 ms and Infinity
+// do not fire (measured 2.1.332, realm-settimeout-large-delays), so the one Node timer that waits for
+// the earliest entry is armed for at most 2^31 - 1 ms and re-armed until the entry is due.
+const MAX_NODE_DELAY = 2147483647
 const timerQueue = []
 let timerSeq = 0
 let timerTurn = null       // performance.now() at the start of this host turn, once a timer asks
@@ -1222,7 +1360,8 @@ function addTimer(realm, id, ms) {
     timerTurn = performance.now()
     process.nextTick(() => { timerTurn = null })
   }
-  const delay = ms >= 1 && ms <= 2147483647 ? ms : 1
+  // The realm sends Number(ms) with NaN and negatives as 0, so a null (JSON's Infinity) is Infinity.
+  const delay = ms === null ? Infinity : ms >= 1 ? ms : 1
   const entry = { realm, id, due: timerTurn + delay, seq: ++timerSeq, cleared: false }
   let i = timerQueue.length
   while (i > 0 && timerQueue[i - 1].due > entry.due) i--
@@ -1235,7 +1374,7 @@ function armTimer() {
   if (timerQueue.length === 0 || timerQueue[0].due >= timerAt) return
   if (timerHandle !== null) clearTimeout(timerHandle)
   timerAt = timerQueue[0].due
-  timerHandle = setTimeout(fireTimers, Math.max(1, Math.ceil(timerAt - performance.now())))
+  timerHandle = setTimeout(fireTimers, Math.min(MAX_NODE_DELAY, Math.max(1, Math.ceil(timerAt - performance.now()))))
 }
 function fireTimers() {
   timerHandle = null

@@ -87,10 +87,12 @@ def constructor_chains() -> list[Any]:
 WALK = r"""(start) => {
   const out = []
   for (let o = start; o !== null && o !== undefined; o = Object.getPrototypeOf(o)) {
+    // a frozen intrinsic's constructor is an accessor (Claude's override taming): read it either way
     const c = Object.getOwnPropertyDescriptor(o, 'constructor')
-    if (c && typeof c.value === 'function') {
+    const ctor = c && ('value' in c ? c.value : c.get && c.get.call(o))
+    if (typeof ctor === 'function') {
       let r
-      try { r = c.value('return process') } catch (e) { out.push(e.name); continue }
+      try { r = ctor('return process') } catch (e) { out.push(e.name); continue }
       if (__foreign(r) || __hostish(r)) return r
       out.push(typeof r)
     }
@@ -162,8 +164,11 @@ ESCAPES = [
     ),
     # stack-trace hooks
     pytest.param(
-        "(() => { let frames; Error.prepareStackTrace = (e, f) => { frames = f; return '' };"
-        " new Error('x').stack; delete Error.prepareStackTrace;"
+        # Error is frozen (as in Claude Code): the hook can only come from a replaced global Error,
+        # which profile 2.1.209 allows and 2.1.332 refuses
+        "(() => { let frames = []; const E = Error;"
+        " try { globalThis.Error = { prepareStackTrace: (e, f) => { frames = f; return '' } } } catch (x) {}"
+        " new E('x').stack; try { globalThis.Error = E } catch (x) {}"
         " return frames.filter((f) => f.getFunction() !== undefined"
         " || f.getThis() !== undefined).length })()",
         "ok:0",
@@ -258,10 +263,13 @@ def test_an_escape_through_args_is_contained(args: Any, snippet: str, expected: 
     assert_host_unaffected(outcome)
 
 
+# The stack-trace hook of a replaced global Error (profile 2.1.209 lets a workflow replace it; the
+# intrinsic Error is frozen under both profiles, so Error.prepareStackTrace cannot be set).
 FRAMES = (
-    "Error.prepareStackTrace = (e, frames) => frames\n"
-    "const frames = new Error('x').stack\n"
-    "delete Error.prepareStackTrace\n"
+    "const E = Error\n"
+    "globalThis.Error = { prepareStackTrace: (e, frames) => frames }\n"
+    "const frames = new E('x').stack\n"
+    "globalThis.Error = E\n"
     "return { frames: frames.length, exposed: frames.filter((f) =>\n"
     "  f.getFunction() !== undefined || f.getThis() !== undefined).map((f) => f.getFileName()) }"
 )
@@ -279,7 +287,7 @@ FRAMES = (
     ],
 )
 def test_stack_frames_seen_from_callbacks_expose_no_host_function_or_receiver(wrap: str) -> None:
-    outcome = run_source("return " + wrap.format(FRAMES))
+    outcome = run_source("return " + wrap.format(FRAMES), profile="claude-code/2.1.209")
     assert outcome.status == "completed", outcome.error
     assert outcome.result["frames"] > 0
     assert outcome.result["exposed"] == []
@@ -507,15 +515,18 @@ def test_a_child_realm_hands_its_parent_only_values_whose_functions_refuse_code_
     assert_host_unaffected(outcome)
 
 
-def test_a_child_result_that_is_a_thenable_of_the_child_s_realm_still_settles_the_parent(
+def test_a_child_cannot_make_its_result_a_thenable_through_its_realm_s_frozen_object_prototype(
     tmp_path: Path,
 ) -> None:
-    # The thenable's job runs in the child realm's microtask queue: the flush must run it.
+    # Every realm's intrinsics are frozen (measured in Claude Code): the child's assignment to
+    # Object.prototype.then throws, so workflow() rejects with that TypeError.
     (tmp_path / "child.js").write_text(CHILD_PROBE)
     outcome = run_source(
-        "return await workflow({ scriptPath: 'child.js' }, { k: 'thenable' })", cwd=str(tmp_path)
+        "try { await workflow({ scriptPath: 'child.js' }, { k: 'thenable' }); return 'resolved' }"
+        " catch (e) { return [e.name, typeof Object.prototype.then] }",
+        cwd=str(tmp_path),
     )
-    assert (outcome.status, outcome.result) == ("completed", "hijacked"), outcome.error
+    assert (outcome.status, outcome.result) == ("completed", ["TypeError", "undefined"]), outcome.error
 
 
 def test_work_queued_in_an_ended_child_s_realm_still_runs(tmp_path: Path) -> None:
@@ -635,14 +646,15 @@ def test_the_import_rejection_s_stack_frames_expose_no_host_function_or_receiver
     # The rejection is made while the worker's own import hook is on the stack.
     body = (
         "let frames = []\n"
-        "Error.prepareStackTrace = (e, f) => { frames = f; return 'formatted' }\n"
+        "const E = Error\n"
+        "globalThis.Error = { prepareStackTrace: (e, f) => { frames = f; return 'formatted' } }\n"
         "let stack\n"
         "try { await import('x') } catch (e) { stack = e.stack }\n"
-        "delete Error.prepareStackTrace\n"
+        "globalThis.Error = E\n"
         "return { stack, frames: frames.length, exposed: frames.filter((f) =>\n"
         "  f.getFunction() !== undefined || f.getThis() !== undefined).map((f) => f.getFileName()) }"
     )
-    outcome = run_source(unchecked(body))
+    outcome = run_source(unchecked(body), profile="claude-code/2.1.209")
     assert outcome.status == "completed", outcome.error
     assert outcome.result["stack"] == "formatted" and outcome.result["frames"] > 0
     assert outcome.result["exposed"] == []
@@ -851,3 +863,18 @@ def test_a_run_without_args_sees_undefined_and_a_fresh_realm_each_time() -> None
     first = run_source("globalThis.leftover = 1\nreturn typeof args")
     second = run_source("return typeof globalThis.leftover", args=MISSING)
     assert (first.result, second.result) == ("undefined", "undefined")
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_stack_trace_hooks_of_the_frozen_error_cannot_be_set(profile: str) -> None:
+    # measured in Claude Code 2.1.332 and 2.1.209: Error is frozen; 2.1.332 also makes the global
+    # Error read-only, so no stack-trace hook can be installed at all
+    body = (
+        "const t = (f) => { try { f(); return 'set' } catch (e) { return e.name } }\n"
+        "return [t(() => { Error.prepareStackTrace = () => 1 }), t(() => { Error.stackTraceLimit = 50 }),"
+        " Error.stackTraceLimit, t(() => { globalThis.Error = {} })]"
+    )
+    outcome = run_source(body, profile=profile)
+    assert outcome.status == "completed", outcome.error
+    replaced = "set" if profile == "claude-code/2.1.209" else "TypeError"
+    assert outcome.result == ["TypeError", "TypeError", 10, replaced]

@@ -82,34 +82,38 @@ def test_a_thrown_value_with_throwing_getters_fails_the_run_with_a_plain_message
     assert isinstance(outcome.failure["name"], str)
 
 
-def test_object_prototype_to_json_cannot_rewrite_the_workers_messages() -> None:
-    # The workflow's own JSON.stringify follows its toJSON (JavaScript semantics), but the messages
-    # the realm sends are null-prototype copies: the agent call still goes out, and its answer comes back.
+def test_object_prototype_to_json_cannot_be_installed_so_the_workers_messages_stay_intact() -> None:
+    # The intrinsics are frozen (as in Claude Code 2.1.332): Object.prototype.toJSON cannot be added,
+    # and the messages the realm sends are null-prototype copies anyway.
     body = (
-        "Object.prototype.toJSON = function () { return { t: 'done', ok: true, value: '\"forged\"' } }\n"
+        "let refused\n"
+        "try { Object.prototype.toJSON = function () { return { t: 'done', ok: true, value: '\"forged\"' } } }"
+        " catch (e) { refused = e.name }\n"
         "const a = await agent('hello', { label: 'real' })\n"
-        "delete Object.prototype.toJSON\n"
-        "return { a, phases: 'done' }"
+        "return { a, refused, toJSON: typeof Object.prototype.toJSON }"
     )
     outcome = run_source(body, provider=FakeProvider({"default": {"text": "answered"}}))
     assert outcome.status == "completed", outcome.error
-    assert outcome.result == {"a": "answered", "phases": "done"}
+    assert outcome.result == {"a": "answered", "refused": "TypeError", "toJSON": "undefined"}
     (completed,) = outcome.of("agent.completed")
-    assert completed.payload["label"] == "real"  # the options' boundary copy never calls toJSON
+    assert completed.payload["label"] == "real"
 
 
-def test_array_prototype_to_json_and_json_stringify_patches_leave_messages_intact() -> None:
+def test_array_prototype_to_json_and_json_stringify_patches_are_refused_and_messages_stay_intact() -> None:
     body = (
-        "Array.prototype.toJSON = function () { return 'x' }\n"
-        "String.prototype.toJSON = function () { return 'y' }\n"
-        'JSON.stringify = () => \'{"t":"done","ok":true,"value":"1"}\'\n'
+        "const refused = []\n"
+        "for (const patch of [() => { Array.prototype.toJSON = function () { return 'x' } },\n"
+        "  () => { String.prototype.toJSON = function () { return 'y' } },\n"
+        '  () => { JSON.stringify = () => \'{"t":"done","ok":true,"value":"1"}\' }]) {\n'
+        "  try { patch(); refused.push('patched') } catch (e) { refused.push(e.name) }\n"
+        "}\n"
         "const [a, b] = await parallel([() => agent('one'), () => agent('two')])\n"
         "log('still logging')\n"
-        "return a + ' ' + b"
+        "return [a + ' ' + b, refused]"
     )
     outcome = run_source(body, provider=FakeProvider({"default": {"text": "ok"}}))
     assert outcome.status == "completed", outcome.error
-    assert outcome.result == "ok ok"
+    assert outcome.result == ["ok ok", ["TypeError", "TypeError", "TypeError"]]
     assert logs(outcome.events) == ["still logging"]
 
 

@@ -1,5 +1,6 @@
-"""The oracle-measured ``plugins-*`` runtime cases (``tests/conformance/cases/runtime``) through the MCP
-server: each case's plugin steps are laid out as ``claude plugin …`` leaves them
+"""The oracle-measured ``plugins-*`` runtime cases and the realm cases of the third fidelity pass
+(``FIDELITY``; ``tests/conformance/cases/runtime``) through the MCP server: each case's plugin steps
+are laid out as ``claude plugin …`` leaves them
 (``tests/claude_plugins.py``), its workflow is started with ``workflow_run`` (by path, or by the
 case's ``launch`` name) on the fake provider, and the result, the log lines and the number of agent
 calls must be what Claude Code gave. The Python API and the CLI run the same cases
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,22 @@ pytestmark = pytest.mark.anyio
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "conformance" / "cases" / "runtime"
 CASES = sorted(d.name for d in CASES_DIR.glob("plugins-*") if (d / "case.json").is_file())
+# measured in Claude Code 2.1.332 on 2026-12-02 (docs/PROFILE.md, "Claude fidelity, part 3")
+FIDELITY = [  # those whose values, failures and logs cross the MCP surface (the rest: Python API, CLI)
+    "agent-options-not-an-object",
+    "agent-phase-option-coercion",
+    "args-boolean",
+    "args-number",
+    "errors-failed-run-empty-message",
+    "errors-failed-run-error-subclass",
+    "fanout-results-copied",
+    "fanout-start-deferred",
+    "pipeline-promise-items",
+    "realm-intrinsics-frozen",
+    "realm-late-work-after-return",
+    "realm-log-exotic-values",
+    "result-promise-values",
+]
 WAIT_MS = 25_000  # the most workflow_run waits
 
 
@@ -50,7 +68,11 @@ def test_every_plugins_case_is_here() -> None:
     assert len(CASES) >= 27
 
 
-@pytest.mark.parametrize("name", CASES)
+def test_every_fidelity_case_exists() -> None:
+    assert [n for n in FIDELITY if not (CASES_DIR / n / "case.json").is_file()] == []
+
+
+@pytest.mark.parametrize("name", CASES + FIDELITY)
 async def test_a_plugins_case_runs_through_mcp_as_claude_ran_it(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anyio_backend: str
 ) -> None:
@@ -79,6 +101,8 @@ async def test_a_plugins_case_runs_through_mcp_as_claude_ran_it(
         "cwd": str(cwd),
         "waitMs": WAIT_MS,
     }
+    if "args" in case:
+        arguments["args"] = case["args"]
     if case.get("launch"):
         arguments["name"] = case["launch"]
     else:
@@ -91,6 +115,10 @@ async def test_a_plugins_case_runs_through_mcp_as_claude_ran_it(
         await service.shutdown("the test ended", timeout_s=10)
         gc.collect()
     assert out["status"] == expect["status"], out
+    if "error_matches" in expect:
+        # Claude's failure summary is the error's stack: the run.failed event carries it
+        (failed,) = [e for e in events if e["type"] == "run.failed"]
+        assert re.search(expect["error_matches"], failed["payload"]["error"]["stack"]), failed
     if "result" in expect:
         assert out["result"] == expect["result"]
     if "provider_calls" in expect:
