@@ -68,6 +68,13 @@ class Profile:
         budget_from_turn: ``budget.total`` came from the turn's token budget (2.1.209).
         flat_cache_chain: one cache-key chain in agent() call order; parallel()/pipeline() neither
             fork nor join it (2.1.209).
+        fanout_start_deferred: a parallel()/pipeline() fan-out's slots start as a 0 ms timer made at
+            the call would fire (measured in 2.1.332 and 2.1.209: case fanout-start-deferred);
+            ``False``: inside the call, before it returns. The 2.1.209 profile keeps ``False``: its
+            flat key chain orders keys by call order, and deferred slots then race the answers to
+            calls already made; in Claude Code a model answer is always slower than a 0 ms timer,
+            but a replayed or fake answer is not, so only slots started inside the call give the
+            keys 2.1.209 journaled (fixture fanout-edges-2.1.209) and let its runs resume here.
         child_error_message_is_stack: a child workflow's throw reaches the parent with the child's whole
             stack text as its ``message`` (2.1.209, measured: ``'Error: child string'`` for a thrown
             string); 2.1.332 keeps the bare message.
@@ -116,6 +123,7 @@ class Profile:
     journal_started_has_label: bool = True
     budget_from_turn: bool = False
     flat_cache_chain: bool = False
+    fanout_start_deferred: bool = True
     child_error_message_is_stack: bool = False
     child_parse_error_at_call: bool = True
     max_concurrency: int = 16
@@ -171,6 +179,7 @@ PROFILES: dict[str, Profile] = {
         journal_started_has_label=False,
         budget_from_turn=True,
         flat_cache_chain=True,
+        fanout_start_deferred=False,
         child_error_message_is_stack=True,
         child_parse_error_at_call=False,
         agent_file_bom=False,

@@ -632,6 +632,7 @@ class _Run:
             "profile": self.profile.name,
             "cacheKeyOptions": list(self.profile.cache_key_options),
             "flatCacheChain": self.profile.flat_cache_chain,
+            "fanoutStartDeferred": self.profile.fanout_start_deferred,
             "logLine": {"max": self.profile.log_line_max_chars, "keep": self.profile.log_line_keep_chars},
             "logLimit": {"lines": self.profile.max_log_lines, "chars": self.profile.max_log_chars},
         }

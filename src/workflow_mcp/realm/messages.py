@@ -26,11 +26,13 @@ Worker → host:
 Host → worker:
     start     {body, bodyLine, bodyColumn, filename, args?, budgetTotal, spent, syncTimeoutMs,
                maxFanoutItems, maxValueDepth, boundary: {childDepth, finalDepth,
-               childErrorMessageIsStack}, profile, cacheKeyOptions, flatCacheChain, logLine: {max,
-               keep}, logLimit: {lines, chars}}
+               childErrorMessageIsStack}, profile, cacheKeyOptions, flatCacheChain,
+               fanoutStartDeferred, logLine: {max, keep}, logLimit: {lines, chars}}
               ``flatCacheChain`` (bool): every call's v2 key chains on the previous call's key, in
               call order, instead of parallel/pipeline slots forking and joining the chain (the
-              profile's rule); ``args`` is JSON text; ``budgetTotal`` null means no budget.
+              profile's rule); ``fanoutStartDeferred`` (bool, default true): a fan-out's slots start
+              as a 0 ms timer would fire, else inside the call; ``args`` is JSON text;
+              ``budgetTotal`` null means no budget.
     result    {id, r: {ok, value? | error: {name, message, code?}, spent}}   an agent() answer;
               ``spent`` is the run's budget.spent() after it
     child     {id, name, phase, body, bodyLine, bodyColumn, filename, spent}   a resolved nested

@@ -150,6 +150,7 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
   const MAX_ARRAY = +cfg.maxArray, CHILD_DEPTH = +cfg.childDepth, FINAL_DEPTH = +cfg.finalDepth
   const HOST_DEPTH = +cfg.hostDepth
   const CHILD_MESSAGE_IS_STACK = cfg.childErrorMessageIsStack === true
+  const FANOUT_DEFERRED = cfg.fanoutStartDeferred !== false
   const TOTAL = cfg.budgetTotal === null ? null : +cfg.budgetTotal
   let returned = cfg.returned === true
 
@@ -759,7 +760,9 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
     return new PromiseCtor((resolveAll, rejectAll) => {
       const n = runners.length
       if (n === 0) { join(forkId); resolveAll([]); return }
-      defer(() => startSlots(kind, forkId, runners, child, resolveAll, rejectAll))
+      // 2.1.209 starts them inside the call (profile fanout_start_deferred).
+      if (FANOUT_DEFERRED) defer(() => startSlots(kind, forkId, runners, child, resolveAll, rejectAll))
+      else startSlots(kind, forkId, runners, child, resolveAll, rejectAll)
     })
   }
   function startSlots(kind, forkId, runners, child, resolveAll, rejectAll) {
@@ -1440,6 +1443,7 @@ function start(msg) {
     profile: profileName, maxArray: msg.maxFanoutItems || 4096, childDepth: b.childDepth || 100000,
     finalDepth: b.finalDepth || 28000, hostDepth: MAX_DEPTH, childErrorMessageIsStack: b.childErrorMessageIsStack === true,
     budgetTotal: msg.budgetTotal === undefined ? null : msg.budgetTotal,
+    fanoutStartDeferred: msg.fanoutStartDeferred !== false,
   }
   const where = { path: msg.filename || null, line: msg.bodyLine || 2, column: msg.bodyColumn || 1 }
   try {
