@@ -654,8 +654,16 @@ class RayCluster:
             with contextlib.suppress(Exception):  # a runner that died has nothing left running
                 await runner.settled.remote(call_id)
 
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(drain()), CANCEL_WAIT_S)
+        # Already winding up a cancellation: a second one (a run stopping cancels its calls again)
+        # must not cut this wait short, or the run could end while its call still runs on the node.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CANCEL_WAIT_S
+        winding = asyncio.ensure_future(drain())
+        while not winding.done() and loop.time() < deadline:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({winding}, timeout=deadline - loop.time())
+        if not winding.done():
+            winding.cancel()
 
 
 def _unschedulable(ray: Any) -> tuple[type[BaseException], ...]:
