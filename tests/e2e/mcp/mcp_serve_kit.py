@@ -22,6 +22,17 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_kit import BOUND_S, HELLO, STEPS
 
 CLI = str(Path(sys.executable).with_name("workflow-mcp"))
+# A raw MCP initialize request, as an HTTP client without the SDK sends it.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
 ALICE = "alice=nKzLOLLWXUBACWqsgZUE1PzGCnSrlg2qw6ajg_EGv08"
 BOB = "bob=11ZOyuMAuAdHa8Xl1cSUpIoq-wn5vk6JIKZHO875bNk"
 """Two clients' ``NAME=TOKEN`` entries (random 256-bit tokens, fixed so failures are reproducible)."""

@@ -10,20 +10,10 @@ import httpx2
 import pytest
 
 from mcp_kit import BOUND_S, PARK, call, data, text, wait_for_event
-from mcp_serve_kit import ALICE, BOB, STRANGER, Site, http_client, http_server, secret
+from mcp_serve_kit import ALICE, BOB, INITIALIZE, STRANGER, Site, http_client, http_server, secret
 
 pytestmark = pytest.mark.anyio
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 JSON_SSE = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from mcp import MCPError
 
-from mcp_serve_kit import ALICE, Site, http_client, http_server, secret
+from mcp_serve_kit import ALICE, INITIALIZE, Site, http_client, http_server, secret
 
 pytestmark = pytest.mark.anyio
 
@@ -21,16 +21,6 @@ HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
     "Authorization": f"Bearer {secret(ALICE)}",
-}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
 }
 
 

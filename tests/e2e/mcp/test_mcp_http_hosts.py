@@ -14,20 +14,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_kit import BOUND_S, call, data
-from mcp_serve_kit import ALICE, CLI, Site, http_client, http_server, secret
+from mcp_serve_kit import ALICE, CLI, INITIALIZE, Site, http_client, http_server, secret
 
 pytestmark = pytest.mark.anyio
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 
 
 def outward_address() -> str:

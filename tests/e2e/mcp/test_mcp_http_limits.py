@@ -17,22 +17,12 @@ import httpx2
 import pytest
 
 from mcp_kit import BOUND_S, call, data
-from mcp_serve_kit import ALICE, Site, http_client, http_server, secret
+from mcp_serve_kit import ALICE, INITIALIZE, Site, http_client, http_server, secret
 
 pytestmark = pytest.mark.anyio
 
 IDLE = 1_100
 SERVER_FILES = 256
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",

@@ -13,20 +13,9 @@ import httpx2
 import pytest
 
 from mcp_kit import BOUND_S, PARK, call, data, text
-from mcp_serve_kit import ALICE, BOB, HttpServer, Site, http_client, http_server, secret
+from mcp_serve_kit import ALICE, BOB, INITIALIZE, HttpServer, Site, http_client, http_server, secret
 
 pytestmark = pytest.mark.anyio
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 
 
 def headers(token: str, **extra: str) -> dict[str, str]:
