@@ -202,7 +202,17 @@ def build_report(
     error: str | None,
 ) -> PlanReport:
     """The preview of a dry run that emitted ``events`` and made the provider calls ``planned``."""
-    queued = [e for e in events if e.type == "agent.queued"]
+    # Each call once: its agent.queued, or the agent.cached of a call replayed in the realm.
+    seen_ids: set[str] = set()
+    queued = []
+    for e in events:
+        if (
+            e.type in ("agent.queued", "agent.cached")
+            and e.agent_id is not None
+            and e.agent_id not in seen_ids
+        ):
+            seen_ids.add(e.agent_id)
+            queued.append(e)
     by_phase: dict[str, int] = {}
     for e in queued:
         phase = e.payload.get("phase")

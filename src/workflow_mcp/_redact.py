@@ -13,13 +13,16 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["PROMPT_PREVIEW_CHARS", "SECRET_SHAPES", "prompt_preview", "redact"]
+__all__ = ["PREVIEW_SOURCE_CHARS", "PROMPT_PREVIEW_CHARS", "SECRET_SHAPES", "prompt_preview", "redact"]
 
 PROMPT_PREVIEW_CHARS: Final = 300
 """Characters of a prompt its preview keeps (after masking; a longer prompt ends with ``…``)."""
 _LOOKAHEAD: Final = 256
 """Characters past the preview's end that are searched too, so a secret the end cuts is masked whole
 (the shapes that can be longer, a private key block and a JSON Web Token, also match when cut)."""
+PREVIEW_SOURCE_CHARS: Final = PROMPT_PREVIEW_CHARS + _LOOKAHEAD + 1
+"""How much of a prompt its preview depends on: ``prompt_preview(p[:PREVIEW_SOURCE_CHARS]) ==
+prompt_preview(p)`` for every prompt ``p``."""
 
 SECRET_SHAPES: Final[tuple[tuple[str, str], ...]] = (
     (

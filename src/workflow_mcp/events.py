@@ -67,6 +67,7 @@ EVENT_TYPES: Final = frozenset(
         "agent.completed",
         "agent.failed",
         "agent.cached",
+        "agent.delivered",
         "log",
         "warning",
         "artifact.created",

@@ -242,7 +242,7 @@ IDEMPOTENCY_PARAMS = "idempotencyParams"
 
 #: The event types a resume reads from the run it continues: each answer's realm delivery (``turn``)
 #: and each journaled checkpoint decision (:meth:`WorkflowService._facts_of_log`).
-_FACT_TYPES = ("agent.completed", "agent.cached", "checkpoint.resolved")
+_FACT_TYPES = ("agent.completed", "agent.cached", "agent.delivered", "checkpoint.resolved")
 """The key under a run record's options holding the fingerprint of the request its idempotency key came
 with (runs started without a key have none)."""
 
@@ -1561,7 +1561,9 @@ class WorkflowService:
             raise RunNotFoundError(run_id)
         entries = self.store.journal_entries(run_id)  # read once: the records and the damage notes
         records = self._journal_records(run_id, entries=entries)
-        return Replay(records, policy, notes=self._damage_notes(run_id, records, entries))
+        replay = Replay(records, policy, notes=self._damage_notes(run_id, records, entries))
+        replay.realm_rows()  # the realm's replay table, made here: a resume reads while its worker starts
+        return replay
 
     def damaged_events(self, run_id: str) -> list[Event]:
         """The events of ``run_id`` that were stored damaged, as the stand-ins the store reads them as
@@ -1601,7 +1603,8 @@ class WorkflowService:
             return []
         reusable = {r.agent_id: r for r in records if r.source_run_id == run_id}
         labels = {row.agent_id: row.label for row in journal if isinstance(row, JournalRow)}
-        for event in self.store.events_of_types(run_id, ("agent.queued",)):  # calls whose entry is gone
+        # Calls whose entry is gone (a call replayed in the realm has its agent.cached only).
+        for event in self.store.events_of_types(run_id, ("agent.queued", "agent.cached")):
             if event.agent_id and not labels.get(event.agent_id):
                 labels[event.agent_id] = str(event.payload.get("label") or "")
         notes = []

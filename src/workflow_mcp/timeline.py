@@ -98,6 +98,8 @@ class Timeline:
             times.ended = at
             if times.queued is None:
                 times.queued = at
+                preview = payload.get("promptPreview")  # a call replayed in the realm: no agent.queued
+                times.prompt_preview = preview if isinstance(preview, str) else times.prompt_preview
             if kind == "agent.cached" and times.started is None:
                 times.started = at
             provider = payload.get("provider")

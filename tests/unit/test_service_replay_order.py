@@ -8,6 +8,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from replayed import calls, released, released_turns
 from workflow_mcp import MemoryStore, WorkflowService
 from workflow_mcp.events import Event
 from workflow_mcp.service import ProviderChoice, RunOverrides
@@ -74,7 +75,8 @@ def test_a_resume_replays_the_original_completion_order_whatever_order_it_asks_i
     assert first["trace"] == ["b1", "b2", "a1", "a2"]
     assert second == first and third == first
     assert labels(resumed, "agent.started") == [] and labels(again, "agent.started") == []
-    assert labels(resumed, "agent.cached") == ["inspect:b", "verify:b", "inspect:a", "verify:a"]
+    assert [label for label, _ in released(resumed)] == ["inspect:b", "verify:b", "inspect:a", "verify:a"]
+    assert [label for label, _ in released(again)] == ["inspect:b", "verify:b", "inspect:a", "verify:a"]
 
 
 def test_a_record_the_resumed_run_never_asks_for_holds_the_others_only_until_nothing_else_can_run(
@@ -187,7 +189,7 @@ def test_results_the_original_run_delivered_together_are_replayed_together(tmp_p
     # Replayed as one delivery too, not one realm turn per result (a1 a2 b1 b2 …).
     assert second == ONE_DELIVERY
     assert labels(resumed, "agent.started") == []
-    assert len(set(turns(resumed, "agent.cached").values())) == 1
+    assert len(set(released_turns(resumed).values())) == 1
 
 
 def test_a_delivery_only_partly_replayed_sends_its_results_before_the_gap_together(tmp_path: Path) -> None:
@@ -209,8 +211,9 @@ def test_a_delivery_only_partly_replayed_sends_its_results_before_the_gap_togeth
     first, second, events = arun(go())
     assert first == ONE_DELIVERY
     assert labels(events, "agent.started") == ["c"]
-    assert labels(events, "agent.cached") == ["a", "b", "d"]
-    cached = turns(events, "agent.cached")
+    assert sorted(label for label, _ in released(events)) == ["a", "b", "d"]
+    assert calls(events) == ["a", "b", "c", "d"]
+    cached = released_turns(events)
     live = turns(events, "agent.completed")
     assert cached["a"] == cached["b"] and len({cached["a"], cached["d"], live["c"]}) == 3
     assert second == ["a1", "b1", "a2", "b2", "c1", "c2", "d1", "d2"]

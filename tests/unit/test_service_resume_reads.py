@@ -9,6 +9,7 @@ from collections.abc import Collection, Coroutine
 from pathlib import Path
 from typing import Any
 
+from replayed import released
 from workflow_mcp import WorkflowService
 from workflow_mcp.events import Event
 from workflow_mcp.service import ProviderChoice
@@ -56,11 +57,11 @@ def arun(coro: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(bounded())
 
 
-def replayed(events: list[Event]) -> list[tuple[str, Any, Any]]:
+def replayed(events: list[Event]) -> list[tuple[str, Any]]:
+    """What the workflow was handed, in order: each replayed result with its delivery, each live call."""
     return [
-        (e.type, e.payload.get("label"), e.payload.get("turn"))
-        for e in events
-        if e.type in ("agent.cached", "agent.started")
+        *released(events),
+        *((str(e.payload.get("label")), "live") for e in events if e.type == "agent.started"),
     ]
 
 
@@ -100,7 +101,7 @@ def test_a_resume_by_the_service_that_ran_the_run_reads_none_of_its_log_and_repl
     assert warm_reads == []
     assert cold_reads == ["events_of_types", "damaged_events scan"]
     assert replayed(warm_events) == replayed(cold_events)
-    turns = [t for kind, _, t in replayed(warm_events) if kind == "agent.cached"]
+    turns = [t for _, t in released(warm_events)]
     assert len(turns) == 3 and turns[0] == turns[1] != turns[2]  # a and b together, c apart
 
 
@@ -126,5 +127,5 @@ def test_a_run_with_more_answers_than_the_service_follows_is_read_from_its_log_w
     result, resumed, events = arun(go())
     assert resumed == result
     assert store.log_reads == ["events_of_types"]  # the turns; the bodies are still known intact
-    turns = [t for kind, _, t in replayed(events) if kind == "agent.cached"]
+    turns = [t for _, t in released(events)]
     assert len(turns) == 3 and turns[0] == turns[1] != turns[2]  # the deliveries read from the log

@@ -29,6 +29,7 @@ reused only when the ``Replay`` is built with ``allow_side_effects=True``.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,13 +95,18 @@ def _has_lone_surrogate(text: str) -> bool:
 
 def records_from_events(events: list[Event], source_run_id: str = "") -> list[JournalRecord]:
     """The reusable journal of a finished or interrupted run: every ``agent.completed`` (or replayed
-    ``agent.cached``) with its result, in the order the calls were made."""
+    ``agent.cached``) with its result, in the order the calls were made (a call replayed in the realm
+    has no ``agent.queued``: its ``agent.cached`` marks its place), each with the delivery
+    (``turn``) its result reached the workflow in (:func:`delivery_turns`)."""
     queued_order: dict[str, int] = {}
     records: list[tuple[int, JournalRecord]] = []
+    turns = delivery_turns(events)
     for e in events:
         if e.type == "agent.queued" and e.agent_id is not None:
             queued_order[e.agent_id] = len(queued_order)
         elif e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
+            if e.type == "agent.cached" and e.agent_id not in queued_order:
+                queued_order[e.agent_id] = len(queued_order)
             p = e.payload
             if p.get("outcome", "completed") != "completed":
                 continue
@@ -116,7 +122,7 @@ def records_from_events(events: list[Event], source_run_id: str = "") -> list[Jo
                         label=str(p.get("label", "")),
                         side_effects=bool(p.get("sideEffects", False)),
                         source_run_id=str(p.get("fromRunId") or source_run_id or e.run_id),
-                        turn=_turn_of(p),
+                        turn=turns.get(e.agent_id, -1),
                     ),
                 )
             )
@@ -131,14 +137,22 @@ def _turn_of(payload: Mapping[str, Any]) -> int:
 
 def delivery_turns(events: Iterable[Event]) -> dict[str, int]:
     """Agent id -> the realm delivery (``turn``) each completed or replayed call of a run reached its
-    workflow in, from its ``agent.completed``/``agent.cached`` events (calls without one are left out).
-    Raises nothing: a malformed ``turn`` is left out too."""
+    workflow in, from its ``agent.completed``/``agent.cached`` event or, for a call replayed in the
+    realm, the ``agent.delivered`` naming it (calls without one are left out). Raises nothing: a
+    malformed ``turn`` or ``agentIds`` is left out too."""
     turns: dict[str, int] = {}
     for e in events:
         if e.type in ("agent.completed", "agent.cached") and e.agent_id is not None:
             turn = _turn_of(e.payload)
             if turn >= 0:
                 turns[e.agent_id] = turn
+        elif e.type == "agent.delivered":
+            turn = _turn_of(e.payload)
+            ids = e.payload.get("agentIds")
+            if turn >= 0 and isinstance(ids, list):
+                for agent_id in ids:
+                    if isinstance(agent_id, str):
+                        turns[agent_id] = turn
     return turns
 
 
@@ -201,11 +215,14 @@ class Replay:
         self._by_content: dict[str, deque[JournalRecord]] = {}
         self._by_key_only: dict[str, deque[JournalRecord]] = {}
         self.ranks: list[int] = []  # completion ranks of the reusable records (release order)
+        self._reusable: list[JournalRecord] = []
+        self._realm_rows: list[list[Any]] | None = None
         for r in records:
             if r.result is None:
                 continue  # null results are never reused
             if r.read_only and r.side_effects and not allow_side_effects:
                 continue  # an imported worktree call: its changes live outside our runs
+            self._reusable.append(r)
             if r.key:
                 self._by_key.setdefault(r.key, r)
             if r.content_key:
@@ -225,6 +242,49 @@ class Replay:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    #: A recorded result longer than this (JSON text) is not sent to the realm (:meth:`realm_rows`).
+    REALM_RESULT_MAX = 256 * 1024
+
+    def realm_rows(self) -> list[list[Any]]:
+        """One row per :meth:`reachable` record, as the realm's replay table takes it (engine/run.py
+        ``_replay_table``): ``[index, key, content key, completion rank, original delivery, output
+        tokens, usable, result as JSON text]``. ``usable``: a call without a schema could replay it (a
+        string, no NaN, lone surrogate or deeper nesting than ``MAX_VALUE_DEPTH``); the text is
+        ``None`` when it is not, or longer than :attr:`REALM_RESULT_MAX`. Computed once (a resume
+        computes it while its worker starts). Read before any :meth:`take`."""
+        if self._realm_rows is None:
+            rows: list[list[Any]] = []
+            for index, record in enumerate(self.reachable()):
+                result = record.result
+                usable = isinstance(result, str) and json_value_problem(result) is None
+                text = json.dumps(result, ensure_ascii=False) if usable else None
+                if text is not None and len(text) > self.REALM_RESULT_MAX:
+                    text = None
+                tokens = max(0, int(record.tokens.get("output", 0)))
+                rows.append(
+                    [
+                        index,
+                        record.key,
+                        record.content_key,
+                        record.completed,
+                        record.turn,
+                        tokens,
+                        usable,
+                        text,
+                    ]
+                )
+            self._realm_rows = rows
+        return self._realm_rows
+
+    def reachable(self) -> list[JournalRecord]:
+        """The records a call can take under this policy, in the order :meth:`take` queues them:
+        under ``prefix`` the first record of each v2 key; under ``content`` every record with a
+        content key or a v2 key (a content key's n-th occurrence takes the n-th of them). Their
+        completion ranks are :attr:`ranks`. Read before any :meth:`take`."""
+        if self.policy == "prefix":
+            return list(self._by_key.values())
+        return [r for r in self._reusable if r.content_key or r.key]
 
     def take(self, key: str, ckey: str, label: str = "") -> JournalRecord | None:
         """The record to reuse for this call, or ``None`` when it must run live."""

@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._redact import prompt_preview
+from .._redact import PREVIEW_SOURCE_CHARS, prompt_preview
 from ..definitions.agents import AgentCatalog, AgentDefinition, find_agents
 from ..definitions.models import is_numeric_effort, js_string, normalize_effort, normalize_model
 from ..definitions.profile import MAX_VALUE_DEPTH, Profile, default_concurrency, get_profile
@@ -69,9 +69,12 @@ from ..realm.messages import (
     Done,
     DoneError,
     Dropped,
+    HandedBack,
     Log,
     Phase,
+    Released,
     Returned,
+    Took,
     WorkflowCallMessage,
 )
 from ..realm.sandbox import Sandbox
@@ -89,7 +92,14 @@ from .budget import Budget
 from .calls import AgentCall, ResolvedCall, agent_request
 from .checkpoint import CheckpointAsker, CheckpointReply, checkpoint_id
 from .executor import AgentExecutor, LocalExecutor
-from .journal import Replay, content_key, images_key, json_value_problem, records_from_events
+from .journal import (
+    JournalRecord,
+    Replay,
+    content_key,
+    images_key,
+    json_value_problem,
+    records_from_events,
+)
 from .nested import ChildCheck, ChildResolver
 from .release import ReleaseOrder
 from .scheduler import CallRefused, Scheduler
@@ -419,6 +429,12 @@ class _Run:
         self._calls_since_ping = 0
         self._quiet_check = False
         self.calls_run = 0  # agent calls that reached the provider or the journal
+        # Replay in the realm (:meth:`_replay_table`): the records sent to the realm (by index) while
+        # it answers replayed calls itself, and the calls it answers that it has not released yet.
+        self._realm_records: list[JournalRecord] | None = None
+        self._realm_held: dict[int, _RealmHeld] = {}
+        self._realm_pending = 0  # realm replay messages waiting for their turn on the loop
+        self.realm_error: str | None = None  # the realm's replay went out of step: the run fails
         self.max_events = self.profile.max_run_events
         self.stall_watch = StallWatch()  # the stall windows of live attempts, on one loop timer
         self.setup_failures: dict[str, int] = {}  # ProviderSetupError messages and their counts
@@ -595,6 +611,8 @@ class _Run:
             if not self._terminal_emitted:
                 if self.pause_context is not None:
                     self._finish_paused()
+                elif self.realm_error is not None:
+                    self._finish_failed("RealmError", self.realm_error)
                 elif self.limit_error is not None:
                     self._finish_failed("LimitError", self.limit_error)
                 elif self.cancel_reason is not None:
@@ -648,6 +666,8 @@ class _Run:
         except MessageNotJsonError:
             self._finish_failed("TypeError", "the run's args hold NaN or Infinity, which JSON does not allow")
             return
+        for table in self._replay_table(worker):
+            worker.post_text(table)
         worker.post_text(text)
         while True:
             msg = await worker.receive()
@@ -659,6 +679,9 @@ class _Run:
                 return
             if self.limit_error is not None:
                 self._finish_failed("LimitError", self.limit_error)
+                return
+            if self.realm_error is not None:
+                self._finish_failed("RealmError", self.realm_error)
                 return
             if msg is None:
                 if self.pause_context is not None:
@@ -675,6 +698,14 @@ class _Run:
                 if not msg.child and msg.phase is not None:
                     self._phase(msg.phase, "agent")  # an agent's phase joins the list (measured)
                 self._spawn(self._answer(msg), agent=True)
+            elif isinstance(msg, Took):
+                self._calls_since_ping += len(msg.calls)
+                if not self.returned:  # never dispatched: the workflow has returned
+                    self._realm_soon(self._took, msg)
+            elif isinstance(msg, Released):
+                self._realm_soon(self._released, msg)
+            elif isinstance(msg, HandedBack):
+                self._realm_soon(self._handed_back, msg)
             elif isinstance(msg, WorkflowCallMessage):
                 self._calls_since_ping += 1
                 self._spawn(self._answer_workflow(msg))
@@ -695,6 +726,11 @@ class _Run:
             elif isinstance(msg, Dropped):
                 self.logs_dropped += msg.lines  # counted in the worker, past the log limit
             elif isinstance(msg, Done):
+                while self._realm_pending:  # what the realm replayed is recorded first
+                    await asyncio.sleep(0)
+                if self.realm_error is not None:
+                    self._finish_failed("RealmError", self.realm_error)
+                    return
                 await self._done(msg)
                 return
             else:  # hello or checked: answers to what a run never asks
@@ -1172,32 +1208,7 @@ class _Run:
                 record = None
             if record is not None:
                 self.calls_run += 1
-                if self.order is not None and record.completed >= 0:
-                    # Released in the order the original run completed its calls, each in its own
-                    # realm turn, so order-dependent workflow state replays identically.
-                    await self._release_turn(record.completed)
-                    self._releasing[msg.id] = record.completed
-                self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
-                # The realm delivery this answer goes out in: with the others of its original
-                # delivery that are released with it (engine/release.py).
-                delivery = self._reserve(record.turn if self.order is not None else -1)
-                self._joining[msg.id] = delivery
-                self.emit(
-                    "agent.cached",
-                    {
-                        **base,
-                        "key": key,
-                        "contentKey": ckey,
-                        "result": record.result,
-                        "tokenUsage": record.tokens,
-                        "fromAgentId": record.agent_id,
-                        "fromRunId": record.source_run_id,
-                        "turn": delivery.turn,
-                    },
-                    agent_id=agent_id,
-                    phase_id=phase,
-                )
-                return record.result
+                return await self._replayed(msg.id, _RealmHeld(agent_id, record, label, phase, key, ckey))
         scheduler = self.scheduler
         if not scheduler.take_slot():
             await scheduler.wait_slot()
@@ -1210,6 +1221,220 @@ class _Run:
             reserved = self._reserved.pop(agent_id, None)
             if reserved is not None:
                 self._joining[msg.id] = reserved
+
+    async def _replayed(self, call_id: int, held: _RealmHeld, *, recorded: bool = False) -> Any:
+        """Answer realm call ``call_id`` with ``held``'s recorded result: once the release order lets
+        it go, in the delivery it joins, recorded as ``agent.cached`` (``recorded``: the call's
+        ``agent.cached`` is stored already, as the realm took it; its delivery is recorded as an
+        ``agent.delivered`` instead)."""
+        record = held.record
+        if self.order is not None and record.completed >= 0:
+            # Released in the order the original run completed its calls, each in its own
+            # realm turn, so order-dependent workflow state replays identically.
+            await self._release_turn(record.completed)
+            self._releasing[call_id] = record.completed
+        self.budget.charge(int(record.tokens.get("output", 0)), replayed=True)
+        # The realm delivery this answer goes out in: with the others of its original
+        # delivery that are released with it (engine/release.py).
+        delivery = self._reserve(record.turn if self.order is not None else -1)
+        self._joining[call_id] = delivery
+        if recorded:
+            self.emit("agent.delivered", {"turn": delivery.turn, "agentIds": [held.agent_id]})
+        else:
+            self._emit_cached(held, delivery.turn)
+        return record.result
+
+    def _emit_cached(self, held: _RealmHeld, turn: int | None, preview: str | None = None) -> None:
+        """The call's ``agent.cached``: ``turn`` the delivery its result reached the workflow in
+        (``None``: not yet known, an ``agent.delivered`` names it; the call then had no
+        ``agent.queued`` and ``preview`` is its prompt preview)."""
+        record = held.record
+        payload: dict[str, Any] = {
+            "label": held.label,
+            "phase": held.phase,
+            "key": held.key,
+            "contentKey": held.ckey,
+            "result": record.result,
+            "tokenUsage": record.tokens,
+            "fromAgentId": record.agent_id,
+            "fromRunId": record.source_run_id,
+        }
+        if turn is not None:
+            payload["turn"] = turn
+        else:
+            payload["promptPreview"] = preview
+        self.emit("agent.cached", payload, agent_id=held.agent_id, phase_id=held.phase)
+
+    # -- replay in the realm ------------------------------------------------------------------
+    #: The replay table goes to the realm in messages of about this size.
+    REALM_TABLE_CHUNK = 512 * 1024
+
+    def _replay_table(self, worker: RealmChannel) -> list[str]:
+        """The ``replay`` messages that let the realm answer replayed calls itself (worker.js "Replay
+        in the realm"), sent before ``start``; ``[]`` when it cannot: no replay, a channel that does
+        not replay (``replays_locally``), records without completion ranks (imported ones), or image
+        attachments (they suffix every key).
+
+        The realm answers a call itself only where the host would decide the same — a call of the
+        top-level workflow with no options but ``label``/``phase``, admitted for sure, whose record
+        this run's :class:`Replay` would take and could use — and announces it (``local``: the index
+        of the record) in call order, so the host records it as it records its own replays
+        (:meth:`_take_in_realm`, :meth:`_released`). Where it cannot be sure it hands its held calls
+        and every later one to the host (:meth:`_handed_back`). Every decision keeps the host's
+        rules; what goes is the round trip per call, and the host's recording runs beside the realm
+        instead of between its turns.
+
+        What the log records differs in shape, not in what a resume of this run reads from it: each
+        such call has one event, its ``agent.cached`` (with the prompt preview an ``agent.queued``
+        would carry, stored as the realm takes the record, in call order, so the journal keeps call
+        order), and each delivery of recorded results one ``agent.delivered`` (its ``turn`` and
+        ``agentIds``, in release order: where the run's completion order and the calls' deliveries
+        are read from). The budget is charged as each result is released, as on the host. A result may
+        reach the workflow before its event is committed; a crash in between loses only events that
+        the next resume replays again from the same records."""
+        if (
+            self.replay is None
+            or self.order is None
+            or self.images_key
+            or not getattr(worker, "replays_locally", False)
+        ):
+            return []
+        records = self.replay.reachable()
+        self._realm_records = records
+        head = {
+            "t": "replay",
+            "policy": self.replay.policy,
+            "cap": self.scheduler.cap - self.scheduler.admitted,
+            "options": list(self.profile.agent_options),
+            "neutral": ["label", "phase"],
+            "previewChars": PREVIEW_SOURCE_CHARS,
+        }
+        messages: list[str] = []
+        rows: list[list[Any]] = []
+        size = 0
+        for row in self.replay.realm_rows():
+            rows.append(row)
+            size += len(row[7] or "") + len(row[1]) + len(row[2]) + 48
+            if size >= self.REALM_TABLE_CHUNK:
+                messages.append(encode_message({**head, "records": rows}))
+                rows, size = [], 0
+        messages.append(encode_message({**head, "records": rows, "last": True}))
+        return messages
+
+    def _realm_soon(self, handle: Callable[[Any], None], msg: Any) -> None:
+        """Handle a realm replay message after what came before it: a call message before it spawned
+        a task whose first step (its agent id, its ``agent.queued``) is already queued on the loop,
+        and this runs after it, so the run's calls keep the order the workflow made them in."""
+        self._realm_pending += 1
+        asyncio.get_running_loop().call_soon(self._realm_step, handle, msg)
+
+    def _realm_step(self, handle: Callable[[Any], None], msg: Any) -> None:
+        self._realm_pending -= 1
+        if self._terminal_emitted or self.realm_error is not None:
+            return
+        try:
+            handle(msg)
+        except RealmError as exc:
+            self.realm_error = str(exc)
+            self._stop("limit", "the realm's replay went out of step")
+
+    def _took(self, msg: Took) -> None:
+        for call in msg.calls:
+            self._take_in_realm(*call)
+
+    def _realm_out_of_step(self, what: str) -> RealmError:
+        return RealmError(f"the realm's replay is out of step with the host's: {what}")
+
+    def _stopping(self) -> bool:
+        return (
+            self.cancel_reason is not None or self.pause_context is not None or self.store_error is not None
+        )
+
+    def _take_in_realm(
+        self,
+        call_id: int,
+        index: int,
+        label: str,
+        phase: str | None,
+        prompt: str,
+        key: str,
+        ckey: str | None,
+    ) -> None:
+        """The realm answers call ``call_id`` (of the top-level workflow, with no options but
+        ``label``/``phase``) from record ``index``: record it as :meth:`_agent` would (admission, the
+        take, its ``agent.cached``); its delivery once :meth:`_released`. ``prompt`` is the start of
+        the prompt its preview depends on (``PREVIEW_SOURCE_CHARS``); ``ckey`` the call's content key,
+        ``None`` when it is the record's (the call has the record's v2 key).
+
+        Raises:
+            RealmError: the host would not have taken that record (a realm bug): the run fails.
+        """
+        records = self._realm_records
+        if records is None or not 0 <= index < len(records):
+            raise self._realm_out_of_step(f"agent() call {call_id} names a record the host did not send")
+        if self._stopping():
+            return  # the run is stopping: nothing more is recorded
+        record = records[index]
+        if ckey is None:
+            if not key or key != record.key or not record.content_key:
+                raise self._realm_out_of_step(f"[{label}] has another v2 key than record {index}")
+            ckey = record.content_key
+        if phase is not None:
+            self._phase(phase, "agent")  # an agent's phase joins the list (measured)
+        try:
+            self.scheduler.admit()
+        except CallRefused as exc:
+            raise self._realm_out_of_step(f"[{label}] was answered in the realm, but {exc.message}") from None
+        assert self.replay is not None
+        if self.replay.take(key, ckey, label) is not record:
+            raise self._realm_out_of_step(f"[{label}] took record {index}, the host another")
+        self.agent_seq += 1
+        held = _RealmHeld(f"ag_{self.agent_seq:04d}", record, label, phase, key, ckey)
+        self._emit_cached(held, None, prompt_preview(prompt))
+        self.calls_run += 1
+        self._realm_held[call_id] = held
+
+    def _released(self, msg: Released) -> None:
+        """The realm handed the recorded results of ``msg.ids`` to the workflow in one delivery:
+        charge them and record the delivery (``agent.delivered``)."""
+        self._deliveries += 1
+        agent_ids: list[str] = []
+        for call_id in msg.ids:
+            held = self._realm_held.pop(call_id, None)
+            if held is None:
+                if self._stopping():
+                    continue
+                raise self._realm_out_of_step(f"it released call {call_id}, which it never announced")
+            self.budget.charge(int(held.record.tokens.get("output", 0)), replayed=True)
+            if self.order is not None:
+                self.order.settle(held.record.completed)
+            agent_ids.append(held.agent_id)
+        if agent_ids:
+            self.emit("agent.delivered", {"turn": self._deliveries, "agentIds": agent_ids})
+
+    def _handed_back(self, msg: HandedBack) -> None:
+        """The realm stopped replaying by itself: answer its held calls as :meth:`_agent` would."""
+        self._realm_records = None
+        if self.order is not None:
+            for rank in msg.settled:
+                self.order.settle(rank)
+            self.order.forced += len(msg.settled)
+        for call_id in msg.ids:
+            held = self._realm_held.pop(call_id, None)
+            if held is None:
+                if self._stopping():
+                    continue
+                raise self._realm_out_of_step(f"it handed back call {call_id}, which it never announced")
+            self._spawn(self._answer_replayed(call_id, held), agent=True)
+
+    async def _answer_replayed(self, call_id: int, held: _RealmHeld) -> None:
+        reply: dict[str, Any]
+        try:
+            reply = {"ok": True, "value": await self._replayed(call_id, held, recorded=True)}
+        except Exception as exc:  # a task's top-level handler: never leave the realm waiting
+            reply = {"ok": False, "error": {"name": "Error", "message": f"workflow runtime error: {exc}"}}
+        reply["spent"] = self.budget.spent
+        self._answer_realm({"t": "result", "id": call_id, "r": reply}, call_id, agent=held.label)
 
     async def _execute(self, call: AgentCall) -> Any:
         agent_id, prompt, label, phase, opts = call.agent_id, call.prompt, call.label, call.phase, call.opts
@@ -1562,6 +1787,18 @@ class _Run:
 
 _BATCH_BYTES = MAX_MESSAGE_BYTES - 64  # room for the batch envelope
 _StopKind = Literal["limit", "store", "pausing", "cancelled"]
+
+
+@dataclass(slots=True)
+class _RealmHeld:
+    """A replayed call: its agent id, the record it takes, and what its ``agent.cached`` names."""
+
+    agent_id: str
+    record: JournalRecord
+    label: str
+    phase: str | None
+    key: str
+    ckey: str
 
 
 @dataclass(eq=False)

@@ -65,23 +65,40 @@ __all__ = [
     "Done",
     "DoneError",
     "Dropped",
+    "HandedBack",
     "Hello",
     "Log",
     "Phase",
     "ProtocolError",
+    "Released",
     "Returned",
+    "Took",
     "WorkerMessage",
     "WorkflowCallMessage",
     "check_worker_message",
     "decode_worker_message",
 ]
 
-PROTOCOL_VERSION: Final = 3
+PROTOCOL_VERSION: Final = 4
 
 WORKER_MESSAGE_TYPES: Final = frozenset(
-    {"hello", "call", "phase", "log", "child", "dropped", "returned", "done", "checked", "collated"}
+    {
+        "hello",
+        "call",
+        "phase",
+        "log",
+        "child",
+        "dropped",
+        "returned",
+        "done",
+        "checked",
+        "collated",
+        "took",
+        "released",
+        "handback",
+    }
 )
-HOST_MESSAGE_TYPES: Final = frozenset({"start", "result", "child", "batch", "check", "collate"})
+HOST_MESSAGE_TYPES: Final = frozenset({"start", "replay", "result", "child", "batch", "check", "collate"})
 
 
 class ProtocolError(ValueError):
@@ -151,6 +168,36 @@ class Dropped:
 
 
 @dataclass(frozen=True, slots=True)
+class Took:
+    """Agent() calls the realm answers itself from the replay table the host sent it (engine/run.py
+    ``_replay_table``), in call order: each ``[id, record, label, phase, prompt, key, content key]``
+    (``id`` names the call as a ``call`` message's would; ``record`` the index of the record it took;
+    content key ``None``: the record's own). The host records them and never answers them, unless
+    the realm hands them back (:class:`HandedBack`)."""
+
+    calls: list[list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """The realm handed the recorded results of the calls ``ids`` (each announced with ``local``) to
+    the workflow in one delivery, in this order."""
+
+    ids: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class HandedBack:
+    """The realm stopped replaying by itself: the calls ``ids`` (announced with ``local``, not yet
+    released) are the host's to answer from now on, and so is every later call; ``settled`` are the
+    completion ranks it released as the run could make no progress without them (the host's release
+    order takes them as settled)."""
+
+    ids: list[int]
+    settled: list[int]
+
+
+@dataclass(frozen=True, slots=True)
 class Returned:
     """The workflow returned while workflow() calls still resolve: no agent call is dispatched any
     more; :class:`Done` follows."""
@@ -202,6 +249,9 @@ WorkerMessage = (
     | ChildEnded
     | Dropped
     | Returned
+    | Took
+    | Released
+    | HandedBack
     | Done
     | Checked
     | Collated
@@ -227,6 +277,13 @@ def _opt_str(msg: dict[str, Any], name: str, t: str) -> str | None:
         raise ProtocolError(f"a {t!r} message without a well-formed {name!r}")
     value = msg[name]
     if value is not None and type(value) is not str:
+        raise ProtocolError(f"a {t!r} message without a well-formed {name!r}")
+    return value
+
+
+def _ints(msg: dict[str, Any], name: str, t: str) -> list[int]:
+    value = msg.get(name)
+    if type(value) is not list or not all(type(v) is int for v in value):
         raise ProtocolError(f"a {t!r} message without a well-formed {name!r}")
     return value
 
@@ -296,6 +353,26 @@ def _call(msg: dict[str, Any]) -> AgentCallMessage | WorkflowCallMessage:
     raise ProtocolError(f"unknown call {fn!r}")
 
 
+def _took(msg: dict[str, Any]) -> Took:
+    calls = msg.get("calls")
+    if type(calls) is not list:
+        raise ProtocolError("a 'took' message without a well-formed 'calls'")
+    for c in calls:
+        if not (
+            type(c) is list
+            and len(c) == 7
+            and type(c[0]) is int
+            and type(c[1]) is int
+            and type(c[2]) is str
+            and (c[3] is None or type(c[3]) is str)
+            and type(c[4]) is str
+            and type(c[5]) is str
+            and (c[6] is None or type(c[6]) is str)
+        ):
+            raise ProtocolError("a 'took' message with a malformed call")
+    return Took(calls)
+
+
 def _done(msg: dict[str, Any]) -> Done:
     ok = _of(msg, "ok", bool, "done")
     if ok:
@@ -335,6 +412,9 @@ _DECODERS: Final[dict[str, Any]] = {
     "child": _child,
     "dropped": lambda m: Dropped(_int(m, "lines", "dropped")),
     "returned": lambda m: Returned(),
+    "took": lambda m: _took(m),
+    "released": lambda m: Released(_ints(m, "ids", "released")),
+    "handback": lambda m: HandedBack(_ints(m, "ids", "handback"), _ints(m, "settled", "handback")),
     "done": _done,
     "checked": lambda m: Checked(_int(m, "id", "checked"), _of(m, "results", list, "checked")),
     "collated": lambda m: Collated(_int(m, "id", "collated"), _of(m, "names", list, "collated")),

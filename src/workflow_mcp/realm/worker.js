@@ -17,11 +17,15 @@ const { types } = require('node:util')
 const v8 = require('node:v8')
 const { AsyncLocalStorage } = require('node:async_hooks')
 
-const PROTOCOL = 3
+const PROTOCOL = 4
 // Output is buffered and written once per turn of Node's event loop: a fan-out of 1,000 agent()
 // calls becomes one write, not 1,000.
 let outBuf = []
-const flushOut = () => { if (outBuf.length) { const text = outBuf.join(''); outBuf = []; process.stdout.write(text) } }
+let tookBuf = []            // replayed calls this realm answers itself, not yet announced
+let tookChars = 0
+const TOOK_CHARS = 1 << 20
+const flushTook = () => { const calls = tookBuf; tookBuf = []; tookChars = 0; out({ t: 'took', calls }) }
+const flushOut = () => { if (tookBuf.length > 0) flushTook(); if (outBuf.length) { const text = outBuf.join(''); outBuf = []; process.stdout.write(text) } }
 // JSON.stringify escapes exactly the lone UTF-16 surrogates (well-formed JSON.stringify); the host
 // speaks UTF-8, which cannot carry them, so each becomes U+FFFD — what Node's own UTF-8 encoding
 // (and so the cache-key hash) does with them too.
@@ -51,6 +55,7 @@ function sizeError(msg, size) {
 }
 const tooLarge = (line) => line.length * 3 > MAX_MESSAGE && Buffer.byteLength(line) > MAX_MESSAGE
 const out = (msg) => {
+  if (tookBuf.length > 0 && msg.t !== 'took') flushTook() // what came before goes first
   let line = wellFormed(JSON.stringify(msg)) + '\n'
   if (tooLarge(line)) {
     const err = sizeError(msg, Buffer.byteLength(line))
@@ -62,7 +67,11 @@ const out = (msg) => {
   }
   if (outBuf.length === 0) process.nextTick(flushOut)
   outBuf.push(line)
+  // A long synchronous stretch (a fan-out making its calls, a replay answering them) sends as it
+  // goes, so the host works on the first messages while this realm makes the rest.
+  if (outBuf.length >= OUT_CHUNK) flushOut()
 }
+const OUT_CHUNK = 128
 
 // Long text is cut in the middle, as Claude Code 2.1.332 cuts log lines (measured): a line longer than
 // `max` UTF-16 units keeps its first and last `keep` units around a marker naming what was dropped.
@@ -1083,6 +1092,7 @@ let workflowCalls = 0      // workflow() calls the host has not answered yet
 let heldDone = null        // the final message, held while workflow() calls still resolve
 let gseq = 0
 const routes = new Map()   // id the host sees -> { realm, id, kind, cell }
+let hostRequests = 0       // workflow() and forwarded agent() calls the host has not answered yet
 const errWhere = new WeakMap() // a child's wrapped error -> where it was thrown in the child's file
 const flushScript = new vm.Script('undefined', { filename: 'workflow-mcp:flush' })
 const promisePrototype = new vm.Script('Promise.prototype', { filename: 'workflow-mcp:realm' })
@@ -1165,6 +1175,10 @@ function fail(name, message) {
 // Runs host-side work that may call into realms (fn returns the realms it touched), then the
 // microtasks it queued.
 function guarded(fn) {
+  runGuarded(fn)
+  if (rp !== null) rpPump()
+}
+function runGuarded(fn) {
   try {
     const touched = fn()
     const targets = Array.isArray(touched) ? touched : [touched]
@@ -1303,13 +1317,15 @@ function onPost(realm, text) {
   } else if (msg.t === 'call') {
     const route = { realm, id: msg.id, kind: msg.fn, cell: cell() }
     if (msg.fn === 'agent') {
-      if (depthOf(msg.opts, 0) > MAX_DEPTH) {
+      let bare = true
+      for (const k in msg.opts) { bare = false; break } // most calls pass no options
+      if (!bare && depthOf(msg.opts, 0) > MAX_DEPTH) {
         throw new RangeError('agent() options are nested deeper than ' + MAX_DEPTH + ' levels')
       }
       const c = route.cell
       const picked = {}
       let keyable = true
-      for (const k of cacheKeyOptions) {
+      if (!bare) for (const k of cacheKeyOptions) {
         if (!msg.opts || !Object.prototype.hasOwnProperty.call(msg.opts, k) || msg.opts[k] === undefined) continue
         if (Object.prototype.hasOwnProperty.call(TOOL_LISTS, k)) {
           const list = toolList(k, msg.opts[k])
@@ -1317,18 +1333,38 @@ function onPost(realm, text) {
           else if (list.length > 0) picked[k] = list
         } else picked[k] = msg.opts[k]
       }
-      const canon = JSON.stringify(sortKeys(picked))
+      const canon = bare ? '{}' : JSON.stringify(sortKeys(picked))
       const key = keyable ? 'v2:' + H(c.chain, msg.prompt, canon) : ''
       if (keyable) c.chain = key
       msg.key = key
       msg.canon = canon
+      delete msg.local
+      if (rp !== null) {
+        const taken = rpDecide(realm, msg, key, canon)
+        if (taken !== null) {
+          msg.id = ++gseq
+          // Announced in call order, many to a message: [id, record, label, phase, prompt, key,
+          // content key (null: the record's)].
+          // The host needs only the start of the prompt its preview is made from.
+          const start = msg.prompt.length > rp.previewChars ? msg.prompt.slice(0, rp.previewChars) : msg.prompt
+          tookBuf.push([msg.id, taken.index, msg.label, msg.phase, start, key, rpCallCkey])
+          tookChars += start.length + msg.label.length + (msg.phase === null ? 0 : msg.phase.length) + 200
+          if (tookBuf.length >= OUT_CHUNK || tookChars >= TOOK_CHARS) flushOut()
+          rpCount++
+          outstanding++
+          realm.pending++
+          rpHold({ gid: msg.id, id: route.id, realm, rec: taken })
+          return
+        }
+      }
     }
     msg.id = ++gseq
-    out(msg) // throws (nothing recorded) when the message is too large
+    try { out(msg) } catch (e) { if (rp !== null && !rp.sealed) rpHandBack(); throw e } // throws (nothing recorded) when the message is too large
     routes.set(msg.id, route)
     outstanding++
     realm.pending++
     if (route.kind === 'workflow') workflowCalls++
+    else { hostRequests++; if (rp !== null) rpCount++ }
     return
   } else if (msg.t === 'timer') {
     const entry = addTimer(realm, msg.id, msg.ms)
@@ -1429,6 +1465,216 @@ function onJoin(id) {
   f.parent.chain = H(f.parent.chain, f.kind, 'join', ...f.slots.map((s) => s.chain))
 }
 
+
+// -------------------------------------------------------------------------------------------
+// Replay in the realm. A resumed run's host sends, before `start`, the records its replay may reuse
+// (`replay` messages: the policy, the run's call cap and every reachable record with its completion
+// rank, original delivery, output tokens and result as JSON text). An agent() call of the top-level
+// workflow whose options cannot change the host's decision (none but label and phase) and whose record
+// the host would take is answered here, with no round trip: the call is announced to the host
+// (`local`: the record's index) so it records it in call order, and each delivery of recorded results
+// is announced (`released`) before the workflow sees it, so the host records the outcome (the event
+// log and journal read as a host-side replay's). This mirrors the host's rules exactly — the take of
+// engine/journal.py (`content`: the n-th occurrence of a content key takes its n-th record; `prefix`:
+// the longest unchanged prefix), the release order of engine/release.py (a result of rank r waits for
+// every lower rank; results of one original delivery go out together; when nothing but held results
+// is left, the lowest held one is released) and the admission of engine/scheduler.py (the call cap,
+// the token budget). Whenever this realm cannot be sure what the host would decide (a call with other
+// options, a child workflow's call, the cap near, a budget while host calls are in flight), it hands
+// every held call and everything after to the host (`handback`) and the host's own replay goes on
+// from the same state. A call the host would not replay (a miss, a record it refuses) goes to the host
+// as usual and replay here goes on.
+let rp = null        // the replay table, while this realm replays by itself
+let rpCount = 0      // agent() calls admitted so far (at least the host's count)
+let rpPumping = false
+const RP_TEXT_MAX = 16384
+function rpAdd(msg) {
+  if (rp === null) {
+    const ranks = []
+    rp = {
+      policy: msg.policy === 'prefix' ? 'prefix' : 'content', cap: msg.cap, recs: [],
+      byContent: new Map(), byKeyOnly: new Map(), byKey: new Map(), missed: false,
+      neutral: new Set(msg.neutral || []), options: new Set(msg.options || []), known: new Set(), ranks, settled: new Set(), granted: new Set(),
+      next: 0, waiting: new Map(), ready: [], forced: [], sealed: false, previewChars: msg.previewChars || 557,
+    }
+  }
+  for (const r of msg.records) {
+    // [index, key, contentKey, rank, turn, outputTokens, usable, resultText | null]
+    const rec = { index: r[0], key: r[1], ckey: r[2], rank: r[3], turn: r[4], tokens: r[5], usable: r[6], text: r[7] }
+    rp.recs[rec.index] = rec
+    if (rec.key && !rp.byKey.has(rec.key)) rp.byKey.set(rec.key, rec)
+    if (rp.policy !== 'prefix') {
+      const [map, k] = rec.ckey ? [rp.byContent, rec.ckey] : [rp.byKeyOnly, rec.key]
+      let q = map.get(k)
+      if (q === undefined) { q = { items: [], head: 0 }; map.set(k, q) }
+      q.items.push(rec)
+    }
+    if (rec.rank >= 0 && !rp.known.has(rec.rank)) { rp.known.add(rec.rank); rp.ranks.push(rec.rank) }
+  }
+  if (msg.last === true) rp.ranks.sort((a, b) => a - b)
+}
+const rpQueue = (map, k) => { const q = map.get(k); return q !== undefined && q.head < q.items.length ? q : null }
+// The record the host's take would return for (key, contentKey), and the queue it comes from.
+function rpPeek(key, ckey) {
+  if (rp.policy === 'prefix') return !key || rp.missed ? null : (rp.byKey.get(key) || null)
+  const q = rpQueue(rp.byContent, ckey) || (key ? rpQueue(rp.byKeyOnly, key) : null)
+  return q === null ? null : q.items[q.head]
+}
+function rpTake(key, ckey) {
+  if (rp.policy === 'prefix') {
+    if (!key) return null
+    const hit = rp.missed ? null : (rp.byKey.get(key) || null)
+    if (hit === null) rp.missed = true
+    return hit
+  }
+  const q = rpQueue(rp.byContent, ckey) || (key ? rpQueue(rp.byKeyOnly, key) : null)
+  if (q === null) { rp.missed = true; return null }
+  return q.items[q.head++]
+}
+// Whether the host admits the next call: 'yes', 'no' (it refuses without taking a record) or
+// 'unsure' (this realm cannot know: the cap is near, or host calls in flight may have spent budget).
+function rpAdmission() {
+  if (rpCount >= rp.cap) return 'unsure'
+  const total = realmConfig.budgetTotal
+  if (total !== null && total > 0) {
+    if (hostRequests > 0) return 'unsure'
+    if (spent >= total) return 'no'
+  }
+  return 'yes'
+}
+function rpPlain(realm, msg) {
+  if (realm !== main || msg.agentType !== undefined) return false
+  // A label or phase too long to announce in a batch goes to the host, which sizes each message.
+  if (msg.label.length > RP_TEXT_MAX || (msg.phase !== null && msg.phase.length > RP_TEXT_MAX)) return false
+  for (const k of Object.keys(msg.opts)) if (rp.options.has(k) && !rp.neutral.has(k)) return false
+  return true
+}
+// The record this realm answers the call with, or null: the call goes to the host (after every held
+// call, when this realm stops replaying by itself).
+let rpCallCkey = null // the content key rpDecide computed for its record (null: the record's own)
+function rpDecide(realm, msg, key, canon) {
+  if (rp.sealed) return null
+  const admission = rpAdmission()
+  if (admission === 'no') return null
+  if (admission === 'unsure') { rpHandBack(); return null }
+  // The same v2 key means the same prompt and options, so the same content key: a record found by
+  // its v2 key that heads its content key's queue is what the host takes, with no hash to compute.
+  let ckey = null
+  let rec = null
+  const byKey = key ? rp.byKey.get(key) : undefined
+  if (byKey !== undefined && byKey.ckey && (rp.policy === 'prefix' ? !rp.missed : rpPeek(key, byKey.ckey) === byKey)) {
+    rec = byKey
+    ckey = byKey.ckey
+    rpCallCkey = null
+  } else {
+    ckey = 'c1:' + H(msg.prompt, canon)
+    rec = rpPeek(key, ckey)
+    rpCallCkey = ckey
+  }
+  if (rec === null) { rpTake(key, ckey); return null } // a miss: the host misses too, the call runs live
+  const plain = rpPlain(realm, msg)
+  if (plain && !rec.usable) {
+    // The host takes it, finds it unusable and runs the call live: the record is settled and, under
+    // `prefix`, every later call runs live too.
+    rpTake(key, ckey)
+    rp.missed = true
+    rpSettle(rec.rank)
+    return null
+  }
+  if (!plain || rec.text === null) { rpHandBack(); return null }
+  rpTake(key, ckey)
+  return rec
+}
+function rpLowest() {
+  const ranks = rp.ranks
+  while (rp.next < ranks.length && (rp.settled.has(ranks[rp.next]) || rp.granted.has(ranks[rp.next]))) rp.next++
+  return rp.next < ranks.length ? ranks[rp.next] : null
+}
+function rpHold(entry) {
+  const r = entry.rec.rank
+  if (r < 0 || !rp.known.has(r)) { rp.ready.push(entry); return }
+  const lowest = rpLowest()
+  if (lowest === null || lowest >= r) { rp.granted.add(r); rp.ready.push(entry); return }
+  rp.waiting.set(r, entry)
+}
+function rpSettle(r) {
+  if (r < 0) return
+  rp.granted.delete(r)
+  rp.settled.add(r)
+  rpWake()
+}
+function rpWake() {
+  while (rp.waiting.size > 0) {
+    const first = rpLowest()
+    if (first === null || !rp.waiting.has(first)) return
+    const entry = rp.waiting.get(first)
+    rp.waiting.delete(first)
+    rp.granted.add(first)
+    rp.ready.push(entry)
+  }
+}
+function rpForce() {
+  if (rp.granted.size > 0 || rp.waiting.size === 0) return false
+  let first = Infinity
+  for (const r of rp.waiting.keys()) if (r < first) first = r
+  for (let i = rp.next; i < rp.ranks.length && rp.ranks[i] < first; i++) {
+    const r = rp.ranks[i]
+    if (!rp.settled.has(r)) { rp.settled.add(r); rp.forced.push(r) }
+  }
+  rpWake()
+  return true
+}
+// Hand every held call to the host, in call order; this realm replays nothing by itself any more.
+function rpHandBack() {
+  const held = rp.ready.concat(Array.from(rp.waiting.values())).sort((a, b) => a.gid - b.gid)
+  out({ t: 'handback', ids: held.map((e) => e.gid), settled: rp.forced })
+  for (const e of held) {
+    routes.set(e.gid, { realm: e.realm, id: e.id, kind: 'agent', cell: null })
+    hostRequests++
+  }
+  rp.sealed = true
+  rp.ready = []
+  rp.waiting.clear()
+  if (!rpPumping) rp = null
+}
+// Deliver what may go: each original delivery's results together, one realm turn each; when nothing
+// may go and nothing but held results is left (no host call in flight), release the lowest held one.
+function rpPump() {
+  rpPumping = true
+  try {
+    while (rp !== null && !rp.sealed && !finished) {
+      if (main === null || main.returned) { rp.ready = []; rp.waiting.clear(); break } // never answered, as on the host
+      if (rp.ready.length === 0) {
+        if (rp.waiting.size === 0 || hostRequests > 0 || workflowCalls > 0 || importsInFlight > 0 || !rpForce()) break
+        continue
+      }
+      // What is ready now goes out in its original deliveries; what their continuations make ready
+      // goes out after (the host sends the answers of one turn together, the next turn's later).
+      let left = rp.ready.length
+      while (left > 0 && rp !== null && !rp.sealed && !finished) {
+        const first = rp.ready[0]
+        let n = 1
+        while (n < left && first.rec.turn >= 0 && rp.ready[n].rec.turn === first.rec.turn) n++
+        const items = rp.ready.splice(0, n)
+        left -= n
+        out({ t: 'released', ids: items.map((e) => e.gid) })
+        runGuarded(() => {
+          for (const e of items) {
+            settle(e.realm, 1)
+            spent += e.rec.tokens
+            e.realm.api.deliver(e.id, '{"ok":true,"value":' + e.rec.text + ',"spent":' + spent + '}')
+          }
+          return main
+        })
+        if (rp !== null && !rp.sealed) for (const e of items) rpSettle(e.rec.rank)
+      }
+    }
+  } finally {
+    rpPumping = false
+    if (rp !== null && rp.sealed) rp = null
+  }
+}
+
 function start(msg) {
   syncTimeoutMs = msg.syncTimeoutMs || 30000
   profileName = msg.profile || ''
@@ -1498,6 +1744,7 @@ function answer(msg) {
   routes.delete(msg.id)
   settle(route.realm, 1)
   if (route.kind === 'workflow') workflowCalls--
+  else hostRequests--
   if (msg.t === 'result') {
     if (msg.r && typeof msg.r.spent === 'number') spent = msg.r.spent
     route.realm.api.deliver(route.id, JSON.stringify(msg.r))
@@ -1510,6 +1757,7 @@ function answer(msg) {
 function onHost(msg) {
   switch (msg.t) {
     case 'start': return start(msg)
+    case 'replay': return rpAdd(msg)
     case 'result':
     case 'child':
       return guarded(() => answer(msg))

@@ -284,6 +284,10 @@ class RealmWorker:
     :meth:`spawn`, then :meth:`send`/:meth:`receive`, then :meth:`close`. ``receive`` returns ``None``
     once the worker has exited."""
 
+    #: The worker answers a resumed run's replayed calls itself from the table the host sends it
+    #: (engine/run.py ``_replay_table``).
+    replays_locally = True
+
     def __init__(self, proc: asyncio.subprocess.Process, heap_mb: int, sandbox: Sandbox = "none") -> None:
         import asyncio
 

@@ -12,7 +12,7 @@ stores the run's terminal event releases both; ``recover`` ends the runs whose o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ __all__ = [
     "journal_row_for",
     "journal_row_from_cells",
     "merge_journal_rows",
+    "release_order",
     "sound_journal_row",
 ]
 
@@ -137,7 +138,7 @@ class JournalRow:
             self.status,
             self.label,
             self.result_json,
-            json.dumps(self.tokens),
+            json.dumps(self.tokens) if self.tokens else "{}",
             self.side_effects,
             self.source_run,
         )
@@ -386,6 +387,30 @@ def batch_journal_rows(events: Sequence[Event], ordinal: Callable[[Event], int])
     return list(rows.values())
 
 
+def release_order(completed: Iterable[tuple[int, str]], delivered: Iterable[tuple[int, Any]]) -> list[str]:
+    """The order a run completed (or released) its calls: ``completed`` is ``(sequence, agent id)`` of
+    its ``agent.completed``/``agent.cached`` events, ``delivered`` ``(sequence, body)`` of its
+    ``agent.delivered`` events (the stored JSON text or its bytes, or the payload); a call is placed where it is
+    last named (a call replayed in the realm is named first by its ``agent.cached``, as it was taken,
+    then by the delivery that released it). A body that does not read names nothing. Raises nothing."""
+    place: dict[str, tuple[int, int]] = {}
+    for sequence, agent_id in completed:
+        place[agent_id] = (sequence, 0)
+    for sequence, body in delivered:
+        payload = body
+        if isinstance(body, str | bytes):
+            try:
+                payload = json.loads(body).get("payload")  # bytes that are not UTF-8: a ValueError
+            except (ValueError, AttributeError, RecursionError):
+                continue
+        ids = payload.get("agentIds") if isinstance(payload, dict) else None
+        if isinstance(ids, list):
+            for i, agent_id in enumerate(ids):
+                if isinstance(agent_id, str):
+                    place[agent_id] = (sequence, i + 1)
+    return sorted(place, key=place.__getitem__)
+
+
 def check_batch(events: Sequence[Event]) -> None:
     """Refuse a batch of events that breaks its own order: within it, each event of a run has the
     sequence one more than the run's event before it (DESIGN: "sequence (monotonic per run)"; a batch
@@ -546,8 +571,9 @@ class RunStore(Protocol):
 
     def completion_order(self, run_id: str) -> list[str]:
         """The agent ids of ``run_id``'s ``agent.completed`` and ``agent.cached`` events, in the order
-        they were stored: the order the run completed (or released) its calls, which a resume of it
-        replays (``engine/release.py``)."""
+        the run completed (or released) its calls, which a resume of it replays
+        (``engine/release.py``): each where it was last named, by those events or by an
+        ``agent.delivered`` (a call replayed in the realm: :func:`release_order`)."""
         ...
 
     def request_cancel(self, run_id: str, reason: str) -> None: ...

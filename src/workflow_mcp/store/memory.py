@@ -23,6 +23,7 @@ from .base import (
     check_batch,
     journal_row_for,
     merge_journal_rows,
+    release_order,
 )
 
 __all__ = ["MemoryStore"]
@@ -185,11 +186,15 @@ class MemoryStore:
         return None
 
     def completion_order(self, run_id: str) -> list[str]:
-        return [
-            e.agent_id
-            for e in self._events.get(run_id, [])
-            if e.type in ("agent.completed", "agent.cached") and e.agent_id is not None
-        ]
+        events = self._events.get(run_id, [])
+        return release_order(
+            (
+                (e.sequence, e.agent_id)
+                for e in events
+                if e.type in ("agent.completed", "agent.cached") and e.agent_id is not None
+            ),
+            ((e.sequence, e.payload) for e in events if e.type == "agent.delivered"),
+        )
 
     def journal(self, run_id: str) -> list[JournalRow]:
         return sorted(self._journal.get(run_id, {}).values(), key=lambda r: r.ordinal)

@@ -52,6 +52,7 @@ from .base import (
     batch_journal_rows,
     check_batch,
     journal_row_from_cells,
+    release_order,
     sound_journal_row,
 )
 from .sqlite import event_from_cells, record_from_row
@@ -784,11 +785,16 @@ class PostgresStore:
     def completion_order(self, run_id: str) -> list[str]:
         rows = self._read(
             f"reading the completion order of run {run_id}",
-            "SELECT agent_id FROM events WHERE run_id = %s AND type IN ('agent.completed', 'agent.cached') "
+            "SELECT sequence, agent_id FROM events WHERE run_id = %s AND type IN ('agent.completed', 'agent.cached') "
             "AND agent_id IS NOT NULL ORDER BY sequence",
             (run_id,),
         )
-        return [str(r[0]) for r in rows]
+        delivered = self._read(
+            f"reading the completion order of run {run_id}",
+            "SELECT sequence, body FROM events WHERE run_id = %s AND type = 'agent.delivered' ORDER BY sequence",
+            (run_id,),
+        )
+        return release_order([(int(r[0]), str(r[1])) for r in rows], [(int(r[0]), r[1]) for r in delivered])
 
     def journal(self, run_id: str) -> list[JournalRow]:
         """The readable journal entries of ``run_id`` by ordinal; one another program wrote damaged (a

@@ -60,6 +60,7 @@ from .base import (
     batch_journal_rows,
     check_batch,
     journal_row_from_cells,
+    release_order,
     sound_journal_row,
 )
 
@@ -1171,25 +1172,33 @@ class SqliteStore:
     def completion_order(self, run_id: str) -> list[str]:
         what = f"reading the completion order of run {run_id}"
         sql = (
-            "SELECT {} FROM events WHERE run_id = ? AND type IN ('agent.completed', 'agent.cached') "
+            "SELECT sequence, {} FROM events WHERE run_id = ? AND type IN ('agent.completed', 'agent.cached') "
             "AND agent_id IS NOT NULL ORDER BY sequence"
+        )
+        # The deliveries of calls replayed in the realm (a handful per run; their bodies are id lists).
+        delivered = self._read(
+            what,
+            "SELECT sequence, CAST(body AS BLOB) FROM events WHERE run_id = ? AND type = 'agent.delivered' "
+            "ORDER BY sequence",
+            (run_id,),
         )
         with self._lock:
             try:
-                return [str(r[0]) for r in self._db.execute(sql.format("agent_id"), (run_id,))]
+                rows = [(int(r[0]), str(r[1])) for r in self._db.execute(sql.format("agent_id"), (run_id,))]
+                return release_order(rows, delivered)
             except sqlite3.Error as exc:
                 if not _is_decoding(exc):
                     raise self._error(exc, what) from exc
         # An agent id that is not UTF-8 text: that call has no place in the order (it is not replayed
         # by rank; resume says so), the others keep theirs.
-        rows = self._read(what, sql.format("CAST(agent_id AS BLOB), typeof(agent_id)"), (run_id,))
+        raw_rows = self._read(what, sql.format("CAST(agent_id AS BLOB), typeof(agent_id)"), (run_id,))
         out = []
-        for raw, kind in rows:
+        for sequence, raw, kind in raw_rows:
             damaged: list[str] = []
             text = _event_cell("agent_id", raw, kind, damaged)
             if text is not None and not damaged:
-                out.append(text)
-        return out
+                out.append((int(sequence), text))
+        return release_order(out, delivered)
 
     def journal(self, run_id: str) -> list[JournalRow]:
         """The readable journal entries of ``run_id`` by ordinal; one whose cells are damaged is left

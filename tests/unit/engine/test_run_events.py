@@ -182,11 +182,13 @@ def test_a_replayed_call_is_cached_and_never_started(tmp_path: Path) -> None:
 
     first, again, provider = arun(scenario())
     assert provider.calls == []
+    # Replayed in the realm (the Node worker): each call's agent.cached as it is taken, each
+    # delivery of its result an agent.delivered.
     assert [e.type for e in again if e.type.startswith("agent.")] == [
-        "agent.queued",
         "agent.cached",
-        "agent.queued",
+        "agent.delivered",
         "agent.cached",
+        "agent.delivered",
     ]
     recorded = {e.payload["key"]: e.agent_id for e in first if e.type == "agent.completed"}
     for cached in (e for e in again if e.type == "agent.cached"):

@@ -127,7 +127,7 @@ def test_a_spawned_worker_speaks_the_host_protocol_and_closing_it_twice_is_safe(
     pid, returncode = arun(scenario())
     assert returncode is not None
     assert not pid_alive(pid)
-    assert PROTOCOL_VERSION == 3
+    assert PROTOCOL_VERSION == 4
     assert check_worker_message({"t": "hello", "protocol": 2, "node": "20.0.0"})["t"] == "hello"
 
 
