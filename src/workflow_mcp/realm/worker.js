@@ -275,9 +275,25 @@ const PRELUDE = String.raw`(function (hostPost, hostFork, runSlot, hostJoin, hos
       if (typeof Iterator.from === 'function') hard.push(protoOf(Iterator.from({ next() { return { done: true } } })))
       if (typeof Iterator.prototype.map === 'function') hard.push(protoOf([].values().map((x) => x)))
     }
+    // %SegmentsPrototype% and %SegmentIteratorPrototype% are reached only through a segments object,
+    // and making the first one loads ICU's break iterators (~17 ms a process): they are frozen when
+    // segment() first makes one, before workflow code can hold it.
     if (typeof Intl === 'object' && typeof Intl.Segmenter === 'function') {
-      const segments = new Intl.Segmenter().segment('')
-      hard.push(protoOf(segments), protoOf(segments[Symbol.iterator]()))
+      const home = Intl.Segmenter.prototype
+      const realSegment = home.segment
+      let frozen = false
+      const segment = ({ segment(input) {
+        const segments = apply(realSegment, this, [input])
+        if (!frozen) {
+          frozen = true
+          const proto = protoOf(segments)
+          const iterator = apply(proto[Symbol.iterator], segments, [])
+          ObjectFreeze(proto)
+          ObjectFreeze(protoOf(iterator))
+        }
+        return segments
+      } }).segment
+      ObjectDefineProperty(home, 'segment', { value: segment, writable: true, enumerable: false, configurable: true })
     }
     for (let i = 0; i < hard.length; i++) if (hard[i] !== null && hard[i] !== undefined) ObjectFreeze(hard[i])
   }
