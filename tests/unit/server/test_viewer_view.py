@@ -68,6 +68,18 @@ def test_an_agent_shows_its_stored_prompt_preview_and_the_provider_and_model_it_
     assert (b["promptPreview"], b["provider"], b["model"]) == (None, "fake", "sonnet")  # the run's provider
 
 
+def test_a_call_replayed_in_the_realm_shows_the_preview_its_only_event_stored_as_cached() -> None:
+    # A call the realm replays by itself has no agent.queued: its agent.cached carries the preview, and
+    # the delivery that handed its result over is an agent.delivered naming no agent.
+    events = log_of(
+        started(),
+        ("agent.cached", {"label": "a", "promptPreview": "Ask [redacted]", "result": "ok"}, "ag_1", "2026-01-01T00:00:01.000Z"),
+        ("agent.delivered", {"turn": 1, "agentIds": ["ag_1"]}, None, "2026-01-01T00:00:02.000Z"),
+    )  # fmt: skip
+    (a,) = run_view(project_state(events, RUN), events)["agents"]
+    assert (a["state"], a["promptPreview"], a["cached"]) == ("cached", "Ask [redacted]", True)
+
+
 def test_cost_is_known_per_call_phase_provider_and_run_only_where_every_call_is_priced() -> None:
     prices = parse_prices(
         {
