@@ -666,7 +666,13 @@ class _Run:
         except MessageNotJsonError:
             self._finish_failed("TypeError", "the run's args hold NaN or Infinity, which JSON does not allow")
             return
-        for table in self._replay_table(worker):
+        try:
+            tables = self._replay_table(worker)
+        except (MessageTooLargeError, MessageNotJsonError, ValueError):
+            # A record the realm could not be handed as it is (a key no JSON text holds): the host
+            # replays every call itself.
+            self._realm_records, tables = None, []
+        for table in tables:
             worker.post_text(table)
         worker.post_text(text)
         while True:
