@@ -1400,17 +1400,27 @@ class _Run:
         self.calls_run += 1
         self._realm_held[call_id] = held
 
+    def _held_in_realm(self, call_id: int, what: str) -> _RealmHeld | None:
+        """The call ``call_id`` the realm took and now ``what`` (taken off the held ones); ``None``
+        when the run is stopping and never recorded it.
+
+        Raises:
+            RealmError: the realm names a call it never announced.
+        """
+        held = self._realm_held.pop(call_id, None)
+        if held is None and not self._stopping():
+            raise self._realm_out_of_step(f"it {what} call {call_id}, which it never announced")
+        return held
+
     def _released(self, msg: Released) -> None:
         """The realm handed the recorded results of ``msg.ids`` to the workflow in one delivery:
         charge them and record the delivery (``agent.delivered``)."""
         self._deliveries += 1
         agent_ids: list[str] = []
         for call_id in msg.ids:
-            held = self._realm_held.pop(call_id, None)
+            held = self._held_in_realm(call_id, "released")
             if held is None:
-                if self._stopping():
-                    continue
-                raise self._realm_out_of_step(f"it released call {call_id}, which it never announced")
+                continue
             self.budget.charge(int(held.record.tokens.get("output", 0)), replayed=True)
             if self.order is not None:
                 self.order.settle(held.record.completed)
@@ -1426,11 +1436,9 @@ class _Run:
                 self.order.settle(rank)
             self.order.forced += len(msg.settled)
         for call_id in msg.ids:
-            held = self._realm_held.pop(call_id, None)
+            held = self._held_in_realm(call_id, "handed back")
             if held is None:
-                if self._stopping():
-                    continue
-                raise self._realm_out_of_step(f"it handed back call {call_id}, which it never announced")
+                continue
             self._spawn(self._answer_replayed(call_id, held), agent=True)
 
     async def _answer_replayed(self, call_id: int, held: _RealmHeld) -> None:
