@@ -1393,6 +1393,9 @@ function onPost(realm, text) {
     if (entry !== undefined) { entry.cleared = true; realm.timers.delete(msg.id); settle(realm, 1) }
     return
   }
+  // Only a log line or a phase goes on as the realm wrote it: nothing a realm posts can pass for one of
+  // this worker's own messages (a replay announcement, a delivery, the end of the run).
+  if (msg.t !== 'log' && msg.t !== 'phase') return
   out(msg)
 }
 
