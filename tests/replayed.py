@@ -9,7 +9,23 @@ from __future__ import annotations
 
 from workflow_mcp.events import Event
 
-__all__ = ["calls", "released", "released_turns"]
+__all__ = ["calls", "interleaved", "released", "released_turns"]
+
+
+def interleaved(names: str) -> str:
+    """A workflow whose calls (one per letter of ``names``, labelled by it) run in one ``parallel()``,
+    each continuation in two steps, so its ``trace`` shows whether answers delivered together
+    interleaved (``a1 b1 a2 b2``) or ran one after the other (``a1 a2 b1 b2``)."""
+    return (
+        "export const meta = { name: 'interleaved', description: 'continuations of one delivery' }\n"
+        "const trace = []\n"
+        "const step = async (name) => {\n"
+        "  const r = await agent('ask ' + name, { label: name })\n"
+        "  trace.push(name + '1'); await null; trace.push(name + '2'); return r\n"
+        "}\n"
+        f"await parallel({list(names)!r}.map((name) => () => step(name)))\n"
+        "return trace\n"
+    )
 
 
 def _labels(events: list[Event]) -> dict[str, str]:

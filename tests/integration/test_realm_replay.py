@@ -10,15 +10,17 @@ Real Node worker, real SQLite file, fake provider."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replayed import calls, released
+from replayed import calls, interleaved, released
 from workflow_mcp import WorkflowService
 from workflow_mcp.engine.journal import ResumePolicy
 from workflow_mcp.events import Event
+from workflow_mcp.realm.messages import Released, Took
 from workflow_mcp.realm.worker import RealmWorker
 from workflow_mcp.service import ProviderChoice, RunLimits, RunOverrides
 from workflow_mcp.store import SqliteStore
@@ -26,16 +28,7 @@ from workflow_mcp.store import SqliteStore
 from helpers import arun
 
 # Two-step continuations: answers delivered together interleave (a1 b1 a2 b2), apart they do not.
-INTERLEAVED = (
-    "export const meta = { name: 'interleaved', description: 'continuations of one delivery' }\n"
-    "const trace = []\n"
-    "const step = async (name) => {\n"
-    "  const r = await agent('ask ' + name, { label: name })\n"
-    "  trace.push(name + '1'); await null; trace.push(name + '2'); return r\n"
-    "}\n"
-    "await parallel(['a', 'b', 'c', 'd', 'e'].map((name) => () => step(name)))\n"
-    "return trace\n"
-)
+INTERLEAVED = interleaved("abcde")
 # Completion order decides what later prompts say.
 PIPELINE = (
     "export const meta = { name: 'pipe', description: 'order-dependent prompts' }\n"
@@ -130,6 +123,9 @@ SOURCES = {
     "capped": CAPPED,
     "long": LONG,
 }
+# What answers a call that runs live in a resume: as a model would, after the replayed results (a live
+# answer is handed over when it arrives, not in the original order, on either path).
+LIVE = {"default": {"text": "LIVE", "delayMs": 300}}
 LIMITS = {"budgeted": RunLimits(token_budget=35), "capped": RunLimits(max_agents=4)}
 
 
@@ -163,14 +159,22 @@ def _journal(service: WorkflowService, run_id: str) -> list[tuple[str, str, str,
 
 
 async def _resume(
-    service: WorkflowService, run_id: str, *, in_realm: bool, policy: ResumePolicy = "content"
+    service: WorkflowService,
+    run_id: str,
+    *,
+    in_realm: bool,
+    policy: ResumePolicy = "content",
+    path: Path | None = None,
 ) -> Resumed:
+    """Resume ``run_id`` with the realm replaying by itself or not; ``path``: from that file as it is
+    now (``start`` with ``resume_from``) instead of the run's stored source."""
     RealmWorker.replays_locally = in_realm
     try:
-        handle = await service.resume(
-            run_id,
-            RunOverrides(provider=ProviderChoice("fake", {"default": {"text": "LIVE"}}), policy=policy),
-        )
+        if path is None:
+            overrides = RunOverrides(provider=ProviderChoice("fake", LIVE), policy=policy)
+            handle = await service.resume(run_id, overrides)
+        else:
+            handle = await service.start(str(path), provider=ProviderChoice("fake", LIVE), resume_from=run_id)
         result = await handle.result()
     finally:
         RealmWorker.replays_locally = True
@@ -264,19 +268,8 @@ def test_a_resume_with_new_calls_runs_them_live_and_replays_the_rest_in_the_real
             path.write_text(
                 INTERLEAVED.replace("'ask ' + name", "'ask ' + name + (name === 'c' ? ' again' : '')")
             )
-            results = []
-            for in_realm in (True, False):
-                RealmWorker.replays_locally = in_realm
-                try:
-                    handle = await service.start(
-                        str(path), provider=ProviderChoice("fake", {}), resume_from=first.run_id
-                    )
-                    value = await handle.result()
-                finally:
-                    RealmWorker.replays_locally = True
-                events = service.events(handle.run_id)
-                results.append(Resumed(handle.run_id, value, events, _journal(service, handle.run_id)))
-            return results[0], results[1]
+            on = await _resume(service, first.run_id, in_realm=True, path=path)
+            return on, await _resume(service, first.run_id, in_realm=False, path=path)
         finally:
             await service.shutdown()
 
@@ -286,23 +279,29 @@ def test_a_resume_with_new_calls_runs_them_live_and_replays_the_rest_in_the_real
 
 
 class _OutOfStep(RealmWorker):
-    """A worker whose replay announcements name the wrong record (what a broken realm would send)."""
+    """A worker whose replay messages name the wrong record or a call it never announced (what a broken
+    or subverted realm would send)."""
+
+    forge = "took"
 
     async def receive(self) -> Any:
         msg = await super().receive()
-        calls_ = getattr(msg, "calls", None)
-        if isinstance(calls_, list):
-            for call in calls_:
+        if isinstance(msg, Took) and self.forge == "took":
+            for call in msg.calls:
                 call[1] = call[1] + 1
+        elif isinstance(msg, Released) and self.forge == "released":
+            msg.ids.append(max(msg.ids) + 10_000)
         return msg
 
 
+@pytest.mark.parametrize(("forge", "named"), [("took", "record"), ("released", "which it never announced")])
 def test_a_realm_whose_replay_goes_out_of_step_fails_the_run_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    forge: str, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "dice.js"
     path.write_text(DUPLICATES)
     service = WorkflowService(SqliteStore(tmp_path / "state.db"), cwd=str(tmp_path))
+    monkeypatch.setattr(_OutOfStep, "forge", forge)
 
     async def go() -> tuple[str, list[Event]]:
         try:
@@ -319,9 +318,39 @@ def test_a_realm_whose_replay_goes_out_of_step_fails_the_run_naming_it(
             await service.shutdown()
 
     error, events = arun(go())
-    assert "out of step" in error
+    assert "out of step" in error and named in error
     (failed,) = [e for e in events if e.type == "run.failed"]
     assert "the realm's replay is out of step with the host's" in failed.payload["error"]["message"]
+
+
+def test_a_journal_entry_edited_behind_the_stores_back_runs_its_call_live_either_way(tmp_path: Path) -> None:
+    """A record whose result no call without a schema can take (another program rewrote it as an
+    object): the realm takes it as the host would, finds it unusable, and the call runs live with the
+    host's warning; every other call still replays in the realm."""
+    path = tmp_path / "interleaved.js"
+    path.write_text(INTERLEAVED)
+    db = tmp_path / "state.db"
+    service = WorkflowService(SqliteStore(db), cwd=str(tmp_path))
+
+    async def go() -> tuple[Resumed, Resumed]:
+        try:
+            first = await service.start(str(path), provider=ProviderChoice("fake", SCRIPTS["interleaved"]))
+            await first.result()
+            with sqlite3.connect(db) as other:
+                other.execute(
+                    "UPDATE journal SET result_json = '{\"x\": 1}' WHERE run_id = ? AND label = 'b'",
+                    (first.run_id,),
+                )
+            on = await _resume(service, first.run_id, in_realm=True)
+            return on, await _resume(service, first.run_id, in_realm=False)
+        finally:
+            await service.shutdown()
+
+    on, off = arun(go())
+    assert on.in_realm and on.live == ["b"]
+    warnings = [str(e.payload.get("message")) for e in on.events if e.type == "warning"]
+    assert any("[b] the recorded result is not replayed" in w for w in warnings), warnings
+    _same(on, off)
 
 
 _real_spawn = RealmWorker.spawn

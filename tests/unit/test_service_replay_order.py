@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from replayed import calls, released, released_turns
+from replayed import calls, interleaved, released, released_turns
 from workflow_mcp import MemoryStore, WorkflowService
 from workflow_mcp.events import Event
 from workflow_mcp.service import ProviderChoice, RunOverrides
@@ -156,16 +156,7 @@ def test_a_result_held_back_when_a_resume_stops_is_replayed_by_the_next_resume(t
 
 # Four calls that a zero-delay fake answers in one realm delivery; each continuation takes two steps,
 # so `trace` shows whether their continuations interleaved (one delivery) or ran one after the other.
-INTERLEAVED = (
-    "export const meta = { name: 'interleaved', description: 'continuations of one delivery' }\n"
-    "const trace = []\n"
-    "const step = async (name) => {\n"
-    "  const r = await agent('ask ' + name, { label: name })\n"
-    "  trace.push(name + '1'); await null; trace.push(name + '2'); return r\n"
-    "}\n"
-    "await parallel(['a', 'b', 'c', 'd'].map((name) => () => step(name)))\n"
-    "return trace\n"
-)
+INTERLEAVED = interleaved("abcd")
 ONE_DELIVERY = ["a1", "b1", "c1", "d1", "a2", "b2", "c2", "d2"]
 
 
